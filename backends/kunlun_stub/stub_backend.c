@@ -1,0 +1,51 @@
+/* kunlun_stub: the interface table and the entry symbol. A vendor's backend starts here. */
+#include "stub_internal.h"
+
+const vg_host_services *stub_host;
+
+static const vg_backend_iface k_iface = {
+    .abi_major = VG_BACKEND_ABI_MAJOR,
+    .abi_minor = VG_BACKEND_ABI_MINOR,
+    .struct_size = sizeof(vg_backend_iface),
+    .name = "kunlun_stub",
+    .version = "kunlun_stub 0.1 (host CPU, OpenBLAS)",
+    .device_count = stub_device_count,
+    .device_open = stub_device_open,
+    .device_close = stub_device_close,
+    .device_info = stub_device_info,
+    .mem_alloc = stub_mem_alloc,
+    .mem_free = stub_mem_free,
+    .host_alloc = stub_host_alloc,
+    .host_free = stub_host_free,
+    .copy_h2d = stub_copy_h2d,
+    .copy_d2h = stub_copy_d2h,
+    .copy_d2d = stub_copy_d2d,
+    .memset_async = stub_memset,
+    .stream_create = stub_stream_create,
+    .stream_destroy = stub_stream_destroy,
+    .stream_sync = stub_stream_sync,
+    .event_create = stub_event_create,
+    .event_destroy = stub_event_destroy,
+    .event_record = stub_event_record,
+    .event_sync = stub_event_sync,
+    .event_elapsed_ms = stub_event_elapsed_ms,
+    .stream_wait_event = stub_stream_wait_event,
+    .capture_begin = stub_capture_begin,
+    .capture_end = stub_capture_end,
+    .graph_destroy = stub_graph_destroy,
+    .graph_instantiate = stub_graph_instantiate,
+    .exec_launch = stub_exec_launch,
+    .exec_destroy = stub_exec_destroy,
+    .exec_update = stub_exec_update,
+    .ops = &stub_ops,
+};
+
+VG_BACKEND_EXPORT const vg_backend_iface *vg_backend_query(const vg_host_services *host)
+{
+    /* A host older than the services this plugin uses gets a refusal, not a crash. */
+    if (!host || host->abi_major != VG_BACKEND_ABI_MAJOR ||
+        host->struct_size < offsetof(vg_host_services, set_error) + sizeof(void *))
+        return NULL;
+    stub_host = host;
+    return &k_iface;
+}

@@ -1,0 +1,149 @@
+/* Environment knobs of kunlun_stub. Each is documented in docs/kunlun-stub.md.
+ *   VG_STUB_DEVICES=N           devices reported (default 1; 0 simulates a machine without one)
+ *   VG_STUB_MEM_CAPACITY=B[K|M|G]  device memory capacity (default 8G)
+ *   VG_STUB_POISON=1            fill fresh and freed memory with NaN bytes; keep freed memory
+ *                               mapped (quarantined, up to VG_STUB_QUARANTINE, default 256M)
+ *   VG_STUB_LAUNCH_US=N         simulated host cost of each launch (eager op or graph launch)
+ *   VG_STUB_CAPS=tok,...        nograph | noupdate | nocapture:<op name>
+ *   VG_STUB_FAULT=point[:n[+]],...  fail the n-th call (n+ : and all later ones) of a point:
+ *                               device_open mem_alloc capture_begin capture_end instantiate
+ *                               launch update   (no :n means every call) */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stub_internal.h"
+
+static const char *const k_fault_names[STUB_FAULT_COUNT_] = {
+    "device_open", "mem_alloc", "capture_begin", "capture_end", "instantiate", "launch", "update",
+};
+
+static const char *const k_op_names[VG_OP_COUNT_] = {"fill", "axpby", "gemm", "gather_rows"};
+
+static int parse_bytes(const char *s, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s) return -1;
+    unsigned long long mul = 1;
+    if (*end == 'K' || *end == 'k') mul = 1ull << 10, end++;
+    else if (*end == 'M' || *end == 'm') mul = 1ull << 20, end++;
+    else if (*end == 'G' || *end == 'g') mul = 1ull << 30, end++;
+    if (*end) return -1;
+    if (v > UINT64_MAX / mul) return -1;
+    *out = v * mul;
+    return 0;
+}
+
+static void env_bytes(const char *name, uint64_t *dst)
+{
+    const char *v = getenv(name);
+    if (v && *v && parse_bytes(v, dst) != 0)
+        STUB_LOG(VG_LOG_WARN, "kunlun_stub: %s=%s is not a size (e.g. 512M); ignored", name, v);
+}
+
+static void parse_caps(stub_config *cfg, const char *spec)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        if (strcmp(tok, "nograph") == 0) {
+            cfg->caps &= ~(VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE);
+        } else if (strcmp(tok, "noupdate") == 0) {
+            cfg->caps &= ~VG_CAP_GRAPH_UPDATE;
+        } else if (strncmp(tok, "nocapture:", 10) == 0) {
+            int found = 0;
+            for (int i = 0; i < VG_OP_COUNT_; i++)
+                if (strcmp(tok + 10, k_op_names[i]) == 0) {
+                    cfg->capturable_ops &= ~(1ull << i);
+                    found = 1;
+                }
+            if (!found) STUB_LOG(VG_LOG_WARN, "kunlun_stub: VG_STUB_CAPS: unknown op '%s'", tok + 10);
+        } else {
+            STUB_LOG(VG_LOG_WARN, "kunlun_stub: VG_STUB_CAPS: unknown token '%s'", tok);
+        }
+    }
+}
+
+static void parse_faults(stub_config *cfg, const char *spec)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", spec);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        char *colon = strchr(tok, ':');
+        long long nth = 1;
+        int sticky = 1;
+        if (colon) {
+            *colon = '\0';
+            char *end = NULL;
+            nth = strtoll(colon + 1, &end, 10);
+            sticky = end && *end == '+';
+            if (nth < 1 || !end || (*end && strcmp(end, "+") != 0)) {
+                STUB_LOG(VG_LOG_WARN, "kunlun_stub: VG_STUB_FAULT: bad count in '%s'", tok);
+                continue;
+            }
+        }
+        int found = 0;
+        for (int i = 0; i < STUB_FAULT_COUNT_; i++)
+            if (strcmp(tok, k_fault_names[i]) == 0) {
+                cfg->faults[i].first = nth;
+                cfg->faults[i].sticky = sticky;
+                found = 1;
+            }
+        if (!found) STUB_LOG(VG_LOG_WARN, "kunlun_stub: VG_STUB_FAULT: unknown point '%s'", tok);
+    }
+}
+
+void stub_config_load(stub_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->devices = 1;
+    cfg->capacity = 8ull << 30;
+    cfg->quarantine_cap = 256ull << 20;
+    cfg->caps = VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE;
+    cfg->capturable_ops = (1ull << VG_OP_COUNT_) - 1;
+    const char *v = getenv("VG_STUB_DEVICES");
+    if (v && *v) {
+        char *end = NULL;
+        long n = strtol(v, &end, 10);
+        if (*end || n < 0 || n > 64)
+            STUB_LOG(VG_LOG_WARN, "kunlun_stub: VG_STUB_DEVICES=%s not in 0..64; ignored", v);
+        else
+            cfg->devices = (int)n;
+    }
+    env_bytes("VG_STUB_MEM_CAPACITY", &cfg->capacity);
+    env_bytes("VG_STUB_QUARANTINE", &cfg->quarantine_cap);
+    v = getenv("VG_STUB_POISON");
+    cfg->poison = v && *v && strcmp(v, "0") != 0;
+    v = getenv("VG_STUB_LAUNCH_US");
+    if (v && *v) {
+        char *end = NULL;
+        double us = strtod(v, &end);
+        if (*end || us < 0 || us > 1e6)
+            STUB_LOG(VG_LOG_WARN, "kunlun_stub: VG_STUB_LAUNCH_US=%s not in 0..1e6; ignored", v);
+        else
+            cfg->launch_ns = (long long)(us * 1000.0);
+    }
+    v = getenv("VG_STUB_CAPS");
+    if (v && *v) parse_caps(cfg, v);
+    v = getenv("VG_STUB_FAULT");
+    if (v && *v) parse_faults(cfg, v);
+}
+
+int stub_fault_hit(vg_bk_device *dev, stub_fault_point point)
+{
+    stub_fault *f = &dev->cfg.faults[point];
+    if (f->first == 0) return 0;
+    pthread_mutex_lock(&dev->lock);
+    long long n = ++f->calls;
+    pthread_mutex_unlock(&dev->lock);
+    int hit = n == f->first || (f->sticky && n > f->first);
+    if (hit)
+        STUB_LOG(VG_LOG_INFO, "kunlun_stub: injected fault at %s (call %lld)", k_fault_names[point],
+                 n);
+    return hit;
+}

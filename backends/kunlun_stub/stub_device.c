@@ -1,0 +1,76 @@
+/* kunlun_stub devices: configuration read at open, honest capability bits. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "stub_internal.h"
+
+vg_status stub_device_count(int *count)
+{
+    if (!count) return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: device_count: NULL");
+    stub_config cfg;
+    stub_config_load(&cfg);
+    *count = cfg.devices;
+    return VG_OK;
+}
+
+vg_status stub_device_open(int index, vg_bk_device **out)
+{
+    if (!out) return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: device_open: out is NULL");
+    *out = NULL;
+    stub_config cfg;
+    stub_config_load(&cfg);
+    if (index < 0) index = 0;
+    if (index >= cfg.devices)
+        return STUB_ERR(VG_ERR_NO_DEVICE, "kunlun_stub: device %d does not exist (%d present)",
+                        index, cfg.devices);
+    vg_bk_device *dev = calloc(1, sizeof *dev);
+    if (!dev) return STUB_ERR(VG_ERR_OUT_OF_MEMORY, "kunlun_stub: out of host memory");
+    dev->index = index;
+    dev->cfg = cfg;
+    pthread_mutex_init(&dev->lock, NULL);
+    if (stub_fault_hit(dev, STUB_FAULT_DEVICE_OPEN)) {
+        pthread_mutex_destroy(&dev->lock);
+        free(dev);
+        return STUB_ERR(VG_ERR_DEVICE, "kunlun_stub: device %d failed to open (injected fault)",
+                        index);
+    }
+    *out = dev;
+    return VG_OK;
+}
+
+vg_status stub_device_close(vg_bk_device *dev)
+{
+    if (!dev) return VG_OK;
+    if (dev->nallocs)
+        STUB_LOG(VG_LOG_WARN, "kunlun_stub: device %d closed with %zu allocations (%llu bytes) "
+                              "still live; releasing them", dev->index, dev->nallocs,
+                 (unsigned long long)dev->used);
+    for (size_t i = 0; i < dev->nallocs; i++) free(dev->allocs[i].ptr);
+    for (size_t i = 0; i < dev->nquarantine; i++) free(dev->quarantine[i].ptr);
+    free(dev->allocs);
+    free(dev->quarantine);
+    pthread_mutex_destroy(&dev->lock);
+    free(dev);
+    return VG_OK;
+}
+
+vg_status stub_device_info(vg_bk_device *dev, vg_device_info *info)
+{
+    if (!dev || !info) return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: device_info: NULL");
+    vg_device_info full;
+    memset(&full, 0, sizeof full);
+    full.struct_size = sizeof full;
+    snprintf(full.name, sizeof full.name, "kunlun_stub host-CPU device %d", dev->index);
+    pthread_mutex_lock(&dev->lock);
+    full.mem_total = dev->cfg.capacity;
+    full.mem_free = dev->cfg.capacity > dev->used ? dev->cfg.capacity - dev->used : 0;
+    pthread_mutex_unlock(&dev->lock);
+    full.caps = dev->cfg.caps;
+    full.capturable_ops = (dev->cfg.caps & VG_CAP_GRAPH) ? dev->cfg.capturable_ops : 0;
+    full.compute_units = (int32_t)sysconf(_SC_NPROCESSORS_ONLN);
+    full.index = dev->index;
+    vg_backend_copy_out(info, &full);
+    return VG_OK;
+}

@@ -1,0 +1,162 @@
+/* kunlun_stub: a vendor backend that runs on the host CPU.
+ *
+ * It is both the test device of vg (everything runs without a GPU) and the template a vendor
+ * copies. Device memory is host memory with an accounted capacity; a stream executes work in
+ * order on the calling thread; capture records each enqueued command into a list that
+ * instantiate copies and launch replays. */
+#ifndef STUB_INTERNAL_H
+#define STUB_INTERNAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vg/vg_backend.h"
+
+extern const vg_host_services *stub_host;
+
+#define STUB_ERR(status, ...) (stub_host->set_error((status), __VA_ARGS__), (status))
+#define STUB_LOG(level, ...) stub_host->log((level), __VA_ARGS__)
+
+/* Fault injection points (VG_STUB_FAULT), so callers' failure paths can be tested. */
+typedef enum stub_fault_point {
+    STUB_FAULT_DEVICE_OPEN,
+    STUB_FAULT_MEM_ALLOC,
+    STUB_FAULT_CAPTURE_BEGIN,
+    STUB_FAULT_CAPTURE_END,
+    STUB_FAULT_INSTANTIATE,
+    STUB_FAULT_LAUNCH,
+    STUB_FAULT_UPDATE,
+    STUB_FAULT_COUNT_
+} stub_fault_point;
+
+typedef struct stub_fault {
+    long long first; /* 0: never; n: the n-th call fails */
+    int sticky;      /* also every call after the first */
+    long long calls; /* calls seen so far */
+} stub_fault;
+
+typedef struct stub_alloc {
+    void *ptr;
+    size_t bytes;
+} stub_alloc;
+
+typedef struct stub_config {
+    int devices;             /* VG_STUB_DEVICES, default 1 */
+    uint64_t capacity;       /* VG_STUB_MEM_CAPACITY, bytes */
+    int poison;              /* VG_STUB_POISON: poison fresh and freed memory */
+    uint64_t quarantine_cap; /* bytes of freed memory kept poisoned before real release */
+    long long launch_ns;     /* VG_STUB_LAUNCH_US: simulated host cost per launch */
+    uint64_t caps;           /* after VG_STUB_CAPS */
+    uint64_t capturable_ops; /* after VG_STUB_CAPS nocapture:... */
+    stub_fault faults[STUB_FAULT_COUNT_];
+} stub_config;
+
+struct vg_bk_device {
+    int index;
+    stub_config cfg;
+    pthread_mutex_t lock; /* guards everything below */
+    uint64_t used;        /* allocations + graph storage */
+    stub_alloc *allocs;
+    size_t nallocs, cap_allocs;
+    stub_alloc *quarantine;
+    size_t nquarantine, cap_quarantine;
+    uint64_t quarantine_bytes;
+};
+
+/* One enqueued unit of work: a function and a private copy of its arguments. */
+#define STUB_CMD_ARGS 160
+typedef struct stub_cmd {
+    void (*run)(struct vg_bk_stream *s, const void *args);
+    int op; /* vg_op_id, or STUB_NOT_AN_OP for copies and memset (always capturable) */
+    const char *name;
+    unsigned char args[STUB_CMD_ARGS];
+} stub_cmd;
+
+typedef enum { STUB_CAPTURE_NONE, STUB_CAPTURE_ACTIVE, STUB_CAPTURE_INVALID } stub_capture_state;
+
+typedef struct stub_cmd_list {
+    stub_cmd *cmds;
+    size_t n, cap;
+} stub_cmd_list;
+
+struct vg_bk_stream {
+    vg_bk_device *dev;
+    stub_capture_state capture;
+    char capture_error[256];
+    stub_cmd_list recording;
+    float *scratch; /* per-stream host scratch for kernels (format conversion) */
+    size_t scratch_elems;
+};
+
+struct vg_bk_event {
+    double time_ms;
+    int recorded;
+};
+
+struct vg_bk_graph {
+    stub_cmd_list list;
+};
+
+struct vg_bk_exec {
+    stub_cmd_list list;
+    uint64_t charged; /* bytes accounted on the device */
+};
+
+/* config */
+void stub_config_load(stub_config *cfg);
+/* 1 when this call of `point` must fail (counts the call). */
+int stub_fault_hit(vg_bk_device *dev, stub_fault_point point);
+
+/* streams: run now or record; validates capturability */
+#define STUB_NOT_AN_OP (-1)
+vg_status stub_submit(vg_bk_stream *s, int op, const char *name,
+                      void (*run)(vg_bk_stream *, const void *), const void *args, size_t size);
+void stub_charge_launch(const vg_bk_device *dev);
+/* The stream the calling thread is capturing into, or NULL (thread-local capture mode). */
+vg_bk_stream *stub_capturing_stream(void);
+void stub_set_capturing_stream(vg_bk_stream *s);
+/* Invalidate the calling thread's capture because `what` is forbidden while capturing. */
+vg_status stub_forbid_during_capture(const char *what);
+float *stub_scratch(vg_bk_stream *s, size_t elems);
+void stub_cmd_list_free(stub_cmd_list *l);
+vg_status stub_cmd_list_push(stub_cmd_list *l, const stub_cmd *c);
+
+/* memory accounting used by graphs too */
+vg_status stub_charge(vg_bk_device *dev, uint64_t bytes, const char *what);
+void stub_uncharge(vg_bk_device *dev, uint64_t bytes);
+int stub_is_live(vg_bk_device *dev, const void *p, size_t bytes);
+
+/* iface members implemented across files */
+vg_status stub_device_count(int *count);
+vg_status stub_device_open(int index, vg_bk_device **out);
+vg_status stub_device_close(vg_bk_device *dev);
+vg_status stub_device_info(vg_bk_device *dev, vg_device_info *info);
+vg_status stub_mem_alloc(vg_bk_device *dev, size_t bytes, void **out);
+vg_status stub_mem_free(vg_bk_device *dev, void *ptr);
+vg_status stub_host_alloc(vg_bk_device *dev, size_t bytes, void **out);
+vg_status stub_host_free(vg_bk_device *dev, void *ptr);
+vg_status stub_copy_h2d(vg_bk_device *, vg_bk_stream *, void *, const void *, size_t);
+vg_status stub_copy_d2h(vg_bk_device *, vg_bk_stream *, void *, const void *, size_t);
+vg_status stub_copy_d2d(vg_bk_device *, vg_bk_stream *, void *, const void *, size_t);
+vg_status stub_memset(vg_bk_device *, vg_bk_stream *, void *, int, size_t);
+vg_status stub_stream_create(vg_bk_device *dev, vg_bk_stream **out);
+vg_status stub_stream_destroy(vg_bk_device *dev, vg_bk_stream *s);
+vg_status stub_stream_sync(vg_bk_device *dev, vg_bk_stream *s);
+vg_status stub_event_create(vg_bk_device *dev, vg_bk_event **out);
+vg_status stub_event_destroy(vg_bk_device *dev, vg_bk_event *e);
+vg_status stub_event_record(vg_bk_device *dev, vg_bk_event *e, vg_bk_stream *s);
+vg_status stub_event_sync(vg_bk_device *dev, vg_bk_event *e);
+vg_status stub_event_elapsed_ms(vg_bk_device *dev, vg_bk_event *a, vg_bk_event *b, float *ms);
+vg_status stub_stream_wait_event(vg_bk_device *dev, vg_bk_stream *s, vg_bk_event *e);
+vg_status stub_capture_begin(vg_bk_device *dev, vg_bk_stream *s);
+vg_status stub_capture_end(vg_bk_device *dev, vg_bk_stream *s, vg_bk_graph **out);
+vg_status stub_graph_destroy(vg_bk_device *dev, vg_bk_graph *g);
+vg_status stub_graph_instantiate(vg_bk_device *dev, vg_bk_graph *g, vg_bk_exec **out);
+vg_status stub_exec_launch(vg_bk_device *dev, vg_bk_exec *x, vg_bk_stream *s);
+vg_status stub_exec_destroy(vg_bk_device *dev, vg_bk_exec *x);
+vg_status stub_exec_update(vg_bk_device *dev, vg_bk_exec *x, vg_bk_graph *g, vg_update_result *r);
+
+extern const vg_op_table stub_ops;
+
+#endif

@@ -1,0 +1,208 @@
+/* kunlun_stub kernels: CPU versions of the op table. GEMM goes through OpenBLAS (cblas). */
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#include "stub_internal.h"
+#include "vg/vg_half.h"
+
+static size_t dtype_size(vg_dtype t)
+{
+    switch (t) {
+    case VG_DTYPE_F32: case VG_DTYPE_I32: return 4;
+    case VG_DTYPE_F16: case VG_DTYPE_BF16: return 2;
+    case VG_DTYPE_I64: return 8;
+    case VG_DTYPE_U8: return 1;
+    default: return 0;
+    }
+}
+
+static int is_float(vg_dtype t)
+{
+    return t == VG_DTYPE_F32 || t == VG_DTYPE_BF16 || t == VG_DTYPE_F16;
+}
+
+static inline float load_f(const void *p, vg_dtype t, size_t i)
+{
+    switch (t) {
+    case VG_DTYPE_BF16: return vg_bf16_to_f32(((const uint16_t *)p)[i]);
+    case VG_DTYPE_F16: return vg_f16_to_f32(((const uint16_t *)p)[i]);
+    default: return ((const float *)p)[i];
+    }
+}
+
+static inline void store_f(void *p, vg_dtype t, size_t i, float v)
+{
+    switch (t) {
+    case VG_DTYPE_BF16: ((uint16_t *)p)[i] = vg_f32_to_bf16(v); break;
+    case VG_DTYPE_F16: ((uint16_t *)p)[i] = vg_f32_to_f16(v); break;
+    default: ((float *)p)[i] = v; break;
+    }
+}
+
+static float activate(vg_activation act, float x)
+{
+    switch (act) {
+    case VG_ACT_GELU_ERF: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case VG_ACT_GELU_TANH:
+        return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+    case VG_ACT_SILU: return x / (1.0f + expf(-x));
+    case VG_ACT_QUICK_GELU: return x / (1.0f + expf(-1.702f * x));
+    default: return x;
+    }
+}
+
+/* ---- fill -------------------------------------------------------------------------------- */
+
+typedef struct fill_args {
+    void *dst;
+    vg_dtype dtype;
+    size_t count;
+    double value;
+} fill_args;
+
+static void run_fill(vg_bk_stream *s, const void *p)
+{
+    (void)s;
+    const fill_args *a = p;
+    for (size_t i = 0; i < a->count; i++) {
+        switch (a->dtype) {
+        case VG_DTYPE_I32: ((int32_t *)a->dst)[i] = (int32_t)a->value; break;
+        case VG_DTYPE_I64: ((int64_t *)a->dst)[i] = (int64_t)a->value; break;
+        case VG_DTYPE_U8: ((uint8_t *)a->dst)[i] = (uint8_t)a->value; break;
+        default: store_f(a->dst, a->dtype, i, (float)a->value); break;
+        }
+    }
+}
+
+static vg_status op_fill(vg_bk_device *dev, vg_bk_stream *s, void *dst, vg_dtype dtype,
+                         size_t count, double value)
+{
+    if (!dev || !s || (!dst && count) || !dtype_size(dtype))
+        return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: fill: bad argument");
+    fill_args a = {dst, dtype, count, value};
+    return stub_submit(s, VG_OP_FILL, "fill", run_fill, &a, sizeof a);
+}
+
+/* ---- axpby ------------------------------------------------------------------------------- */
+
+typedef struct axpby_args {
+    size_t n;
+    float alpha, beta;
+    const float *x;
+    float *y;
+} axpby_args;
+
+static void run_axpby(vg_bk_stream *s, const void *p)
+{
+    (void)s;
+    const axpby_args *a = p;
+    for (size_t i = 0; i < a->n; i++) a->y[i] = a->alpha * a->x[i] + a->beta * a->y[i];
+}
+
+static vg_status op_axpby(vg_bk_device *dev, vg_bk_stream *s, size_t n, float alpha,
+                          const float *x, float beta, float *y)
+{
+    if (!dev || !s || (n && (!x || !y)))
+        return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: axpby: NULL argument");
+    axpby_args a = {n, alpha, beta, x, y};
+    return stub_submit(s, VG_OP_AXPBY, "axpby", run_axpby, &a, sizeof a);
+}
+
+/* ---- gemm -------------------------------------------------------------------------------- */
+
+static void run_gemm(vg_bk_stream *s, const void *p)
+{
+    const vg_gemm_args *g = p;
+    size_t m = (size_t)g->m, n = (size_t)g->n, k = (size_t)g->k;
+    size_t need = m * n + (g->dtype_ab == VG_DTYPE_F32 ? 0 : (m + n) * k);
+    float *acc = stub_scratch(s, need);
+    if (!acc) { /* cannot happen after the enqueue-time reservation; keep the output defined */
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < n; j++) store_f(g->c, g->dtype_c, i * g->ldc + j, NAN);
+        return;
+    }
+    const float *A = g->a, *B = g->b;
+    size_t lda = (size_t)g->lda, ldb = (size_t)g->ldb;
+    if (g->dtype_ab != VG_DTYPE_F32) { /* widen half inputs once, then one SGEMM */
+        float *a32 = acc + m * n, *b32 = a32 + m * k;
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < k; j++) a32[i * k + j] = load_f(g->a, g->dtype_ab, i * lda + j);
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < k; j++) b32[i * k + j] = load_f(g->b, g->dtype_ab, i * ldb + j);
+        A = a32, B = b32, lda = k, ldb = k;
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)n, (int)k, g->alpha, A,
+                (int)lda, B, (int)ldb, 0.0f, acc, (int)n);
+    for (size_t i = 0; i < m; i++) {
+        for (size_t j = 0; j < n; j++) {
+            float v = acc[i * n + j];
+            if (g->bias) v += load_f(g->bias, g->dtype_ab, j);
+            v = activate(g->act, v);
+            if (g->residual) v += load_f(g->residual, g->dtype_c, i * (size_t)g->ldr + j);
+            store_f(g->c, g->dtype_c, i * (size_t)g->ldc + j, v);
+        }
+    }
+}
+
+static vg_status op_gemm(vg_bk_device *dev, vg_bk_stream *s, const vg_gemm_args *g)
+{
+    if (!dev || !s || !g || g->struct_size < sizeof(vg_gemm_args))
+        return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: gemm: NULL or short argument struct");
+    if (!is_float(g->dtype_ab) || !is_float(g->dtype_c))
+        return STUB_ERR(VG_ERR_UNSUPPORTED, "kunlun_stub: gemm: dtypes must be F32, BF16 or F16");
+    if (g->m <= 0 || g->n <= 0 || g->k <= 0 || g->m > INT32_MAX || g->n > INT32_MAX ||
+        g->k > INT32_MAX || g->lda < g->k || g->ldb < g->k || g->ldc < g->n ||
+        (g->residual && g->ldr < g->n) || !g->a || !g->b || !g->c)
+        return STUB_ERR(VG_ERR_INVALID_ARG,
+                        "kunlun_stub: gemm: bad shape m=%lld n=%lld k=%lld lda=%lld ldb=%lld "
+                        "ldc=%lld", (long long)g->m, (long long)g->n, (long long)g->k,
+                        (long long)g->lda, (long long)g->ldb, (long long)g->ldc);
+    /* Reserve the scratch now so the run cannot fail later (it may be inside a graph). */
+    size_t need = (size_t)g->m * (size_t)g->n +
+                  (g->dtype_ab == VG_DTYPE_F32 ? 0 : ((size_t)g->m + (size_t)g->n) * (size_t)g->k);
+    if (!stub_scratch(s, need))
+        return STUB_ERR(VG_ERR_OUT_OF_MEMORY, "kunlun_stub: gemm: no scratch for %zu floats", need);
+    return stub_submit(s, VG_OP_GEMM, "gemm", run_gemm, g, sizeof *g);
+}
+
+/* ---- gather_rows --------------------------------------------------------------------------- */
+
+typedef struct gather_args {
+    void *dst;
+    const void *src;
+    const int32_t *idx;
+    int64_t rows, cols;
+    size_t elem;
+} gather_args;
+
+static void run_gather(vg_bk_stream *s, const void *p)
+{
+    (void)s;
+    const gather_args *a = p;
+    size_t row_bytes = (size_t)a->cols * a->elem;
+    for (int64_t r = 0; r < a->rows; r++)
+        memcpy((char *)a->dst + (size_t)r * row_bytes,
+               (const char *)a->src + (size_t)a->idx[r] * row_bytes, row_bytes);
+}
+
+static vg_status op_gather_rows(vg_bk_device *dev, vg_bk_stream *s, vg_dtype dtype, void *dst,
+                                const void *src, const int32_t *idx, int64_t rows, int64_t cols)
+{
+    size_t elem = dtype_size(dtype);
+    if (!dev || !s || !elem || rows < 0 || cols < 0 || (rows && (!dst || !src || !idx)))
+        return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: gather_rows: bad argument");
+    if (dst == src && rows)
+        return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: gather_rows: dst must not alias src");
+    gather_args a = {dst, src, idx, rows, cols, elem};
+    return stub_submit(s, VG_OP_GATHER_ROWS, "gather_rows", run_gather, &a, sizeof a);
+}
+
+const vg_op_table stub_ops = {
+    .version = VG_OP_TABLE_VERSION,
+    .struct_size = sizeof(vg_op_table),
+    .fill = op_fill,
+    .axpby = op_axpby,
+    .gemm = op_gemm,
+    .gather_rows = op_gather_rows,
+};

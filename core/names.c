@@ -1,0 +1,29 @@
+/* Printable names of ops, capability bits and dtypes. */
+#include "vg_internal.h"
+
+const char *vg_op_name(vg_op_id op)
+{
+    static const char *const names[VG_OP_COUNT_] = {"fill", "axpby", "gemm", "gather_rows"};
+    return (unsigned)op < VG_OP_COUNT_ ? names[op] : NULL;
+}
+
+const char *vg_cap_name(uint64_t cap)
+{
+    if (cap == VG_CAP_GRAPH) return "graph";
+    if (cap == VG_CAP_GRAPH_UPDATE) return "graph_update";
+    if (cap == VG_CAP_IPC) return "ipc";
+    if (cap == VG_CAP_PINNED_HOST) return "pinned_host";
+    return NULL;
+}
+
+const char *vg_dtype_name(vg_dtype t)
+{
+    static const char *const names[VG_DTYPE_COUNT_] = {"F32", "F16", "BF16", "I32", "I64", "U8"};
+    return (unsigned)t < VG_DTYPE_COUNT_ ? names[t] : NULL;
+}
+
+size_t vg_dtype_size(vg_dtype t)
+{
+    static const size_t sizes[VG_DTYPE_COUNT_] = {4, 2, 2, 4, 8, 1};
+    return (unsigned)t < VG_DTYPE_COUNT_ ? sizes[t] : 0;
+}

@@ -1,0 +1,61 @@
+/* vg: definitions shared by the core API (vg.h) and the plugin ABI (vg_backend.h).
+ * Plain C, no dependencies, safe to include from C++ and from CUDA/HIP sources. */
+#ifndef VG_TYPES_H
+#define VG_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define VG_API __attribute__((visibility("default")))
+#define VG_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define VG_API
+#define VG_PRINTF(fmt, args)
+#endif
+
+/* Every public function and every plugin member that can fail returns one of these.
+ * Values are stable: new codes are only appended. */
+typedef enum vg_status {
+    VG_OK = 0,
+    VG_ERR_INVALID_ARG = 1,   /* a caller passed something malformed */
+    VG_ERR_OUT_OF_MEMORY = 2, /* device or host allocation failed */
+    VG_ERR_NOT_FOUND = 3,     /* a file, plugin, tensor or key does not exist */
+    VG_ERR_LOAD = 4,          /* dlopen or dlsym failed */
+    VG_ERR_ABI = 5,           /* plugin ABI version, size or mandatory member problem */
+    VG_ERR_NO_DEVICE = 6,     /* the backend loaded but has no usable device */
+    VG_ERR_UNSUPPORTED = 7,   /* optional feature or op absent on this backend */
+    VG_ERR_CAPTURE = 8,       /* graph capture or instantiation failed */
+    VG_ERR_DEVICE = 9,        /* any other device runtime error */
+    VG_ERR_FORMAT = 10,       /* malformed file or input data */
+    VG_ERR_IO = 11,           /* reading or writing a file failed */
+    VG_ERR_STATE = 12,        /* call not valid in the object's current state */
+    VG_ERR_INTERNAL = 13      /* a bug in vg: please report it */
+} vg_status;
+
+typedef enum vg_dtype {
+    VG_DTYPE_F32 = 0,
+    VG_DTYPE_F16 = 1,
+    VG_DTYPE_BF16 = 2,
+    VG_DTYPE_I32 = 3,
+    VG_DTYPE_I64 = 4,
+    VG_DTYPE_U8 = 5,
+    VG_DTYPE_COUNT_ = 6
+} vg_dtype;
+
+typedef enum vg_log_level {
+    VG_LOG_ERROR = 0,
+    VG_LOG_WARN = 1,
+    VG_LOG_INFO = 2,
+    VG_LOG_DEBUG = 3,
+    VG_LOG_TRACE = 4
+} vg_log_level;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VG_TYPES_H */

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# vg developer entry point: installs what the build needs (Debian 12, apt-get), configures,
+# builds and runs things. Usage: scripts/dev.sh <deps|build|run|test|gpu-test> [args]
+#   run        build, then the main job on the default backend
+#   test       build, then the whole test suite (GPU tests SKIP without a GPU)
+#   gpu-test   build, then the GPU suite and a compute-sanitizer memcheck (needs a GPU)
+# Environment: VG_BUILD_DIR (default: build), VG_CMAKE_ARGS (extra cmake arguments),
+#              VG_JOBS (parallel build jobs, default: nproc).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${VG_BUILD_DIR:-$root/build}
+jobs=${VG_JOBS:-$(nproc 2>/dev/null || echo 2)}
+
+# Debian packages the build and the tests need.
+packages=(build-essential cmake pkgconf libcmocka-dev libopenblas-dev libcjson-dev)
+
+deps() {
+    local missing=()
+    for p in "${packages[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "dev.sh: installing ${missing[*]}" >&2
+    local sudo=()
+    [ "$(id -u)" -ne 0 ] && sudo=(sudo)
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+configure_and_build() {
+    deps
+    # nvcc lives outside PATH in the CUDA toolkit's default location.
+    if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
+        export PATH=/usr/local/cuda/bin:$PATH
+    fi
+    # shellcheck disable=SC2086
+    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${VG_CMAKE_ARGS:-} >/dev/null
+    cmake --build "$build" -j "$jobs"
+}
+
+cmd=${1:-}
+shift || true
+case "$cmd" in
+deps) deps ;;
+build) configure_and_build ;;
+run)
+    configure_and_build >/dev/null
+    "$build/bin/vg" info "$@"
+    ;;
+test)
+    configure_and_build
+    cd "$build" && ctest --output-on-failure -j "$jobs" "$@"
+    ;;
+gpu-test)
+    configure_and_build
+    "$root/scripts/gpu-suite.sh" "$build" "$@"
+    ;;
+*)
+    sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+    ;;
+esac

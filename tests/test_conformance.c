@@ -1,0 +1,520 @@
+/* ABI conformance: one suite, run unchanged against every backend that loads (VG_BACKEND picks
+ * it). A backend that loads but has no device makes the program exit VG_TEST_SKIP. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "test_util.h"
+#include "vg/vg_half.h"
+
+typedef struct ctx {
+    vg_runtime *rt;
+    const vg_backend_iface *b;
+    const vg_op_table *ops;
+    vg_bk_device *dev;
+    vg_bk_stream *s;
+} ctx;
+
+static ctx g;
+
+static int has_graphs(void) { return (vg_runtime_caps(g.rt) & VG_CAP_GRAPH) != 0; }
+
+static void *dalloc(size_t bytes)
+{
+    void *p = NULL;
+    VG_CHECK(g.b->mem_alloc(g.dev, bytes, &p));
+    assert_non_null(p);
+    return p;
+}
+
+static void upload(void *dst, const void *src, size_t bytes)
+{
+    VG_CHECK(g.b->copy_h2d(g.dev, g.s, dst, src, bytes));
+    VG_CHECK(g.b->stream_sync(g.dev, g.s));
+}
+
+static void download(void *dst, const void *src, size_t bytes)
+{
+    VG_CHECK(g.b->copy_d2h(g.dev, g.s, dst, src, bytes));
+    VG_CHECK(g.b->stream_sync(g.dev, g.s));
+}
+
+static void fill_random(float *x, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
+    }
+}
+
+/* Capture `fn` on the test stream and instantiate it; the graph object is destroyed. */
+static vg_bk_exec *capture(void (*fn)(void *), void *arg)
+{
+    vg_bk_graph *graph = NULL;
+    vg_bk_exec *exec = NULL;
+    VG_CHECK(g.b->capture_begin(g.dev, g.s));
+    fn(arg);
+    VG_CHECK(g.b->capture_end(g.dev, g.s, &graph));
+    VG_CHECK(g.b->graph_instantiate(g.dev, graph, &exec));
+    VG_CHECK(g.b->graph_destroy(g.dev, graph));
+    return exec;
+}
+
+static void test_device_info(void **state)
+{
+    (void)state;
+    vg_device_info info;
+    memset(&info, 0, sizeof info);
+    info.struct_size = sizeof info;
+    VG_CHECK(vg_runtime_device_info(g.rt, &info));
+    assert_true(strlen(info.name) > 0);
+    assert_true(info.mem_total > 0);
+    assert_true(info.mem_free <= info.mem_total);
+    /* An older, smaller struct is filled only up to its size. */
+    vg_device_info old;
+    memset(&old, 0xAB, sizeof old);
+    old.struct_size = offsetof(vg_device_info, mem_total);
+    VG_CHECK(vg_runtime_device_info(g.rt, &old));
+    assert_true(strlen(old.name) > 0);
+    const unsigned char *bytes = (const unsigned char *)&old;
+    for (size_t i = offsetof(vg_device_info, mem_total); i < sizeof old; i++)
+        assert_int_equal(bytes[i], 0xAB);
+}
+
+static void test_memory_roundtrip(void **state)
+{
+    (void)state;
+    enum { N = 4099 }; /* odd size: no reliance on multiples */
+    float src[N], back[N];
+    fill_random(src, N, 7);
+    void *a = dalloc(N * sizeof(float)), *b = dalloc(N * sizeof(float));
+    VG_CHECK(g.b->copy_h2d(g.dev, g.s, a, src, sizeof src));
+    VG_CHECK(g.b->copy_d2d(g.dev, g.s, b, a, sizeof src));
+    download(back, b, sizeof back);
+    assert_memory_equal(src, back, sizeof src);
+    VG_CHECK(g.b->memset_async(g.dev, g.s, b, 0, sizeof src));
+    download(back, b, sizeof back);
+    for (int i = 0; i < N; i++) assert_true(back[i] == 0.0f);
+    VG_CHECK(g.b->mem_free(g.dev, a));
+    VG_CHECK(g.b->mem_free(g.dev, b));
+}
+
+static void test_pinned_staging(void **state)
+{
+    (void)state;
+    float *h = NULL, back[256];
+    VG_CHECK(g.b->host_alloc(g.dev, 256 * sizeof(float), (void **)&h));
+    fill_random(h, 256, 3);
+    void *d = dalloc(sizeof back);
+    upload(d, h, sizeof back);
+    download(back, d, sizeof back);
+    assert_memory_equal(h, back, sizeof back);
+    VG_CHECK(g.b->mem_free(g.dev, d));
+    VG_CHECK(g.b->host_free(g.dev, h));
+}
+
+static void test_out_of_memory_is_an_error(void **state)
+{
+    (void)state;
+    vg_device_info info = {.struct_size = sizeof info};
+    VG_CHECK(vg_runtime_device_info(g.rt, &info));
+    void *p = NULL;
+    vg_error_clear();
+    vg_status st = g.b->mem_alloc(g.dev, (size_t)info.mem_total * 4 + (1ull << 30), &p);
+    assert_int_equal(st, VG_ERR_OUT_OF_MEMORY);
+    assert_null(p);
+    assert_true(strlen(vg_last_error()) > 0);
+    /* the device still works afterwards */
+    void *q = dalloc(1024);
+    VG_CHECK(g.b->mem_free(g.dev, q));
+}
+
+static void test_fill_dtypes(void **state)
+{
+    (void)state;
+    if (!g.ops->fill) skip();
+    void *d = dalloc(64 * sizeof(int64_t));
+    float f[64];
+    uint16_t h[64];
+    int32_t i32[64];
+    VG_CHECK(g.ops->fill(g.dev, g.s, d, VG_DTYPE_F32, 64, 1.5));
+    download(f, d, sizeof f);
+    for (int i = 0; i < 64; i++) assert_true(f[i] == 1.5f);
+    VG_CHECK(g.ops->fill(g.dev, g.s, d, VG_DTYPE_BF16, 64, -2.25));
+    download(h, d, sizeof h);
+    for (int i = 0; i < 64; i++) assert_true(vg_bf16_to_f32(h[i]) == -2.25f);
+    VG_CHECK(g.ops->fill(g.dev, g.s, d, VG_DTYPE_I32, 64, 42));
+    download(i32, d, sizeof i32);
+    for (int i = 0; i < 64; i++) assert_int_equal(i32[i], 42);
+    VG_CHECK(g.b->mem_free(g.dev, d));
+}
+
+static void test_events_time(void **state)
+{
+    (void)state;
+    vg_bk_event *e0 = NULL, *e1 = NULL;
+    VG_CHECK(g.b->event_create(g.dev, &e0));
+    VG_CHECK(g.b->event_create(g.dev, &e1));
+    void *d = dalloc(1 << 20);
+    VG_CHECK(g.b->event_record(g.dev, e0, g.s));
+    VG_CHECK(g.b->memset_async(g.dev, g.s, d, 1, 1 << 20));
+    VG_CHECK(g.b->event_record(g.dev, e1, g.s));
+    VG_CHECK(g.b->event_sync(g.dev, e1));
+    float ms = -1;
+    VG_CHECK(g.b->event_elapsed_ms(g.dev, e0, e1, &ms));
+    assert_true(ms >= 0.0f);
+    vg_bk_stream *s2 = NULL;
+    VG_CHECK(g.b->stream_create(g.dev, &s2));
+    VG_CHECK(g.b->stream_wait_event(g.dev, s2, e1));
+    VG_CHECK(g.b->stream_sync(g.dev, s2));
+    VG_CHECK(g.b->stream_destroy(g.dev, s2));
+    VG_CHECK(g.b->mem_free(g.dev, d));
+    VG_CHECK(g.b->event_destroy(g.dev, e0));
+    VG_CHECK(g.b->event_destroy(g.dev, e1));
+}
+
+/* ---- graphs ---------------------------------------------------------------------------------- */
+
+typedef struct axpby_case {
+    size_t n;
+    float *x, *y;
+    float alpha, beta;
+} axpby_case;
+
+static void enqueue_axpby(void *p)
+{
+    axpby_case *c = p;
+    VG_CHECK(g.ops->axpby(g.dev, g.s, c->n, c->alpha, c->x, c->beta, c->y));
+}
+
+static void test_replay_rereads_buffers(void **state)
+{
+    (void)state;
+    if (!has_graphs() || !g.ops->axpby) skip();
+    enum { N = 1000 };
+    float hx[N], hy[N], back[N];
+    axpby_case c = {N, dalloc(N * 4), dalloc(N * 4), 2.0f, 0.5f};
+    fill_random(hx, N, 11);
+    fill_random(hy, N, 12);
+    upload(c.x, hx, sizeof hx);
+    upload(c.y, hy, sizeof hy);
+    vg_bk_exec *exec = capture(enqueue_axpby, &c);
+    /* capture records without executing */
+    download(back, c.y, sizeof back);
+    assert_memory_equal(back, hy, sizeof hy);
+    /* new contents in the captured buffers are what the replay sees */
+    fill_random(hx, N, 21);
+    fill_random(hy, N, 22);
+    upload(c.x, hx, sizeof hx);
+    upload(c.y, hy, sizeof hy);
+    VG_CHECK(g.b->exec_launch(g.dev, exec, g.s));
+    download(back, c.y, sizeof back);
+    for (int i = 0; i < N; i++) assert_float_equal(back[i], 2.0f * hx[i] + 0.5f * hy[i], 1e-6);
+    VG_CHECK(g.b->exec_destroy(g.dev, exec));
+    VG_CHECK(g.b->mem_free(g.dev, c.x));
+    VG_CHECK(g.b->mem_free(g.dev, c.y));
+}
+
+static void test_replay_twice_equals_eager_twice(void **state)
+{
+    (void)state;
+    if (!has_graphs() || !g.ops->axpby) skip();
+    enum { N = 777 };
+    float hx[N], hy[N], eager[N], graph[N];
+    axpby_case c = {N, dalloc(N * 4), dalloc(N * 4), 1.25f, -0.75f};
+    fill_random(hx, N, 5);
+    fill_random(hy, N, 6);
+    upload(c.x, hx, sizeof hx);
+    upload(c.y, hy, sizeof hy);
+    enqueue_axpby(&c);
+    enqueue_axpby(&c);
+    download(eager, c.y, sizeof eager);
+    upload(c.y, hy, sizeof hy);
+    vg_bk_exec *exec = capture(enqueue_axpby, &c);
+    VG_CHECK(g.b->exec_launch(g.dev, exec, g.s));
+    VG_CHECK(g.b->exec_launch(g.dev, exec, g.s));
+    download(graph, c.y, sizeof graph);
+    assert_memory_equal(eager, graph, sizeof eager);
+    VG_CHECK(g.b->exec_destroy(g.dev, exec));
+    VG_CHECK(g.b->mem_free(g.dev, c.x));
+    VG_CHECK(g.b->mem_free(g.dev, c.y));
+}
+
+typedef struct gemm_case {
+    vg_gemm_args args;
+} gemm_case;
+
+static void enqueue_gemm(void *p)
+{
+    gemm_case *c = p;
+    VG_CHECK(g.ops->gemm(g.dev, g.s, &c->args));
+}
+
+static void gemm_check(vg_dtype dt, float tol)
+{
+    enum { M = 37, N = 45, K = 70 };
+    size_t es = dt == VG_DTYPE_F32 ? 4 : 2;
+    float a[M * K], b[N * K], bias[N], res[M * N], out[M * N];
+    unsigned char raw[N * K * 4]; /* the largest operand is B */
+    gemm_case c;
+    memset(&c, 0, sizeof c);
+    c.args = (vg_gemm_args){.struct_size = sizeof(vg_gemm_args), .dtype_ab = dt,
+                            .dtype_c = VG_DTYPE_F32, .m = M, .n = N, .k = K, .lda = K, .ldb = K,
+                            .ldc = N, .ldr = N, .act = VG_ACT_SILU, .alpha = 0.5f};
+    void *da = dalloc(M * K * es), *db = dalloc(N * K * es), *dbias = dalloc(N * es);
+    float *dc = dalloc(M * N * 4);
+    c.args.a = da, c.args.b = db, c.args.bias = dbias, c.args.c = dc, c.args.residual = dc;
+    vg_bk_exec *exec = has_graphs() ? capture(enqueue_gemm, &c) : NULL;
+    for (int round = 0; round < 2; round++) { /* the second round changes every input */
+        fill_random(a, M * K, 100 + round);
+        fill_random(b, N * K, 200 + round);
+        fill_random(bias, N, 300 + round);
+        fill_random(res, M * N, 400 + round);
+        /* round the operands to the storage type so the reference sees what the device sees */
+        const float *srcs[3] = {a, b, bias};
+        float *dsts[3] = {a, b, bias};
+        void *devs[3] = {da, db, dbias};
+        size_t counts[3] = {M * K, N * K, N};
+        for (int t = 0; t < 3; t++) {
+            for (size_t i = 0; i < counts[t]; i++) {
+                if (dt == VG_DTYPE_F32) {
+                    memcpy(raw + i * 4, &srcs[t][i], 4);
+                } else {
+                    uint16_t h = dt == VG_DTYPE_BF16 ? vg_f32_to_bf16(srcs[t][i])
+                                                     : vg_f32_to_f16(srcs[t][i]);
+                    dsts[t][i] = dt == VG_DTYPE_BF16 ? vg_bf16_to_f32(h) : vg_f16_to_f32(h);
+                    memcpy(raw + i * 2, &h, 2);
+                }
+            }
+            upload(devs[t], raw, counts[t] * es);
+        }
+        upload(dc, res, sizeof res);
+        if (exec) VG_CHECK(g.b->exec_launch(g.dev, exec, g.s));
+        else enqueue_gemm(&c);
+        download(out, dc, sizeof out);
+        double max_err = 0, max_ref = 0;
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double acc = 0;
+                for (int k = 0; k < K; k++) acc += (double)a[i * K + k] * b[j * K + k];
+                double v = 0.5 * acc + bias[j];
+                v = v / (1.0 + exp(-v)) + res[i * N + j];
+                max_err = fmax(max_err, fabs(v - out[i * N + j]));
+                max_ref = fmax(max_ref, fabs(v));
+            }
+        if (max_err / max_ref > tol) print_message("gemm %d rel err %g\n", dt, max_err / max_ref);
+        assert_true(max_err / max_ref <= tol);
+    }
+    if (exec) VG_CHECK(g.b->exec_destroy(g.dev, exec));
+    VG_CHECK(g.b->mem_free(g.dev, da));
+    VG_CHECK(g.b->mem_free(g.dev, db));
+    VG_CHECK(g.b->mem_free(g.dev, dbias));
+    VG_CHECK(g.b->mem_free(g.dev, dc));
+}
+
+static void test_gemm_f32(void **state)
+{
+    (void)state;
+    if (!g.ops->gemm) skip();
+    gemm_check(VG_DTYPE_F32, 1e-5f); /* tf32 is not allowed for F32 */
+}
+
+static void test_gemm_bf16(void **state)
+{
+    (void)state;
+    if (!g.ops->gemm) skip();
+    gemm_check(VG_DTYPE_BF16, 1e-5f); /* operands are rounded on the host: only accumulation differs */
+}
+
+typedef struct gather_case {
+    float *dst, *src;
+    int32_t *idx;
+    int64_t rows, cols;
+} gather_case;
+
+static void enqueue_gather(void *p)
+{
+    gather_case *c = p;
+    VG_CHECK(g.ops->gather_rows(g.dev, g.s, VG_DTYPE_F32, c->dst, c->src, c->idx, c->rows, c->cols));
+}
+
+static void test_gather_reads_indices_at_replay(void **state)
+{
+    (void)state;
+    if (!g.ops->gather_rows) skip();
+    enum { R = 64, C = 80 };
+    float src[R * C], out[R * C];
+    int32_t idx[R];
+    fill_random(src, R * C, 9);
+    gather_case c = {dalloc(sizeof out), dalloc(sizeof src), dalloc(sizeof idx), R, C};
+    upload(c.src, src, sizeof src);
+    vg_bk_exec *exec = has_graphs() ? capture(enqueue_gather, &c) : NULL;
+    for (int round = 0; round < 3; round++) {
+        for (int r = 0; r < R; r++) idx[r] = (r * (2 * round + 1) + round) % R;
+        upload(c.idx, idx, sizeof idx);
+        if (exec) VG_CHECK(g.b->exec_launch(g.dev, exec, g.s));
+        else enqueue_gather(&c);
+        download(out, c.dst, sizeof out);
+        for (int r = 0; r < R; r++) assert_memory_equal(out + r * C, src + idx[r] * C, C * 4);
+    }
+    if (exec) VG_CHECK(g.b->exec_destroy(g.dev, exec));
+    VG_CHECK(g.b->mem_free(g.dev, c.dst));
+    VG_CHECK(g.b->mem_free(g.dev, c.src));
+    VG_CHECK(g.b->mem_free(g.dev, c.idx));
+}
+
+static void enqueue_axpby_twice(void *p)
+{
+    enqueue_axpby(p);
+    enqueue_axpby(p);
+}
+
+static void test_update(void **state)
+{
+    (void)state;
+    if (!(vg_runtime_caps(g.rt) & VG_CAP_GRAPH_UPDATE) || !g.ops->axpby) skip();
+    enum { N = 300 };
+    float hx[N], hy[N], back[N];
+    axpby_case c = {N, dalloc(N * 4), dalloc(N * 4), 2.0f, 0.0f};
+    fill_random(hx, N, 1);
+    upload(c.x, hx, sizeof hx);
+    vg_bk_exec *exec = capture(enqueue_axpby, &c);
+    /* same topology, new parameters: applied */
+    c.alpha = 3.0f;
+    vg_bk_graph *graph = NULL;
+    VG_CHECK(g.b->capture_begin(g.dev, g.s));
+    enqueue_axpby(&c);
+    VG_CHECK(g.b->capture_end(g.dev, g.s, &graph));
+    vg_update_result r = VG_UPDATE_NEEDS_REINSTANTIATE;
+    VG_CHECK(g.b->exec_update(g.dev, exec, graph, &r));
+    assert_int_equal(r, VG_UPDATE_APPLIED);
+    VG_CHECK(g.b->graph_destroy(g.dev, graph));
+    memset(hy, 0, sizeof hy);
+    upload(c.y, hy, sizeof hy);
+    VG_CHECK(g.b->exec_launch(g.dev, exec, g.s));
+    download(back, c.y, sizeof back);
+    for (int i = 0; i < N; i++) assert_float_equal(back[i], 3.0f * hx[i], 1e-6);
+    /* different topology: re-instantiation needed, and the old exec still works */
+    VG_CHECK(g.b->capture_begin(g.dev, g.s));
+    enqueue_axpby_twice(&c);
+    VG_CHECK(g.b->capture_end(g.dev, g.s, &graph));
+    VG_CHECK(g.b->exec_update(g.dev, exec, graph, &r));
+    assert_int_equal(r, VG_UPDATE_NEEDS_REINSTANTIATE);
+    VG_CHECK(g.b->graph_destroy(g.dev, graph));
+    VG_CHECK(g.b->exec_destroy(g.dev, exec));
+    VG_CHECK(g.b->mem_free(g.dev, c.x));
+    VG_CHECK(g.b->mem_free(g.dev, c.y));
+}
+
+static void test_failed_capture_recovers(void **state)
+{
+    (void)state;
+    if (!has_graphs() || !g.ops->axpby) skip();
+    enum { N = 128 };
+    float hx[N], back[N];
+    axpby_case c = {N, dalloc(N * 4), dalloc(N * 4), 1.0f, 0.0f};
+    fill_random(hx, N, 77);
+    upload(c.x, hx, sizeof hx);
+    VG_CHECK(g.b->capture_begin(g.dev, g.s));
+    enqueue_axpby(&c);
+    /* synchronising a capturing stream is forbidden: the capture is invalidated */
+    assert_int_not_equal(g.b->stream_sync(g.dev, g.s), VG_OK);
+    vg_bk_graph *graph = (vg_bk_graph *)0x1;
+    vg_error_clear();
+    assert_int_equal(g.b->capture_end(g.dev, g.s, &graph), VG_ERR_CAPTURE);
+    assert_null(graph);
+    assert_true(strlen(vg_last_error()) > 0);
+    /* the stream is usable: eager work and a new capture both succeed */
+    VG_CHECK(g.b->memset_async(g.dev, g.s, c.y, 0, N * 4));
+    enqueue_axpby(&c);
+    download(back, c.y, sizeof back);
+    assert_memory_equal(back, hx, sizeof hx);
+    vg_bk_exec *exec = capture(enqueue_axpby, &c);
+    VG_CHECK(g.b->exec_launch(g.dev, exec, g.s));
+    VG_CHECK(g.b->stream_sync(g.dev, g.s));
+    VG_CHECK(g.b->exec_destroy(g.dev, exec));
+    VG_CHECK(g.b->mem_free(g.dev, c.x));
+    VG_CHECK(g.b->mem_free(g.dev, c.y));
+}
+
+static void test_capture_cycles_return_memory(void **state)
+{
+    (void)state;
+    if (!has_graphs() || !g.ops->axpby) skip();
+    enum { N = 4096 };
+    axpby_case c = {N, dalloc(N * 4), dalloc(N * 4), 1.0f, 1.0f};
+    VG_CHECK(g.b->memset_async(g.dev, g.s, c.x, 0, N * 4));
+    VG_CHECK(g.b->memset_async(g.dev, g.s, c.y, 0, N * 4));
+    VG_CHECK(g.b->stream_sync(g.dev, g.s));
+    vg_device_info before = {.struct_size = sizeof before}, after = {.struct_size = sizeof after};
+    /* one warm cycle first, so lazily created driver state is not counted as a leak */
+    vg_bk_exec *exec = capture(enqueue_axpby_twice, &c);
+    VG_CHECK(g.b->exec_launch(g.dev, exec, g.s));
+    VG_CHECK(g.b->stream_sync(g.dev, g.s));
+    VG_CHECK(g.b->exec_destroy(g.dev, exec));
+    VG_CHECK(vg_runtime_device_info(g.rt, &before));
+    for (int i = 0; i < 1000; i++) {
+        exec = capture(enqueue_axpby_twice, &c);
+        VG_CHECK(g.b->exec_launch(g.dev, exec, g.s));
+        VG_CHECK(g.b->exec_destroy(g.dev, exec));
+    }
+    VG_CHECK(g.b->stream_sync(g.dev, g.s));
+    VG_CHECK(vg_runtime_device_info(g.rt, &after));
+    long long lost = (long long)before.mem_free - (long long)after.mem_free;
+    if (lost > 0) print_message("device memory lost over 1000 cycles: %lld bytes\n", lost);
+    /* allow one allocation granule of driver-side noise, nothing that grows per cycle */
+    assert_true(lost <= 2 << 20);
+    VG_CHECK(g.b->mem_free(g.dev, c.x));
+    VG_CHECK(g.b->mem_free(g.dev, c.y));
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    g.b = vg_runtime_iface(g.rt);
+    g.ops = vg_runtime_ops(g.rt);
+    g.dev = vg_runtime_device(g.rt);
+    return g.b->stream_create(g.dev, &g.s) == VG_OK ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    g.b->stream_destroy(g.dev, g.s);
+    return 0;
+}
+
+int main(void)
+{
+    vg_status st = vg_runtime_open(NULL, &g.rt);
+    const char *want = getenv("VG_BACKEND");
+    if (st == VG_ERR_NO_DEVICE) {
+        printf("SKIP: backend '%s' has no device: %s\n", want ? want : "(auto)", vg_last_error());
+        return VG_TEST_SKIP;
+    }
+    if (st != VG_OK) {
+        fprintf(stderr, "conformance: cannot open backend '%s': %s\n", want ? want : "(auto)",
+                vg_last_error());
+        return 1;
+    }
+    printf("conformance suite on backend '%s' (%s)\n", vg_runtime_backend_name(g.rt),
+           vg_runtime_plugin_path(g.rt));
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_device_info),
+        cmocka_unit_test(test_memory_roundtrip),
+        cmocka_unit_test(test_pinned_staging),
+        cmocka_unit_test(test_out_of_memory_is_an_error),
+        cmocka_unit_test(test_fill_dtypes),
+        cmocka_unit_test(test_events_time),
+        cmocka_unit_test(test_replay_rereads_buffers),
+        cmocka_unit_test(test_replay_twice_equals_eager_twice),
+        cmocka_unit_test(test_gemm_f32),
+        cmocka_unit_test(test_gemm_bf16),
+        cmocka_unit_test(test_gather_reads_indices_at_replay),
+        cmocka_unit_test(test_update),
+        cmocka_unit_test(test_failed_capture_recovers),
+        cmocka_unit_test(test_capture_cycles_return_memory),
+    };
+    int failed = cmocka_run_group_tests_name("conformance", tests, setup, teardown);
+    vg_runtime_close(g.rt);
+    return failed ? 1 : 0;
+}

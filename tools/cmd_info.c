@@ -1,0 +1,167 @@
+/* vg info: what each backend is, whether it loaded, and what its devices offer. */
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vg_cli.h"
+
+static const char k_help[] =
+    "usage: vg info [--json] [--backend NAME|PATH]\n"
+    "\n"
+    "Without --backend and with VG_BACKEND unset, every builtin backend (cuda, hip,\n"
+    "kunlun_stub) is probed and the one auto-selection would pick is named. With a backend\n"
+    "named (option or VG_BACKEND), only that one is probed, and the exit status is non-zero\n"
+    "when it cannot be loaded or has no device.\n"
+    "  --json      print the same information as JSON\n"
+    "  --backend   a backend name or the path of a plugin .so\n";
+
+static void caps_text(uint64_t caps, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    for (int b = 0; b < 64; b++) {
+        const char *n = (caps >> b) & 1u ? vg_cap_name(1ull << b) : NULL;
+        if (n) snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", buf[0] ? " " : "", n);
+    }
+    if (!buf[0]) snprintf(buf, cap, "none");
+}
+
+static void ops_text(uint64_t ops, char *buf, size_t cap)
+{
+    buf[0] = '\0';
+    for (int op = 0; op < VG_OP_COUNT_; op++)
+        if ((ops >> op) & 1u)
+            snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", buf[0] ? " " : "",
+                     vg_op_name((vg_op_id)op));
+    if (!buf[0]) snprintf(buf, cap, "none");
+}
+
+static void print_text(const vg_probe_report *r)
+{
+    char b1[32], b2[32], caps[256], ops[512];
+    if (!r->loaded) {
+        printf("backend %s: not loaded\n  %s\n", r->request, r->error);
+        return;
+    }
+    printf("backend %s: loaded %s\n  version: %s (plugin ABI %u.%u)\n", r->name, r->path,
+           r->version, r->abi_major, r->abi_minor);
+    if (r->status == VG_ERR_NO_DEVICE && r->device_count == 0) {
+        printf("  no device: %s\n", r->error);
+        return;
+    }
+    for (int i = 0; i < r->device_count && i < VG_PROBE_MAX_DEVICES; i++) {
+        const vg_device_info *d = &r->devices[i];
+        if (r->device_status[i] != VG_OK) {
+            printf("  device %d: failed to open (%s)\n", i, vg_status_name(r->device_status[i]));
+            continue;
+        }
+        caps_text(d->caps, caps, sizeof caps);
+        ops_text(d->capturable_ops, ops, sizeof ops);
+        printf("  device %d: %s\n    memory: %s total, %s free\n", i, d->name,
+               vg_cli_bytes(d->mem_total, b1, sizeof b1), vg_cli_bytes(d->mem_free, b2, sizeof b2));
+        if (d->arch_major) printf("    arch: %d.%d\n", d->arch_major, d->arch_minor);
+        printf("    compute units: %d\n    caps: %s\n    capturable ops: %s\n", d->compute_units,
+               caps, ops);
+    }
+    if (r->status != VG_OK) printf("  error: %s\n", r->error);
+}
+
+static cJSON *report_json(const vg_probe_report *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "request", r->request);
+    cJSON_AddBoolToObject(o, "loaded", r->loaded);
+    cJSON_AddStringToObject(o, "status", vg_status_name(r->status));
+    if (r->status != VG_OK) cJSON_AddStringToObject(o, "error", r->error);
+    if (!r->loaded) return o;
+    cJSON_AddStringToObject(o, "name", r->name);
+    cJSON_AddStringToObject(o, "path", r->path);
+    cJSON_AddStringToObject(o, "version", r->version);
+    char abi[32];
+    snprintf(abi, sizeof abi, "%u.%u", r->abi_major, r->abi_minor);
+    cJSON_AddStringToObject(o, "abi", abi);
+    cJSON *devs = cJSON_AddArrayToObject(o, "devices");
+    for (int i = 0; i < r->device_count && i < VG_PROBE_MAX_DEVICES; i++) {
+        const vg_device_info *d = &r->devices[i];
+        cJSON *j = cJSON_CreateObject();
+        cJSON_AddNumberToObject(j, "index", i);
+        cJSON_AddStringToObject(j, "status", vg_status_name(r->device_status[i]));
+        if (r->device_status[i] == VG_OK) {
+            cJSON_AddStringToObject(j, "name", d->name);
+            cJSON_AddNumberToObject(j, "mem_total", (double)d->mem_total);
+            cJSON_AddNumberToObject(j, "mem_free", (double)d->mem_free);
+            cJSON_AddNumberToObject(j, "arch_major", d->arch_major);
+            cJSON_AddNumberToObject(j, "arch_minor", d->arch_minor);
+            cJSON_AddNumberToObject(j, "compute_units", d->compute_units);
+            cJSON *caps = cJSON_AddArrayToObject(j, "caps");
+            for (int b = 0; b < 64; b++)
+                if (((d->caps >> b) & 1u) && vg_cap_name(1ull << b))
+                    cJSON_AddItemToArray(caps, cJSON_CreateString(vg_cap_name(1ull << b)));
+            cJSON *ops = cJSON_AddArrayToObject(j, "capturable_ops");
+            for (int op = 0; op < VG_OP_COUNT_; op++)
+                if ((d->capturable_ops >> op) & 1u)
+                    cJSON_AddItemToArray(ops, cJSON_CreateString(vg_op_name((vg_op_id)op)));
+        }
+        cJSON_AddItemToArray(devs, j);
+    }
+    return o;
+}
+
+int vg_cmd_info(int argc, char **argv)
+{
+    int json = 0;
+    const char *backend = getenv("VG_BACKEND");
+    for (int i = 1; i < argc; i++) {
+        if (vg_cli_is_help(argv[i])) {
+            fputs(k_help, stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
+            backend = argv[++i];
+        } else {
+            fputs(k_help, stderr);
+            return vg_cli_fail("info", "unknown or incomplete option '%s'", argv[i]);
+        }
+    }
+    int explicit = backend && *backend;
+    int n = explicit ? 1 : vg_backend_builtin_count();
+    vg_probe_report *reports = calloc((size_t)n, sizeof *reports);
+    if (!reports) return vg_cli_fail("info", "out of memory");
+    int selected = -1;
+    for (int i = 0; i < n; i++) {
+        vg_backend_probe(explicit ? backend : vg_backend_builtin_name(i), &reports[i]);
+        if (selected < 0 && reports[i].status == VG_OK) selected = i;
+    }
+    if (json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "vg_version", VG_VERSION_STRING);
+        cJSON_AddStringToObject(root, "selection", explicit ? "VG_BACKEND" : "auto");
+        cJSON *arr = cJSON_AddArrayToObject(root, "backends");
+        for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, report_json(&reports[i]));
+        if (selected >= 0)
+            cJSON_AddStringToObject(root, "selected", reports[selected].name);
+        else
+            cJSON_AddNullToObject(root, "selected");
+        char *text = cJSON_Print(root);
+        if (text) puts(text);
+        free(text);
+        cJSON_Delete(root);
+    } else {
+        printf("vg %s, plugin ABI %d.%d\n", VG_VERSION_STRING, VG_BACKEND_ABI_MAJOR,
+               VG_BACKEND_ABI_MINOR);
+        for (int i = 0; i < n; i++) print_text(&reports[i]);
+        if (selected >= 0)
+            printf("selected: %s (%s)\n", reports[selected].name,
+                   explicit ? "VG_BACKEND" : "auto: first of cuda, hip, kunlun_stub with a device");
+    }
+    int rc = 0;
+    if (selected < 0) {
+        if (explicit)
+            rc = vg_cli_fail("info", "backend '%s' is not usable: %s", backend, reports[0].error);
+        else
+            rc = vg_cli_fail("info", "no usable backend found");
+    }
+    free(reports);
+    return rc;
+}

@@ -1,0 +1,67 @@
+/* vg: the command-line front end. Subcommands live in cmd_*.c. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vg_cli.h"
+
+static const vg_cli_command k_commands[] = {
+    {"info", "list backends, their devices and capabilities", vg_cmd_info},
+};
+
+int vg_cli_fail(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "vg %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+int vg_cli_is_help(const char *arg)
+{
+    return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0;
+}
+
+const char *vg_cli_bytes(unsigned long long bytes, char *buf, size_t cap)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024.0 && u < 4) v /= 1024.0, u++;
+    snprintf(buf, cap, u ? "%.2f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: vg <command> [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
+        fprintf(f, "  %-8s %s\n", k_commands[i].name, k_commands[i].summary);
+    fprintf(f, "\n'vg <command> --help' describes a command. Environment: VG_BACKEND (name or\n"
+               "path of a backend), VG_BACKEND_PATH (plugin directories), VG_LOG_LEVEL.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (vg_cli_is_help(argv[1])) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("vg %s (plugin ABI %d.%d)\n", VG_VERSION_STRING, VG_BACKEND_ABI_MAJOR,
+               VG_BACKEND_ABI_MINOR);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
+        if (strcmp(argv[1], k_commands[i].name) == 0) return k_commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "vg: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
