@@ -5,7 +5,7 @@
 #   test       build, then the whole test suite (GPU tests SKIP without a GPU)
 #   gpu-test   build, then the GPU suite and a compute-sanitizer memcheck (needs a GPU)
 # Environment: VG_BUILD_DIR (default: build), VG_CMAKE_ARGS (extra cmake arguments),
-#              VG_JOBS (parallel build jobs, default: nproc).
+#              VG_JOBS (parallel build jobs, default: nproc), VG_SKIP_DEPS=1 (no apt-get).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -16,6 +16,7 @@ jobs=${VG_JOBS:-$(nproc 2>/dev/null || echo 2)}
 packages=(build-essential cmake pkgconf libcmocka-dev libopenblas-dev libcjson-dev)
 
 deps() {
+    [ "${VG_SKIP_DEPS:-0}" = 1 ] && return 0 # dependencies provided another way (offline-deps.sh)
     local missing=()
     for p in "${packages[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -46,7 +46,7 @@ static void print_text(const vg_probe_report *r)
     printf("backend %s: loaded %s\n  version: %s (plugin ABI %u.%u)\n", r->name, r->path,
            r->version, r->abi_major, r->abi_minor);
     if (r->status == VG_ERR_NO_DEVICE && r->device_count == 0) {
-        printf("  no device: %s\n", r->error);
+        printf("  %s\n", r->error);
         return;
     }
     for (int i = 0; i < r->device_count && i < VG_PROBE_MAX_DEVICES; i++) {

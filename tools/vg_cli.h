@@ -13,6 +13,7 @@ typedef struct vg_cli_command {
 } vg_cli_command;
 
 int vg_cmd_info(int argc, char **argv);
+int vg_cmd_bench(int argc, char **argv);
 
 /* Print "vg <cmd>: <message>" (plus vg_last_error() when with_last) to stderr; returns 1. */
 int vg_cli_fail(const char *cmd, const char *fmt, ...) VG_PRINTF(2, 3);

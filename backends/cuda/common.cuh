@@ -1,0 +1,65 @@
+/* Shared state and helpers of the CUDA backend (also compiled for HIP: see vendor.h). */
+#ifndef VG_CUDA_COMMON_CUH
+#define VG_CUDA_COMMON_CUH
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "vendor.h"
+#include "vg/vg_backend.h"
+
+extern const vg_host_services *vgc_host;
+
+/* Map a runtime error to a vg status, with the vendor's name and text in the message. */
+vg_status vgc_fail(cudaError_t err, const char *what, const char *file, int line);
+#define VGC_CHECK(call)                                                              \
+    do {                                                                             \
+        cudaError_t e_ = (call);                                                     \
+        if (e_ != cudaSuccess) return vgc_fail(e_, #call, __FILE__, __LINE__);      \
+    } while (0)
+/* After a kernel launch: launch-configuration errors surface here. */
+#define VGC_CHECK_LAUNCH(name) VGC_CHECK(cudaGetLastError())
+#define VGC_ERR(status, ...) (vgc_host->set_error((status), __VA_ARGS__), (status))
+
+struct vgc_gemm_cache; /* gemm.cu */
+
+struct vg_bk_device {
+    int index;
+    cudaDeviceProp prop;
+    cudaStream_t upload_stream; /* for graph uploads at instantiate */
+    void *blas;                 /* cublasLtHandle_t (hipBLASLt or none under HIP) */
+};
+
+struct vg_bk_stream {
+    vg_bk_device *dev;
+    cudaStream_t s;
+    void *gemm_workspace; /* per stream: gemms on different streams may run concurrently */
+    size_t gemm_workspace_bytes;
+    struct vgc_gemm_cache *gemm_cache;
+};
+
+struct vg_bk_event {
+    cudaEvent_t e;
+};
+
+struct vg_bk_graph {
+    cudaGraph_t g;
+};
+
+struct vg_bk_exec {
+    cudaGraphExec_t x;
+};
+
+/* gemm.cu */
+vg_status vgc_gemm_device_init(vg_bk_device *dev);
+void vgc_gemm_device_fini(vg_bk_device *dev);
+vg_status vgc_gemm_stream_init(vg_bk_stream *s);
+void vgc_gemm_stream_fini(vg_bk_stream *s);
+vg_status vgc_op_gemm(vg_bk_device *dev, vg_bk_stream *s, const vg_gemm_args *a);
+/* Kernel epilogue for what the GEMM library could not fuse: c = act(c + bias) + residual. */
+vg_status vgc_epilogue(vg_bk_stream *s, const vg_gemm_args *a, int add_bias, int add_residual);
+
+/* ops.cu */
+extern const vg_op_table vgc_ops;
+
+#endif

@@ -1,0 +1,192 @@
+/* Devices, error mapping and the memory section of the CUDA backend. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common.cuh"
+
+vg_status vgc_fail(cudaError_t err, const char *what, const char *file, int line)
+{
+    vg_status st = VG_ERR_DEVICE;
+    switch (err) {
+    case cudaErrorMemoryAllocation: st = VG_ERR_OUT_OF_MEMORY; break;
+    case cudaErrorNoDevice:
+    case cudaErrorInsufficientDriver: st = VG_ERR_NO_DEVICE; break;
+    case cudaErrorInvalidValue: st = VG_ERR_INVALID_ARG; break;
+    case cudaErrorStreamCaptureUnsupported:
+    case cudaErrorStreamCaptureInvalidated:
+    case cudaErrorStreamCaptureUnjoined:
+    case cudaErrorStreamCaptureImplicit:
+    case cudaErrorStreamCaptureWrongThread: st = VG_ERR_CAPTURE; break;
+    default: break;
+    }
+    const char *base = strrchr(file, '/');
+    vgc_host->set_error(st, VG_VENDOR_NAME ": %s failed: %s: %s (%s:%d)", what,
+                        cudaGetErrorName(err), cudaGetErrorString(err), base ? base + 1 : file,
+                        line);
+    (void)cudaGetLastError(); /* clear a non-sticky error so the next call starts clean */
+    return st;
+}
+
+static int default_index(void)
+{
+    const char *v = getenv("VG_CUDA_DEVICE");
+    if (!v || !*v) return 0;
+    char *end = NULL;
+    long i = strtol(v, &end, 10);
+    if (*end || i < 0 || i > 1024) {
+        vgc_host->log(VG_LOG_WARN, VG_VENDOR_NAME ": VG_CUDA_DEVICE=%s is not a device index; "
+                                   "using 0", v);
+        return 0;
+    }
+    return (int)i;
+}
+
+extern "C" vg_status vgc_device_count(int *count)
+{
+    if (!count) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": device_count: NULL");
+    *count = 0;
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) {
+        vgc_fail(e, "cudaGetDeviceCount", __FILE__, __LINE__);
+        return VG_ERR_NO_DEVICE; /* no driver or no GPU: never a harder failure than that */
+    }
+    *count = n;
+    return VG_OK;
+}
+
+extern "C" vg_status vgc_device_open(int index, vg_bk_device **out)
+{
+    if (!out) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": device_open: NULL");
+    *out = NULL;
+    if (index < 0) index = default_index();
+    int n = 0;
+    vg_status st = vgc_device_count(&n);
+    if (st != VG_OK) return st;
+    if (index >= n)
+        return VGC_ERR(VG_ERR_NO_DEVICE, VG_VENDOR_NAME ": device %d requested, %d present", index,
+                       n);
+    vg_bk_device *dev = (vg_bk_device *)calloc(1, sizeof *dev);
+    if (!dev) return VGC_ERR(VG_ERR_OUT_OF_MEMORY, VG_VENDOR_NAME ": out of host memory");
+    dev->index = index;
+    cudaError_t e = cudaSetDevice(index);
+    if (e == cudaSuccess) e = cudaGetDeviceProperties(&dev->prop, index);
+    if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&dev->upload_stream, cudaStreamNonBlocking);
+    if (e != cudaSuccess) {
+        st = vgc_fail(e, "opening the device", __FILE__, __LINE__);
+        free(dev);
+        return st;
+    }
+    st = vgc_gemm_device_init(dev);
+    if (st != VG_OK) {
+        cudaStreamDestroy(dev->upload_stream);
+        free(dev);
+        return st;
+    }
+    *out = dev;
+    return VG_OK;
+}
+
+extern "C" vg_status vgc_device_close(vg_bk_device *dev)
+{
+    if (!dev) return VG_OK;
+    cudaSetDevice(dev->index);
+    vgc_gemm_device_fini(dev);
+    cudaError_t e = cudaStreamDestroy(dev->upload_stream);
+    free(dev);
+    VGC_CHECK(e);
+    return VG_OK;
+}
+
+extern "C" vg_status vgc_device_info(vg_bk_device *dev, vg_device_info *info)
+{
+    if (!dev || !info) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": device_info: NULL");
+    VGC_CHECK(cudaSetDevice(dev->index));
+    size_t free_b = 0, total_b = 0;
+    VGC_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    vg_device_info full;
+    memset(&full, 0, sizeof full);
+    full.struct_size = sizeof full;
+    snprintf(full.name, sizeof full.name, "%s", dev->prop.name);
+    full.mem_total = total_b;
+    full.mem_free = free_b;
+    full.caps = VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_PINNED_HOST;
+    full.capturable_ops = (1ull << VG_OP_COUNT_) - 1;
+    full.arch_major = dev->prop.major;
+    full.arch_minor = dev->prop.minor;
+    full.compute_units = dev->prop.multiProcessorCount;
+    full.index = dev->index;
+    vg_backend_copy_out(info, &full);
+    return VG_OK;
+}
+
+/* ---- memory ------------------------------------------------------------------------------ */
+
+extern "C" vg_status vgc_mem_alloc(vg_bk_device *dev, size_t bytes, void **out)
+{
+    if (!dev || !out) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": mem_alloc: NULL");
+    *out = NULL;
+    VGC_CHECK(cudaSetDevice(dev->index));
+    VGC_CHECK(cudaMalloc(out, bytes ? bytes : 1));
+    return VG_OK;
+}
+
+extern "C" vg_status vgc_mem_free(vg_bk_device *dev, void *ptr)
+{
+    if (!dev) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": mem_free: NULL device");
+    if (!ptr) return VG_OK;
+    VGC_CHECK(cudaSetDevice(dev->index));
+    VGC_CHECK(cudaFree(ptr));
+    return VG_OK;
+}
+
+extern "C" vg_status vgc_host_alloc(vg_bk_device *dev, size_t bytes, void **out)
+{
+    if (!dev || !out) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": host_alloc: NULL");
+    *out = NULL;
+    VGC_CHECK(cudaSetDevice(dev->index));
+    VGC_CHECK(cudaHostAlloc(out, bytes ? bytes : 1, cudaHostAllocDefault));
+    return VG_OK;
+}
+
+extern "C" vg_status vgc_host_free(vg_bk_device *dev, void *ptr)
+{
+    (void)dev;
+    if (!ptr) return VG_OK;
+    VGC_CHECK(cudaFreeHost(ptr));
+    return VG_OK;
+}
+
+static vg_status copy(vg_bk_stream *s, void *dst, const void *src, size_t bytes,
+                      enum cudaMemcpyKind kind, const char *name)
+{
+    if (!s || ((!dst || !src) && bytes))
+        return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": %s: NULL argument", name);
+    if (!bytes) return VG_OK;
+    VGC_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, s->s));
+    return VG_OK;
+}
+
+extern "C" vg_status vgc_copy_h2d(vg_bk_device *, vg_bk_stream *s, void *d, const void *h, size_t n)
+{
+    return copy(s, d, h, n, cudaMemcpyHostToDevice, "copy_h2d");
+}
+
+extern "C" vg_status vgc_copy_d2h(vg_bk_device *, vg_bk_stream *s, void *h, const void *d, size_t n)
+{
+    return copy(s, h, d, n, cudaMemcpyDeviceToHost, "copy_d2h");
+}
+
+extern "C" vg_status vgc_copy_d2d(vg_bk_device *, vg_bk_stream *s, void *d, const void *x, size_t n)
+{
+    return copy(s, d, x, n, cudaMemcpyDeviceToDevice, "copy_d2d");
+}
+
+extern "C" vg_status vgc_memset(vg_bk_device *, vg_bk_stream *s, void *dst, int v, size_t n)
+{
+    if (!s || (!dst && n)) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": memset: NULL");
+    if (!n) return VG_OK;
+    VGC_CHECK(cudaMemsetAsync(dst, v, n, s->s));
+    return VG_OK;
+}

@@ -1,0 +1,44 @@
+/* Device-side helpers shared by the kernel files: dtype conversion and activations. */
+#ifndef VG_CUDA_KERNELS_CUH
+#define VG_CUDA_KERNELS_CUH
+
+#include "common.cuh"
+
+__device__ __forceinline__ float vgk_to_f(float x) { return x; }
+__device__ __forceinline__ float vgk_to_f(vg_bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float vgk_to_f(vg_f16 x) { return __half2float(x); }
+
+template <typename T> __device__ __forceinline__ T vgk_from_f(float x);
+template <> __device__ __forceinline__ float vgk_from_f<float>(float x) { return x; }
+template <> __device__ __forceinline__ vg_bf16 vgk_from_f<vg_bf16>(float x) { return __float2bfloat16(x); }
+template <> __device__ __forceinline__ vg_f16 vgk_from_f<vg_f16>(float x) { return __float2half(x); }
+
+__device__ __forceinline__ float vgk_activate(vg_activation act, float x)
+{
+    switch (act) {
+    case VG_ACT_GELU_ERF: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+    case VG_ACT_GELU_TANH:
+        return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+    case VG_ACT_SILU: return x / (1.0f + __expf(-x));
+    case VG_ACT_QUICK_GELU: return x / (1.0f + __expf(-1.702f * x));
+    default: return x;
+    }
+}
+
+/* Grid size for a grid-stride loop over n items with 256-thread blocks. */
+static inline unsigned vgk_blocks(size_t n)
+{
+    size_t b = (n + 255) / 256;
+    return (unsigned)(b < 1 ? 1 : b > 65535u * 8 ? 65535u * 8 : b);
+}
+
+/* Run `body` with T bound to the C++ type of a floating vg_dtype. */
+#define VGK_FLOAT_DISPATCH(dtype, T, ...)                             \
+    switch (dtype) {                                                  \
+    case VG_DTYPE_F32: { typedef float T; __VA_ARGS__; } break;      \
+    case VG_DTYPE_BF16: { typedef vg_bf16 T; __VA_ARGS__; } break;   \
+    case VG_DTYPE_F16: { typedef vg_f16 T; __VA_ARGS__; } break;     \
+    default: break;                                                   \
+    }
+
+#endif

@@ -1,0 +1,106 @@
+/* One kernel source, two vendors: the CUDA backend's sources are written against the CUDA
+ * runtime, and compiled for AMD by the hip backend with VG_VENDOR_HIP defined. This header maps
+ * every CUDA name those sources use to its HIP equivalent, and papers over the places where
+ * HIP's graph API still has the CUDA 11 forms. Add a mapping here, never an #ifdef in a kernel. */
+#ifndef VG_VENDOR_H
+#define VG_VENDOR_H
+
+#if defined(VG_VENDOR_HIP)
+#include <hip/hip_runtime.h>
+#include <hip/hip_bf16.h>
+#include <hip/hip_fp16.h>
+
+#define VG_VENDOR_NAME "hip"
+#define cudaError_t hipError_t
+#define cudaSuccess hipSuccess
+#define cudaErrorMemoryAllocation hipErrorOutOfMemory
+#define cudaErrorNoDevice hipErrorNoDevice
+#define cudaErrorInsufficientDriver hipErrorInsufficientDriver
+#define cudaErrorInvalidValue hipErrorInvalidValue
+#define cudaErrorStreamCaptureUnsupported hipErrorStreamCaptureUnsupported
+#define cudaErrorStreamCaptureInvalidated hipErrorStreamCaptureInvalidated
+#define cudaErrorStreamCaptureUnjoined hipErrorStreamCaptureUnjoined
+#define cudaErrorStreamCaptureImplicit hipErrorStreamCaptureImplicit
+#define cudaErrorStreamCaptureWrongThread hipErrorStreamCaptureWrongThread
+#define cudaErrorGraphExecUpdateFailure hipErrorGraphExecUpdateFailure
+#define cudaGetErrorName hipGetErrorName
+#define cudaGetErrorString hipGetErrorString
+#define cudaGetLastError hipGetLastError
+#define cudaGetDeviceCount hipGetDeviceCount
+#define cudaSetDevice hipSetDevice
+#define cudaDeviceProp hipDeviceProp_t
+#define cudaGetDeviceProperties hipGetDeviceProperties
+#define cudaMemGetInfo hipMemGetInfo
+#define cudaDriverGetVersion hipDriverGetVersion
+#define cudaRuntimeGetVersion hipRuntimeGetVersion
+#define cudaMalloc hipMalloc
+#define cudaFree hipFree
+#define cudaHostAlloc hipHostMalloc
+#define cudaHostAllocDefault hipHostMallocDefault
+#define cudaFreeHost hipHostFree
+#define cudaMemcpyAsync hipMemcpyAsync
+#define cudaMemcpyHostToDevice hipMemcpyHostToDevice
+#define cudaMemcpyDeviceToHost hipMemcpyDeviceToHost
+#define cudaMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+#define cudaMemsetAsync hipMemsetAsync
+#define cudaStream_t hipStream_t
+#define cudaStreamCreateWithFlags hipStreamCreateWithFlags
+#define cudaStreamNonBlocking hipStreamNonBlocking
+#define cudaStreamDestroy hipStreamDestroy
+#define cudaStreamSynchronize hipStreamSynchronize
+#define cudaStreamWaitEvent hipStreamWaitEvent
+#define cudaEvent_t hipEvent_t
+#define cudaEventCreate hipEventCreate
+#define cudaEventDestroy hipEventDestroy
+#define cudaEventRecord hipEventRecord
+#define cudaEventSynchronize hipEventSynchronize
+#define cudaEventElapsedTime hipEventElapsedTime
+#define cudaGraph_t hipGraph_t
+#define cudaGraphExec_t hipGraphExec_t
+#define cudaStreamBeginCapture hipStreamBeginCapture
+#define cudaStreamEndCapture hipStreamEndCapture
+#define cudaStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal
+#define cudaStreamCaptureStatus hipStreamCaptureStatus
+#define cudaStreamCaptureStatusNone hipStreamCaptureStatusNone
+#define cudaStreamIsCapturing hipStreamIsCapturing
+#define cudaGraphDestroy hipGraphDestroy
+#define cudaGraphExecDestroy hipGraphExecDestroy
+#define cudaGraphLaunch hipGraphLaunch
+#define cudaGraphInstantiateWithFlags hipGraphInstantiateWithFlags
+#define cudaGraphGetNodes hipGraphGetNodes
+#define cudaGraphNode_t hipGraphNode_t
+typedef __hip_bfloat16 vg_bf16;
+typedef __half vg_f16;
+
+/* HIP keeps CUDA 11's cudaGraphExecUpdate(exec, graph, &errorNode, &result). */
+static inline hipError_t vg_graph_exec_update(hipGraphExec_t exec, hipGraph_t graph)
+{
+    hipGraphNode_t node = nullptr;
+    hipGraphExecUpdateResult result;
+    return hipGraphExecUpdate(exec, graph, &node, &result);
+}
+/* hipGraphUpload is absent from older ROCm: the first launch then pays the upload. */
+#if defined(HIP_VERSION) && HIP_VERSION >= 50300000
+#define vg_graph_upload(exec, stream) hipGraphUpload((exec), (stream))
+#else
+#define vg_graph_upload(exec, stream) hipSuccess
+#endif
+
+#else /* CUDA */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#define VG_VENDOR_NAME "cuda"
+typedef __nv_bfloat16 vg_bf16;
+typedef __half vg_f16;
+
+static inline cudaError_t vg_graph_exec_update(cudaGraphExec_t exec, cudaGraph_t graph)
+{
+    cudaGraphExecUpdateResultInfo info;
+    return cudaGraphExecUpdate(exec, graph, &info);
+}
+#define vg_graph_upload(exec, stream) cudaGraphUpload((exec), (stream))
+#endif
+
+#endif /* VG_VENDOR_H */

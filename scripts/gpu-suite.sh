@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The GPU suite, for a machine with an NVIDIA GPU (scripts/dev.sh gpu-test calls it):
+#   1. vg info: the cuda backend loads, shows its device, and auto-selection picks it;
+#   2. every ctest test labelled gpu, with VG_REQUIRE_DEVICE=1 so a missing device fails;
+#   3. the conformance suite on cuda under compute-sanitizer memcheck (leak check on);
+#   4. the launch benchmark (numbers for docs/performance.md).
+# Usage: scripts/gpu-suite.sh BUILD_DIR
+set -uo pipefail
+build=${1:?usage: gpu-suite.sh BUILD_DIR}
+passed=0
+failed=0
+step() {
+    local name=$1
+    shift
+    echo "=== $name"
+    if "$@"; then
+        echo "=== $name: PASS"
+        passed=$((passed + 1))
+    else
+        echo "=== $name: FAIL"
+        failed=$((failed + 1))
+    fi
+}
+auto_selects_cuda() {
+    local out
+    out=$(env -u VG_BACKEND "$build/bin/vg" info) || return 1
+    echo "$out"
+    grep -q '^selected: cuda ' <<<"$out"
+}
+gpu_ctest() { (cd "$build" && VG_REQUIRE_DEVICE=1 ctest -L gpu --output-on-failure); }
+memcheck() {
+    VG_BACKEND=cuda VG_REQUIRE_DEVICE=1 compute-sanitizer --tool memcheck --leak-check full \
+        --error-exitcode 99 "$build/tests/test_conformance"
+}
+step "vg info picks cuda" auto_selects_cuda
+step "ctest -L gpu" gpu_ctest
+step "compute-sanitizer memcheck (conformance on cuda)" memcheck
+step "vg bench launch" "$build/bin/vg" bench launch --backend cuda
+echo "gpu-suite: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

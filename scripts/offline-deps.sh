@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Build dependencies for a GPU machine that cannot reach a package registry.
+#   scripts/offline-deps.sh fetch DIR     (on a Debian 12 machine) download the .deb files
+#   scripts/offline-deps.sh install DIR   (on the GPU machine) unpack them under DIR/root,
+#                                          point their pkg-config files there, and print the
+#                                          environment to use:  eval "$(... install DIR)"
+# The packages are unpacked into a private prefix, never into /.
+set -euo pipefail
+packages=(libcmocka0 libcmocka-dev libcjson1 libcjson-dev libopenblas0-pthread
+          libopenblas-pthread-dev libgfortran5)
+cmd=${1:-}
+dir=${2:-}
+[ -n "$cmd" ] && [ -n "$dir" ] || { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+case "$cmd" in
+fetch)
+    mkdir -p "$dir"
+    (cd "$dir" && apt-get download "${packages[@]}")
+    ;;
+install)
+    dir=$(cd "$dir" && pwd)
+    root=$dir/root
+    rm -rf "$root" && mkdir -p "$root"
+    for deb in "$dir"/*.deb; do dpkg -x "$deb" "$root"; done
+    # The .pc files name /usr: make them name the private prefix instead.
+    find "$root" -name '*.pc' -exec sed -i "s#=/usr#=$root/usr#g" {} +
+    libdirs=$(find "$root" -name '*.so*' -printf '%h\n' | sort -u | paste -sd:)
+    pcdirs=$(find "$root" -name '*.pc' -printf '%h\n' | sort -u | paste -sd:)
+    echo "export PKG_CONFIG_PATH=$pcdirs\${PKG_CONFIG_PATH:+:\$PKG_CONFIG_PATH}"
+    echo "export LD_LIBRARY_PATH=$libdirs\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+    echo "export VG_SKIP_DEPS=1"
+    ;;
+*) echo "offline-deps.sh: unknown command '$cmd'" >&2; exit 2 ;;
+esac
