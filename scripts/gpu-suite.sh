@@ -29,8 +29,10 @@ auto_selects_cuda() {
 }
 gpu_ctest() { (cd "$build" && VG_REQUIRE_DEVICE=1 ctest -L gpu --output-on-failure); }
 memcheck() {
+    # The suite provokes API errors on purpose (out of memory, forbidden calls during
+    # capture): count memory errors and leaks only.
     VG_BACKEND=cuda VG_REQUIRE_DEVICE=1 compute-sanitizer --tool memcheck --leak-check full \
-        --error-exitcode 99 "$build/tests/test_conformance"
+        --report-api-errors no --error-exitcode 99 "$build/tests/test_conformance"
 }
 step "vg info picks cuda" auto_selects_cuda
 step "ctest -L gpu" gpu_ctest

@@ -22,7 +22,7 @@ install)
     rm -rf "$root" && mkdir -p "$root"
     for deb in "$dir"/*.deb; do dpkg -x "$deb" "$root"; done
     # The .pc files name /usr: make them name the private prefix instead.
-    find "$root" -name '*.pc' -exec sed -i "s#=/usr#=$root/usr#g" {} +
+    find "$root" -name '*.pc' -exec sed -i -e "s#=/usr#=$root/usr#g" -e "s#-I/usr/#-I$root/usr/#g" -e "s#-L/usr/#-L$root/usr/#g" {} +
     libdirs=$(find "$root" -name '*.so*' -printf '%h\n' | sort -u | paste -sd:)
     pcdirs=$(find "$root" -name '*.pc' -printf '%h\n' | sort -u | paste -sd:)
     echo "export PKG_CONFIG_PATH=$pcdirs\${PKG_CONFIG_PATH:+:\$PKG_CONFIG_PATH}"

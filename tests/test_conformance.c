@@ -12,6 +12,7 @@ typedef struct ctx {
     const vg_op_table *ops;
     vg_bk_device *dev;
     vg_bk_stream *s;
+    int capturing; /* set between cap_begin and cap_end, for the cleanup after a failed test */
 } ctx;
 
 static ctx g;
@@ -46,14 +47,26 @@ static void fill_random(float *x, size_t n, unsigned seed)
     }
 }
 
+static void cap_begin(void)
+{
+    VG_CHECK(g.b->capture_begin(g.dev, g.s));
+    g.capturing = 1;
+}
+
+static vg_status cap_end(vg_bk_graph **graph)
+{
+    g.capturing = 0;
+    return g.b->capture_end(g.dev, g.s, graph);
+}
+
 /* Capture `fn` on the test stream and instantiate it; the graph object is destroyed. */
 static vg_bk_exec *capture(void (*fn)(void *), void *arg)
 {
     vg_bk_graph *graph = NULL;
     vg_bk_exec *exec = NULL;
-    VG_CHECK(g.b->capture_begin(g.dev, g.s));
+    cap_begin();
     fn(arg);
-    VG_CHECK(g.b->capture_end(g.dev, g.s, &graph));
+    VG_CHECK(cap_end(&graph));
     VG_CHECK(g.b->graph_instantiate(g.dev, graph, &exec));
     VG_CHECK(g.b->graph_destroy(g.dev, graph));
     return exec;
@@ -261,8 +274,8 @@ static void gemm_check(vg_dtype dt, float tol)
                             .dtype_c = VG_DTYPE_F32, .m = M, .n = N, .k = K, .lda = K, .ldb = K,
                             .ldc = N, .ldr = N, .act = VG_ACT_SILU, .alpha = 0.5f};
     void *da = dalloc(M * K * es), *db = dalloc(N * K * es), *dbias = dalloc(N * es);
-    float *dc = dalloc(M * N * 4);
-    c.args.a = da, c.args.b = db, c.args.bias = dbias, c.args.c = dc, c.args.residual = dc;
+    float *dc = dalloc(M * N * 4), *dres = dalloc(M * N * 4);
+    c.args.a = da, c.args.b = db, c.args.bias = dbias, c.args.c = dc, c.args.residual = dres;
     vg_bk_exec *exec = has_graphs() ? capture(enqueue_gemm, &c) : NULL;
     for (int round = 0; round < 2; round++) { /* the second round changes every input */
         fill_random(a, M * K, 100 + round);
@@ -287,7 +300,7 @@ static void gemm_check(vg_dtype dt, float tol)
             }
             upload(devs[t], raw, counts[t] * es);
         }
-        upload(dc, res, sizeof res);
+        upload(dres, res, sizeof res);
         if (exec) VG_CHECK(g.b->exec_launch(g.dev, exec, g.s));
         else enqueue_gemm(&c);
         download(out, dc, sizeof out);
@@ -309,6 +322,19 @@ static void gemm_check(vg_dtype dt, float tol)
     VG_CHECK(g.b->mem_free(g.dev, db));
     VG_CHECK(g.b->mem_free(g.dev, dbias));
     VG_CHECK(g.b->mem_free(g.dev, dc));
+    VG_CHECK(g.b->mem_free(g.dev, dres));
+}
+
+static void test_gemm_rejects_activation_with_inplace_residual(void **state)
+{
+    (void)state;
+    if (!g.ops->gemm) skip();
+    float *d = dalloc(16 * 16 * 4);
+    vg_gemm_args a = {.struct_size = sizeof a, .dtype_ab = VG_DTYPE_F32, .dtype_c = VG_DTYPE_F32,
+                      .m = 16, .n = 16, .k = 16, .a = d, .lda = 16, .b = d, .ldb = 16, .c = d,
+                      .ldc = 16, .residual = d, .ldr = 16, .act = VG_ACT_GELU_ERF, .alpha = 1};
+    VG_CHECK_FAILS(g.ops->gemm(g.dev, g.s, &a), VG_ERR_INVALID_ARG, "must not alias");
+    VG_CHECK(g.b->mem_free(g.dev, d));
 }
 
 static void test_gemm_f32(void **state)
@@ -381,9 +407,9 @@ static void test_update(void **state)
     /* same topology, new parameters: applied */
     c.alpha = 3.0f;
     vg_bk_graph *graph = NULL;
-    VG_CHECK(g.b->capture_begin(g.dev, g.s));
+    cap_begin();
     enqueue_axpby(&c);
-    VG_CHECK(g.b->capture_end(g.dev, g.s, &graph));
+    VG_CHECK(cap_end(&graph));
     vg_update_result r = VG_UPDATE_NEEDS_REINSTANTIATE;
     VG_CHECK(g.b->exec_update(g.dev, exec, graph, &r));
     assert_int_equal(r, VG_UPDATE_APPLIED);
@@ -394,9 +420,9 @@ static void test_update(void **state)
     download(back, c.y, sizeof back);
     for (int i = 0; i < N; i++) assert_float_equal(back[i], 3.0f * hx[i], 1e-6);
     /* different topology: re-instantiation needed, and the old exec still works */
-    VG_CHECK(g.b->capture_begin(g.dev, g.s));
+    cap_begin();
     enqueue_axpby_twice(&c);
-    VG_CHECK(g.b->capture_end(g.dev, g.s, &graph));
+    VG_CHECK(cap_end(&graph));
     VG_CHECK(g.b->exec_update(g.dev, exec, graph, &r));
     assert_int_equal(r, VG_UPDATE_NEEDS_REINSTANTIATE);
     VG_CHECK(g.b->graph_destroy(g.dev, graph));
@@ -414,13 +440,13 @@ static void test_failed_capture_recovers(void **state)
     axpby_case c = {N, dalloc(N * 4), dalloc(N * 4), 1.0f, 0.0f};
     fill_random(hx, N, 77);
     upload(c.x, hx, sizeof hx);
-    VG_CHECK(g.b->capture_begin(g.dev, g.s));
+    cap_begin();
     enqueue_axpby(&c);
     /* synchronising a capturing stream is forbidden: the capture is invalidated */
     assert_int_not_equal(g.b->stream_sync(g.dev, g.s), VG_OK);
     vg_bk_graph *graph = (vg_bk_graph *)0x1;
     vg_error_clear();
-    assert_int_equal(g.b->capture_end(g.dev, g.s, &graph), VG_ERR_CAPTURE);
+    assert_int_equal(cap_end(&graph), VG_ERR_CAPTURE);
     assert_null(graph);
     assert_true(strlen(vg_last_error()) > 0);
     /* the stream is usable: eager work and a new capture both succeed */
@@ -476,6 +502,19 @@ static int setup(void **state)
     return g.b->stream_create(g.dev, &g.s) == VG_OK ? 0 : -1;
 }
 
+/* A test that fails half-way through a capture must not leave the stream capturing. */
+static int end_stray_capture(void **state)
+{
+    (void)state;
+    vg_bk_graph *graph = NULL;
+    if (g.capturing) {
+        print_message("a failed test left the stream capturing; capture discarded\n");
+        if (cap_end(&graph) == VG_OK) g.b->graph_destroy(g.dev, graph);
+    }
+    vg_error_clear();
+    return 0;
+}
+
 static int teardown(void **state)
 {
     (void)state;
@@ -501,20 +540,21 @@ int main(void)
     printf("conformance suite on backend '%s' (%s)\n", vg_runtime_backend_name(g.rt),
            vg_runtime_plugin_path(g.rt));
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_device_info),
-        cmocka_unit_test(test_memory_roundtrip),
-        cmocka_unit_test(test_pinned_staging),
-        cmocka_unit_test(test_out_of_memory_is_an_error),
-        cmocka_unit_test(test_fill_dtypes),
-        cmocka_unit_test(test_events_time),
-        cmocka_unit_test(test_replay_rereads_buffers),
-        cmocka_unit_test(test_replay_twice_equals_eager_twice),
-        cmocka_unit_test(test_gemm_f32),
-        cmocka_unit_test(test_gemm_bf16),
-        cmocka_unit_test(test_gather_reads_indices_at_replay),
-        cmocka_unit_test(test_update),
-        cmocka_unit_test(test_failed_capture_recovers),
-        cmocka_unit_test(test_capture_cycles_return_memory),
+        cmocka_unit_test_teardown(test_device_info, end_stray_capture),
+        cmocka_unit_test_teardown(test_memory_roundtrip, end_stray_capture),
+        cmocka_unit_test_teardown(test_pinned_staging, end_stray_capture),
+        cmocka_unit_test_teardown(test_out_of_memory_is_an_error, end_stray_capture),
+        cmocka_unit_test_teardown(test_fill_dtypes, end_stray_capture),
+        cmocka_unit_test_teardown(test_events_time, end_stray_capture),
+        cmocka_unit_test_teardown(test_replay_rereads_buffers, end_stray_capture),
+        cmocka_unit_test_teardown(test_replay_twice_equals_eager_twice, end_stray_capture),
+        cmocka_unit_test_teardown(test_gemm_f32, end_stray_capture),
+        cmocka_unit_test_teardown(test_gemm_bf16, end_stray_capture),
+        cmocka_unit_test_teardown(test_gemm_rejects_activation_with_inplace_residual, end_stray_capture),
+        cmocka_unit_test_teardown(test_gather_reads_indices_at_replay, end_stray_capture),
+        cmocka_unit_test_teardown(test_update, end_stray_capture),
+        cmocka_unit_test_teardown(test_failed_capture_recovers, end_stray_capture),
+        cmocka_unit_test_teardown(test_capture_cycles_return_memory, end_stray_capture),
     };
     int failed = cmocka_run_group_tests_name("conformance", tests, setup, teardown);
     vg_runtime_close(g.rt);

@@ -158,6 +158,9 @@ static vg_status op_gemm(vg_bk_device *dev, vg_bk_stream *s, const vg_gemm_args 
                         "kunlun_stub: gemm: bad shape m=%lld n=%lld k=%lld lda=%lld ldb=%lld "
                         "ldc=%lld", (long long)g->m, (long long)g->n, (long long)g->k,
                         (long long)g->lda, (long long)g->ldb, (long long)g->ldc);
+    if (g->act != VG_ACT_NONE && g->residual == g->c)
+        return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: gemm: an activation with an in-place "
+                                            "residual is not defined (residual must not alias c)");
     /* Reserve the scratch now so the run cannot fail later (it may be inside a graph). */
     size_t need = (size_t)g->m * (size_t)g->n +
                   (g->dtype_ab == VG_DTYPE_F32 ? 0 : ((size_t)g->m + (size_t)g->n) * (size_t)g->k);

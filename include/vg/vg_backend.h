@@ -94,7 +94,9 @@ typedef enum vg_activation {
 /* C[m,n] = act(alpha · A[m,k] · B[n,k]ᵀ + bias[n]) + residual[m,n]
  * Row-major with leading dimensions in elements. B is in the Linear-weight layout [out, in].
  * A and B share dtype_ab (F32, BF16 or F16); bias has dtype_ab; C and residual have dtype_c.
- * residual may alias c (in-place residual add). Accumulation is at least fp32. */
+ * residual may alias c (in-place residual add) only when act is VG_ACT_NONE: with an
+ * activation, the residual is added after it and must be a separate buffer. Accumulation is
+ * at least fp32. */
 typedef struct vg_gemm_args {
     uint32_t struct_size;
     vg_dtype dtype_ab;
