@@ -1,5 +1,6 @@
 /* vg bench: measurements on the selected backend (see docs/performance.md for the method).
- *   vg bench launch   replay of an N-kernel graph against N eager launches */
+ *   vg bench launch   replay of an N-kernel graph against N eager launches
+ *   vg bench runner   the runner's dispatch overhead, and an N-op forward eager vs graphed */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,8 +11,14 @@
 
 static const char k_help[] =
     "usage: vg bench launch [--backend B] [--kernels N] [--iters N] [--elems N] [--json]\n"
+    "       vg bench runner [--backend B] [--kernels N] [--iters N] [--launch-us X] [--json]\n"
     "\n"
-    "Enqueues N small kernels (axpby over --elems floats) eagerly, and replays the same N\n"
+    "runner: the runner's own cost per call (a replay through vg_runner_run against a raw\n"
+    "graph launch of the same work) and an N-op forward run eagerly (mode none) against one\n"
+    "graph (mode full). --launch-us sets VG_STUB_LAUNCH_US, the simulated launch cost of\n"
+    "kunlun_stub.\n"
+    "\n"
+    "launch: enqueues N small kernels (axpby over --elems floats) eagerly, and replays the same N\n"
     "kernels captured as one graph; reports device time per kernel (median, p10, p90 over\n"
     "--iters repetitions, from device events), host time to enqueue, and the capture and\n"
     "instantiate times. Defaults: 500 kernels, 200 iterations, 1024 elements.\n";
@@ -157,7 +164,8 @@ int vg_cmd_bench(int argc, char **argv)
         fputs(k_help, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    if (strcmp(argv[1], "launch") != 0)
+    int is_runner = strcmp(argv[1], "runner") == 0;
+    if (strcmp(argv[1], "launch") != 0 && !is_runner)
         return vg_cli_fail("bench", "unknown benchmark '%s' (see vg bench --help)", argv[1]);
     bench B = {.kernels = 500, .elems = 1024};
     int iters = 200, json = 0;
@@ -178,12 +186,19 @@ int vg_cmd_bench(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--elems") && v && !parse_int(v, 1, 1 << 28, &B.elems)) {
             i++;
+        } else if (!strcmp(a, "--launch-us") && v && strtod(v, NULL) >= 0) {
+            setenv("VG_STUB_LAUNCH_US", v, 1), i++;
         } else {
             return vg_cli_fail("bench", "bad or incomplete option '%s' (see vg bench --help)", a);
         }
     }
     if (vg_runtime_open(&o, &B.rt) != VG_OK)
         return vg_cli_fail("bench", "cannot open a backend: %s", vg_last_error());
+    if (is_runner) {
+        int rc = vg_bench_runner(B.rt, B.kernels, iters, json);
+        vg_runtime_close(B.rt);
+        return rc;
+    }
     B.b = vg_runtime_iface(B.rt);
     B.ops = vg_runtime_ops(B.rt);
     B.dev = vg_runtime_device(B.rt);

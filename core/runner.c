@@ -1,0 +1,633 @@
+/* The graph runner: bucketing, padding, modes, lazy capture and warm-up, eager fallback,
+ * static buffers, graph update and the memory budget. docs/runner.md explains the policy. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runner_internal.h"
+
+/* ---- small helpers ------------------------------------------------------------------------- */
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static const int64_t k_default_sizes[] = {64,   128,  192,  256,  320,  384,  448,
+                                          512,  640,  768,  896,  1024, 1280, 1536,
+                                          1792, 2048, 2560, 3072, 3584, 4096};
+
+int vg_runner_default_sizes(const int64_t **sizes)
+{
+    if (sizes) *sizes = k_default_sizes;
+    return (int)VG_ARRAY_LEN(k_default_sizes);
+}
+
+const char *vg_graph_mode_name(vg_graph_mode m)
+{
+    switch (m) {
+    case VG_MODE_NONE: return "none";
+    case VG_MODE_PIECEWISE: return "piecewise";
+    case VG_MODE_FULL: return "full";
+    case VG_MODE_FULL_AND_PIECEWISE: return "full_and_piecewise";
+    }
+    return "unknown";
+}
+
+vg_status vg_graph_mode_parse(const char *text, vg_graph_mode *mode)
+{
+    for (int m = VG_MODE_NONE; m <= VG_MODE_FULL_AND_PIECEWISE; m++)
+        if (text && mode && strcmp(text, vg_graph_mode_name((vg_graph_mode)m)) == 0) {
+            *mode = (vg_graph_mode)m;
+            return VG_OK;
+        }
+    return vg_set_error(VG_ERR_INVALID_ARG, "graph mode '%s' not understood (want none, "
+                                            "piecewise, full or full_and_piecewise)",
+                        text ? text : "(null)");
+}
+
+static uint64_t mem_free_now(vg_runner *r)
+{
+    vg_device_info info = {.struct_size = sizeof info};
+    return r->b->device_info(r->dev, &info) == VG_OK ? info.mem_free : 0;
+}
+
+/* ---- options and lifetime ---------------------------------------------------------------------- */
+
+void vg_runner_options_init(vg_runner_options *o)
+{
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+    o->mode = VG_MODE_FULL_AND_PIECEWISE;
+    o->debug_addresses = -1;
+}
+
+static vg_status check_model(const vg_model_iface *m)
+{
+    if (!m || m->struct_size < sizeof(vg_model_iface))
+        return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_create: model interface missing or "
+                                                "struct_size not set");
+    if (!m->pieces || m->num_pieces <= 0 || !m->reserve || !m->prepare)
+        return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_create: the model needs pieces, "
+                                                "reserve and prepare");
+    for (int i = 0; i < m->num_pieces; i++)
+        if (!m->pieces[i].run)
+            return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_create: piece %d ('%s') has no "
+                                                    "run function", i,
+                                m->pieces[i].name ? m->pieces[i].name : "?");
+    return VG_OK;
+}
+
+static vg_status set_sizes(vg_runner *r, const vg_runner_options *o)
+{
+    const int64_t *sizes = o->capture_sizes;
+    int n = o->num_capture_sizes;
+    if (!sizes) n = vg_runner_default_sizes(&sizes);
+    if (n < 0 || (n > 0 && !sizes))
+        return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_create: bad capture size list");
+    r->sizes = calloc((size_t)(n ? n : 1), sizeof *r->sizes);
+    if (!r->sizes) return vg_set_error(VG_ERR_OUT_OF_MEMORY, "vg_runner_create: out of memory");
+    int64_t max = o->max_capture_size;
+    if (max < 0) return vg_set_error(VG_ERR_INVALID_ARG, "max_capture_size must be >= 0");
+    for (int i = 0; i < n; i++) {
+        if (sizes[i] <= 0 || (i && sizes[i] <= sizes[i - 1]))
+            return vg_set_error(VG_ERR_INVALID_ARG, "capture sizes must be positive and strictly "
+                                                    "ascending (size %d is %lld)", i,
+                                (long long)sizes[i]);
+        if (max && sizes[i] > max) break;
+        r->sizes[r->nsizes++] = sizes[i];
+    }
+    return VG_OK;
+}
+
+/* Every op a piece enqueues can be captured here. */
+static int piece_capturable(const vg_runner *r, int i, const vg_batch_desc *padded)
+{
+    const vg_piece *p = &r->model.pieces[i];
+    if (p->ops_used & ~r->op_capturable) return 0;
+    return !p->graph_safe || p->graph_safe(r->model.model, padded);
+}
+
+static void choose_mode(vg_runner *r)
+{
+    r->mode = r->mode_requested;
+    if (r->mode == VG_MODE_NONE) return;
+    if (!(vg_runtime_caps(r->rt) & VG_CAP_GRAPH)) {
+        vg_log(VG_LOG_WARN, "runner: backend '%s' has no graph support: mode %s downgraded to "
+                            "none (every call runs eagerly)", vg_runtime_backend_name(r->rt),
+               vg_graph_mode_name(r->mode));
+        r->mode = VG_MODE_NONE;
+        return;
+    }
+    if (r->nsizes == 0) {
+        vg_log(VG_LOG_WARN, "runner: no capture sizes: mode %s downgraded to none",
+               vg_graph_mode_name(r->mode));
+        r->mode = VG_MODE_NONE;
+        return;
+    }
+    if (r->mode == VG_MODE_FULL) {
+        for (int i = 0; i < r->model.num_pieces; i++) {
+            const vg_piece *p = &r->model.pieces[i];
+            if (p->ops_used & ~r->op_capturable) {
+                vg_log(VG_LOG_WARN, "runner: piece '%s' uses an op backend '%s' cannot capture: "
+                                    "mode full downgraded to piecewise (the piece runs eagerly)",
+                       p->name ? p->name : "?", vg_runtime_backend_name(r->rt));
+                r->mode = VG_MODE_PIECEWISE;
+                return;
+            }
+        }
+    }
+}
+
+vg_status vg_runner_create(vg_runtime *rt, const vg_model_iface *model,
+                           const vg_runner_options *opts, vg_runner **out)
+{
+    if (!rt || !out) return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_create: NULL argument");
+    *out = NULL;
+    vg_runner_options def;
+    vg_runner_options_init(&def);
+    if (!opts) opts = &def;
+    if (opts->struct_size < sizeof(vg_runner_options))
+        return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_create: options.struct_size not set "
+                                                "(call vg_runner_options_init)");
+    if ((unsigned)opts->mode > VG_MODE_FULL_AND_PIECEWISE)
+        return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_create: unknown mode %d", (int)opts->mode);
+    vg_status st = check_model(model);
+    if (st != VG_OK) return st;
+    vg_runner *r = calloc(1, sizeof *r);
+    if (!r) return vg_set_error(VG_ERR_OUT_OF_MEMORY, "vg_runner_create: out of memory");
+    r->rt = rt;
+    r->b = vg_runtime_iface(rt);
+    r->dev = vg_runtime_device(rt);
+    r->model = *model;
+    r->mode_requested = opts->mode;
+    r->budget = opts->graph_memory_budget;
+    r->debug_addresses = opts->debug_addresses >= 0 ? opts->debug_addresses
+                                                    : vg_env_flag("VG_DEBUG_ADDRESSES");
+    r->active = r->graph_set;
+    pthread_mutex_init(&r->stats_lock, NULL);
+    st = set_sizes(r, opts);
+    if (st == VG_OK) {
+        r->stats = calloc((size_t)r->nsizes + 1, sizeof *r->stats);
+        if (!r->stats) st = vg_set_error(VG_ERR_OUT_OF_MEMORY, "vg_runner_create: out of memory");
+    }
+    if (st == VG_OK) {
+        for (int i = 0; i < r->nsizes; i++) r->stats[i].size = r->sizes[i];
+        r->stats[r->nsizes].size = -1;
+        if (vg_runtime_caps(rt) & VG_CAP_GRAPH)
+            for (int op = 0; op < 64; op++)
+                if (vg_runtime_op_capturable(rt, (vg_op_id)op)) r->op_capturable |= 1ull << op;
+        choose_mode(r);
+        if (opts->stream) {
+            r->stream = opts->stream;
+        } else {
+            st = r->b->stream_create(r->dev, &r->stream);
+            r->owns_stream = st == VG_OK;
+        }
+    }
+    if (st != VG_OK) {
+        vg_runner_destroy(r);
+        return st;
+    }
+    *out = r;
+    return VG_OK;
+}
+
+/* Drop a graph; `evicted` only changes what the statistics say. */
+static void entry_drop(vg_runner *r, graph_entry *e, int evicted)
+{
+    if (e->exec) {
+        r->b->exec_destroy(r->dev, e->exec);
+        vg_runner_stats_graphs(r, e->bucket, -(int64_t)e->bytes, -1);
+        if (evicted) vg_runner_stats_add(r, e->bucket, &(vg_bucket_stats){.evictions = 1});
+        r->graph_bytes -= e->bytes;
+    }
+    e->exec = NULL;
+    e->bytes = 0;
+    e->state = ENTRY_EMPTY;
+}
+
+static void drop_all_graphs(vg_runner *r)
+{
+    for (size_t i = 0; i < r->cache.cap; i++)
+        if (r->cache.slots[i].used) entry_drop(r, &r->cache.slots[i], 0);
+}
+
+static void free_set(vg_runner *r, runner_buffer *set)
+{
+    for (int i = 0; i < VG_RUNNER_MAX_BUFFERS; i++)
+        if (set[i].ptr) r->b->mem_free(r->dev, set[i].ptr);
+    memset(set, 0, sizeof(runner_buffer) * VG_RUNNER_MAX_BUFFERS);
+}
+
+vg_status vg_runner_destroy(vg_runner *r)
+{
+    if (!r) return VG_OK;
+    if (r->stream) r->b->stream_sync(r->dev, r->stream);
+    drop_all_graphs(r);
+    vg_cache_free(&r->cache);
+    free_set(r, r->graph_set);
+    free_set(r, r->overflow_set);
+    if (r->owns_stream) r->b->stream_destroy(r->dev, r->stream);
+    pthread_mutex_destroy(&r->stats_lock);
+    free(r->stats);
+    free(r->sizes);
+    free(r);
+    return VG_OK;
+}
+
+/* ---- static buffers ------------------------------------------------------------------------------ */
+
+vg_status vg_runner_buffer_reserve(vg_runner *r, int id, size_t bytes)
+{
+    if (!r || id < 0 || id >= VG_RUNNER_MAX_BUFFERS)
+        return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_buffer_reserve: bad buffer id %d", id);
+    if (!r->in_reserve)
+        return vg_set_error(VG_ERR_STATE, "vg_runner_buffer_reserve: only valid inside the "
+                                          "model's reserve callback");
+    runner_buffer *buf = &r->active[id];
+    if (bytes <= buf->bytes) return VG_OK;
+    /* Grow with headroom so that a slowly growing need does not recapture every time. */
+    size_t want = bytes + bytes / 4;
+    want = (want + 255) & ~(size_t)255;
+    void *p = NULL;
+    vg_status st = r->b->mem_alloc(r->dev, want, &p);
+    if (st != VG_OK) {
+        st = r->b->mem_alloc(r->dev, bytes, &p);
+        if (st != VG_OK)
+            return vg_error_prefix("runner: growing buffer %d to %zu bytes: ", id, bytes);
+        want = bytes;
+    }
+    if (buf->ptr) {
+        if (r->active == r->graph_set && r->cache.count) {
+            /* Graphs hold this address: destroy them before the memory goes away. */
+            vg_log(VG_LOG_INFO, "runner: buffer %d grew from %zu to %zu bytes: every graph is "
+                                "dropped and will be recaptured", id, buf->bytes, want);
+            drop_all_graphs(r);
+        }
+        r->b->stream_sync(r->dev, r->stream); /* queued work may still use the old memory */
+        r->b->mem_free(r->dev, buf->ptr);
+    }
+    buf->ptr = p;
+    buf->bytes = want;
+    return VG_OK;
+}
+
+void *vg_runner_buffer(vg_runner *r, int id)
+{
+    return r && id >= 0 && id < VG_RUNNER_MAX_BUFFERS ? r->active[id].ptr : NULL;
+}
+
+size_t vg_runner_buffer_size(vg_runner *r, int id)
+{
+    return r && id >= 0 && id < VG_RUNNER_MAX_BUFFERS ? r->active[id].bytes : 0;
+}
+
+static vg_status reserve(vg_runner *r, const vg_batch_desc *padded)
+{
+    r->in_reserve = 1;
+    vg_error_clear();
+    vg_status st = r->model.reserve(r->model.model, r, padded);
+    r->in_reserve = 0;
+    if (st != VG_OK && !vg_error_is_set())
+        vg_set_error(st, "runner: the model's reserve failed for %lld tokens",
+                     (long long)padded->num_tokens);
+    return st;
+}
+
+/* Size the graph set once for the largest bucket, so smaller buckets never grow it. */
+static vg_status ensure_sized(vg_runner *r, const vg_batch_desc *like)
+{
+    if (r->sized || r->nsizes == 0) return VG_OK;
+    vg_batch_desc big = *like;
+    big.num_tokens = r->sizes[r->nsizes - 1];
+    vg_status st = reserve(r, &big);
+    if (st == VG_OK) r->sized = 1;
+    return st;
+}
+
+/* ---- lookup ---------------------------------------------------------------------------------------- */
+
+int vg_runner_bucket_for(const vg_runner *r, int64_t n)
+{
+    if (!r || n < 1 || r->nsizes == 0 || n > r->sizes[r->nsizes - 1]) return -1;
+    int lo = 0, hi = r->nsizes - 1; /* smallest size >= n */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (r->sizes[mid] >= n) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
+int vg_runner_num_buckets(const vg_runner *r) { return r ? r->nsizes : 0; }
+int64_t vg_runner_bucket_size(const vg_runner *r, int b)
+{
+    return r && b >= 0 && b < r->nsizes ? r->sizes[b] : -1;
+}
+vg_bk_stream *vg_runner_stream(vg_runner *r) { return r ? r->stream : NULL; }
+vg_graph_mode vg_runner_mode(const vg_runner *r) { return r ? r->mode : VG_MODE_NONE; }
+
+/* ---- capture --------------------------------------------------------------------------------------- */
+
+static vg_status run_pieces(vg_runner *r, const vg_batch_desc *padded, int first, int last)
+{
+    for (int i = first; i <= last; i++) {
+        const vg_piece *p = &r->model.pieces[i];
+        vg_error_clear();
+        vg_status st = p->run(r->model.model, r, padded, r->stream);
+        if (st != VG_OK) {
+            if (!vg_error_is_set()) vg_set_error(st, "piece failed");
+            return vg_error_prefix("runner: piece '%s': ", p->name ? p->name : "?");
+        }
+    }
+    return VG_OK;
+}
+
+static int record_addresses(vg_runner *r, const void **out)
+{
+    int n = 0;
+    for (int i = 0; i < VG_RUNNER_MAX_BUFFERS && n < VG_RUNNER_MAX_ADDRS; i++)
+        if (r->graph_set[i].ptr) out[n++] = r->graph_set[i].ptr;
+    if (r->model.addresses)
+        n += r->model.addresses(r->model.model, r, out + n, VG_RUNNER_MAX_ADDRS - n);
+    return n;
+}
+
+/* Replaying a graph whose inputs moved would read stale memory: refuse, loudly. */
+static vg_status check_addresses(vg_runner *r, const graph_entry *e)
+{
+    const void *now[VG_RUNNER_MAX_ADDRS];
+    int n = record_addresses(r, now);
+    for (int i = 0; i < n || i < e->naddrs; i++) {
+        const void *was = i < e->naddrs ? e->addrs[i] : NULL, *is = i < n ? now[i] : NULL;
+        if (was == is) continue;
+        vg_log(VG_LOG_ERROR, "runner: address check failed for the graph of %lld tokens "
+                             "(pieces %d-%d): address %d was %p at capture and is %p now; "
+                             "refusing to replay", (long long)e->key.num_tokens, e->first,
+               e->last, i, was, is);
+        return vg_set_error(VG_ERR_STATE, "runner: address check failed: the graph of %lld tokens "
+                                          "was captured with address %d = %p, the call now uses "
+                                          "%p (a buffer moved without invalidating the graph)",
+                            (long long)e->key.num_tokens, i, was, is);
+    }
+    return VG_OK;
+}
+
+static void evict_for_budget(vg_runner *r, const graph_entry *keep)
+{
+    while (r->budget && r->graph_bytes > r->budget) {
+        graph_entry *lru = NULL;
+        for (size_t i = 0; i < r->cache.cap; i++) {
+            graph_entry *e = &r->cache.slots[i];
+            if (e->used && e->exec && e != keep && (!lru || e->last_use < lru->last_use)) lru = e;
+        }
+        if (!lru) return;
+        vg_log(VG_LOG_DEBUG, "runner: evicting the graph of %lld tokens (%llu bytes) for the "
+                             "budget of %llu bytes", (long long)lru->key.num_tokens,
+               (unsigned long long)lru->bytes, (unsigned long long)r->budget);
+        entry_drop(r, lru, 1);
+    }
+}
+
+/* Capture pieces [e->first, e->last] into e. On failure the stream is left usable and the
+ * entry is marked FAILED; the caller runs the pieces eagerly. */
+static vg_status capture(vg_runner *r, graph_entry *e, double *ms)
+{
+    double t0 = now_ms();
+    uint64_t before = mem_free_now(r);
+    vg_bk_graph *graph = NULL;
+    vg_status st = r->b->capture_begin(r->dev, r->stream);
+    if (st == VG_OK) {
+        vg_status run_st = run_pieces(r, &e->key, e->first, e->last);
+        char why[1024];
+        snprintf(why, sizeof why, "%s", vg_last_error());
+        st = r->b->capture_end(r->dev, r->stream, &graph); /* always end, also after a failure */
+        if (run_st != VG_OK) {
+            if (graph) r->b->graph_destroy(r->dev, graph);
+            graph = NULL;
+            st = vg_set_error(run_st, "%s", why);
+        }
+    }
+    vg_bucket_stats d = {.captures = 0};
+    if (st == VG_OK && e->exec && e->state == ENTRY_STALE &&
+        (vg_runtime_caps(r->rt) & VG_CAP_GRAPH_UPDATE)) {
+        vg_update_result res = VG_UPDATE_NEEDS_REINSTANTIATE;
+        if (r->b->exec_update(r->dev, e->exec, graph, &res) == VG_OK && res == VG_UPDATE_APPLIED)
+            d.updates = 1;
+    }
+    if (st == VG_OK && !d.updates) {
+        entry_drop(r, e, 0);
+        st = r->b->graph_instantiate(r->dev, graph, &e->exec);
+        if (st != VG_OK) e->exec = NULL;
+    }
+    if (graph) r->b->graph_destroy(r->dev, graph);
+    *ms = now_ms() - t0;
+    d.capture_ms = *ms;
+    if (st != VG_OK) {
+        d.capture_failures = 1;
+        vg_runner_stats_add(r, e->bucket, &d);
+        entry_drop(r, e, 0);
+        e->state = ENTRY_FAILED;
+        if (!e->warned)
+            vg_log(VG_LOG_WARN, "runner: capture of %lld tokens (pieces %d-%d) failed, running "
+                                "it eagerly: %s", (long long)e->key.num_tokens, e->first, e->last,
+                   vg_last_error());
+        e->warned = 1;
+        return st;
+    }
+    d.captures = 1;
+    vg_runner_stats_add(r, e->bucket, &d);
+    if (!d.updates) { /* a new exec: measure what it holds */
+        uint64_t after = mem_free_now(r);
+        e->bytes = before > after ? before - after : 0;
+        r->graph_bytes += e->bytes;
+        vg_runner_stats_graphs(r, e->bucket, (int64_t)e->bytes, 1);
+    }
+    e->state = ENTRY_READY;
+    e->naddrs = r->debug_addresses ? record_addresses(r, e->addrs) : 0;
+    evict_for_budget(r, e);
+    return VG_OK;
+}
+
+/* ---- running ------------------------------------------------------------------------------------------ */
+
+/* Graph pieces [first, last] for `padded`: replay, capturing first if needed; on a failed
+ * capture, run them eagerly. */
+static vg_status run_graphed(vg_runner *r, int bucket, const vg_batch_desc *padded, int first,
+                             int last, vg_run_info *info)
+{
+    graph_entry *e = vg_cache_insert(&r->cache, padded, first, last);
+    if (!e) return vg_set_error(VG_ERR_OUT_OF_MEMORY, "runner: graph cache: out of memory");
+    e->bucket = bucket;
+    e->last_use = ++r->tick;
+    if (e->state == ENTRY_EMPTY || e->state == ENTRY_STALE) {
+        double ms;
+        if (capture(r, e, &ms) == VG_OK) info->captures++;
+    } else if (e->state == ENTRY_READY && r->debug_addresses) {
+        vg_status st = check_addresses(r, e);
+        if (st != VG_OK) return st;
+    }
+    if (e->state != ENTRY_READY) {
+        info->eager_pieces += last - first + 1;
+        return run_pieces(r, padded, first, last);
+    }
+    vg_status st = r->b->exec_launch(r->dev, e->exec, r->stream);
+    if (st != VG_OK) return vg_error_prefix("runner: graph launch (%lld tokens): ",
+                                            (long long)padded->num_tokens);
+    info->graph_launches++;
+    return VG_OK;
+}
+
+static int all_capturable(const vg_runner *r, const vg_batch_desc *padded)
+{
+    for (int i = 0; i < r->model.num_pieces; i++)
+        if (!piece_capturable(r, i, padded)) return 0;
+    return 1;
+}
+
+/* Execute the forward for `padded` in the runner's mode; `bucket` >= 0. */
+static vg_status run_bucket(vg_runner *r, int bucket, const vg_batch_desc *padded, vg_run_info *info)
+{
+    int n = r->model.num_pieces;
+    int full_ok = all_capturable(r, padded);
+    if (r->mode == VG_MODE_FULL && !full_ok && !r->warned_full_downgrade) {
+        r->warned_full_downgrade = 1;
+        vg_log(VG_LOG_WARN, "runner: a piece cannot be captured for %lld tokens: mode full runs "
+                            "piecewise for such calls", (long long)padded->num_tokens);
+    }
+    if ((r->mode == VG_MODE_FULL || r->mode == VG_MODE_FULL_AND_PIECEWISE) && full_ok) {
+        info->path = VG_RUN_FULL;
+        return run_graphed(r, bucket, padded, 0, n - 1, info);
+    }
+    info->path = VG_RUN_PIECEWISE;
+    for (int i = 0; i < n;) {
+        const vg_piece *p = &r->model.pieces[i];
+        if ((p->flags & VG_PIECE_SPLITTING) || !piece_capturable(r, i, padded)) {
+            info->eager_pieces++;
+            vg_status st = run_pieces(r, padded, i, i);
+            if (st != VG_OK) return st;
+            i++;
+            continue;
+        }
+        int j = i;
+        while (j + 1 < n && !(r->model.pieces[j + 1].flags & VG_PIECE_SPLITTING) &&
+               piece_capturable(r, j + 1, padded))
+            j++;
+        vg_status st = run_graphed(r, bucket, padded, i, j, info);
+        if (st != VG_OK) return st;
+        i = j + 1;
+    }
+    return VG_OK;
+}
+
+vg_status vg_runner_run(vg_runner *r, const vg_batch_desc *real, const void *inputs,
+                        vg_run_info *info_out)
+{
+    double t0 = now_ms();
+    if (!r || !real) return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_run: NULL argument");
+    if (real->num_tokens < 1)
+        return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_run: num_tokens is %lld (must be >= 1)",
+                            (long long)real->num_tokens);
+    vg_run_info info = {.bucket = -1, .path = VG_RUN_EAGER};
+    int bucket = r->mode == VG_MODE_NONE ? -1 : vg_runner_bucket_for(r, real->num_tokens);
+    vg_batch_desc padded = *real;
+    if (bucket >= 0) padded.num_tokens = r->sizes[bucket];
+    /* The overflow set serves calls bigger than every bucket, so graphs keep their buffers. */
+    int above = r->nsizes == 0 || real->num_tokens > r->sizes[r->nsizes - 1];
+    r->active = above ? r->overflow_set : r->graph_set;
+    vg_status st = above ? VG_OK : ensure_sized(r, real);
+    if (st == VG_OK) st = reserve(r, &padded);
+    if (st == VG_OK) {
+        vg_error_clear();
+        st = r->model.prepare(r->model.model, r, real, &padded, r->stream, inputs);
+        if (st != VG_OK && !vg_error_is_set()) vg_set_error(st, "runner: the model's prepare failed");
+    }
+    if (st == VG_OK) {
+        if (bucket >= 0) {
+            st = run_bucket(r, bucket, &padded, &info);
+        } else {
+            info.eager_pieces = r->model.num_pieces;
+            st = run_pieces(r, &padded, 0, r->model.num_pieces - 1);
+        }
+    }
+    info.padded_tokens = padded.num_tokens;
+    info.bucket = bucket;
+    if (info.graph_launches == 0) info.path = VG_RUN_EAGER;
+    vg_runner_stats_add(r, bucket >= 0 || above ? bucket : vg_runner_bucket_for(r, real->num_tokens),
+                        &(vg_bucket_stats){.hits = 1,
+                                           .replays = (uint64_t)info.graph_launches,
+                                           .eager_runs = info.graph_launches == 0,
+                                           .real_tokens = (uint64_t)real->num_tokens,
+                                           .padded_tokens =
+                                               (uint64_t)(padded.num_tokens - real->num_tokens)});
+    /* r->active stays on this call's set: the caller reads its outputs through it. */
+    info.host_ms = now_ms() - t0;
+    if (info_out) *info_out = info;
+    return st;
+}
+
+vg_status vg_runner_warmup(vg_runner *r, const vg_batch_desc *like, vg_warmup_fn progress, void *user)
+{
+    if (!r || !like) return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_warmup: NULL argument");
+    if (r->mode == VG_MODE_NONE) return VG_OK;
+    r->active = r->graph_set;
+    vg_status st = ensure_sized(r, like);
+    if (st != VG_OK) return st;
+    int n = r->model.num_pieces;
+    for (int k = 0; k < r->nsizes; k++) {
+        int bucket = r->nsizes - 1 - k; /* largest first: the workspace peaks first */
+        vg_batch_desc padded = *like;
+        padded.num_tokens = r->sizes[bucket];
+        vg_warmup_progress p = {.index = k, .count = r->nsizes, .size = padded.num_tokens};
+        p.mem_free_before = mem_free_now(r);
+        st = reserve(r, &padded);
+        if (st != VG_OK) return st;
+        int full = (r->mode == VG_MODE_FULL || r->mode == VG_MODE_FULL_AND_PIECEWISE) &&
+                   all_capturable(r, &padded);
+        for (int i = 0; i < n;) {
+            int j = i;
+            if (!full) {
+                if ((r->model.pieces[i].flags & VG_PIECE_SPLITTING) || !piece_capturable(r, i, &padded)) {
+                    i++;
+                    continue;
+                }
+                while (j + 1 < n && !(r->model.pieces[j + 1].flags & VG_PIECE_SPLITTING) &&
+                       piece_capturable(r, j + 1, &padded))
+                    j++;
+            } else {
+                j = n - 1;
+            }
+            graph_entry *e = vg_cache_insert(&r->cache, &padded, i, j);
+            if (!e) return vg_set_error(VG_ERR_OUT_OF_MEMORY, "runner: graph cache: out of memory");
+            e->bucket = bucket;
+            e->last_use = ++r->tick;
+            if (e->state != ENTRY_READY) {
+                double ms = 0;
+                vg_status cst = capture(r, e, &ms);
+                p.capture_ms += ms;
+                if (cst != VG_OK && p.status == VG_OK) p.status = cst;
+            }
+            i = j + 1;
+        }
+        p.mem_free_after = mem_free_now(r);
+        if (progress) progress(user, &p);
+    }
+    return VG_OK;
+}
+
+vg_status vg_runner_invalidate(vg_runner *r)
+{
+    if (!r) return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_invalidate: NULL");
+    for (size_t i = 0; i < r->cache.cap; i++) {
+        graph_entry *e = &r->cache.slots[i];
+        if (!e->used) continue;
+        e->state = e->exec ? ENTRY_STALE : ENTRY_EMPTY; /* FAILED entries get another try */
+        e->warned = 0;
+    }
+    return VG_OK;
+}

@@ -1,0 +1,88 @@
+/* Internal state of the graph runner, shared by runner*.c. */
+#ifndef VG_RUNNER_INTERNAL_H
+#define VG_RUNNER_INTERNAL_H
+
+#include <pthread.h>
+
+#include "vg/vg_runner.h"
+#include "vg_internal.h"
+
+#define VG_RUNNER_MAX_ADDRS 64
+
+typedef enum entry_state {
+    ENTRY_EMPTY = 0, /* no graph yet, or it was destroyed (regrowth, eviction) */
+    ENTRY_READY,     /* exec replays this key */
+    ENTRY_STALE,     /* exec exists but must be recaptured (vg_runner_invalidate) */
+    ENTRY_FAILED     /* capture failed: this key runs eagerly until the next invalidation */
+} entry_state;
+
+/* One graph: a padded descriptor and the range of pieces it covers. */
+typedef struct graph_entry {
+    int used;
+    vg_batch_desc key;
+    int first, last; /* pieces [first, last] */
+    int bucket;
+    entry_state state;
+    vg_bk_exec *exec;
+    uint64_t bytes; /* measured device memory of exec */
+    uint64_t last_use;
+    int warned;
+    int naddrs;
+    const void *addrs[VG_RUNNER_MAX_ADDRS]; /* recorded at capture for the address check */
+} graph_entry;
+
+/* Open-addressing table of graph entries. Lookups allocate nothing. */
+typedef struct graph_cache {
+    graph_entry *slots;
+    size_t cap; /* power of two */
+    size_t count;
+} graph_cache;
+
+graph_entry *vg_cache_find(graph_cache *c, const vg_batch_desc *key, int first, int last);
+/* Find or insert (may allocate when the table grows); NULL only on out of memory. */
+graph_entry *vg_cache_insert(graph_cache *c, const vg_batch_desc *key, int first, int last);
+void vg_cache_free(graph_cache *c);
+
+typedef struct runner_buffer {
+    void *ptr;
+    size_t bytes;
+} runner_buffer;
+
+struct vg_runner {
+    vg_runtime *rt;
+    const vg_backend_iface *b;
+    vg_bk_device *dev;
+    vg_model_iface model;
+    vg_bk_stream *stream;
+    int owns_stream;
+    vg_graph_mode mode_requested, mode;
+    int64_t *sizes;
+    int nsizes;
+    uint64_t budget;
+    int debug_addresses;
+    uint64_t op_capturable; /* capturable op mask of the device, 0 without graphs */
+
+    /* Graphs only ever see the graph set, sized for the largest bucket. Eager calls above
+     * the threshold use the overflow set, so they never move memory graphs point at. */
+    runner_buffer graph_set[VG_RUNNER_MAX_BUFFERS];
+    runner_buffer overflow_set[VG_RUNNER_MAX_BUFFERS];
+    runner_buffer *active; /* the set this call uses */
+    int in_reserve;
+    int sized;
+
+    graph_cache cache;
+    uint64_t tick;
+    uint64_t graph_bytes; /* all live graphs */
+    int warned_full_downgrade;
+
+    pthread_mutex_t stats_lock; /* guards stats: read from any thread */
+    vg_bucket_stats *stats;     /* nsizes + 1 rows; the last is "above the threshold" */
+};
+
+/* runner_stats.c */
+/* Add the counters of `delta` (not its graph_bytes / live_graphs) to a bucket's row. */
+void vg_runner_stats_add(vg_runner *r, int bucket, const vg_bucket_stats *delta);
+/* A graph of `bytes` appeared (live = 1) or went away (bytes < 0, live = -1). */
+void vg_runner_stats_graphs(vg_runner *r, int bucket, int64_t bytes, int live);
+
+#endif

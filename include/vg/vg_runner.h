@@ -1,0 +1,189 @@
+/* vg graph runner: decides, call by call, how a model forward executes.
+ *
+ * A model describes its forward as an ordered list of pieces. Each piece enqueues work on a
+ * stream and is either graph-safe or a splitting op (run eagerly between graphs in PIECEWISE
+ * mode). The runner buckets token counts into captured sizes, pads, captures lazily or at
+ * warm-up, replays, falls back to eager execution when a capture fails, and keeps every buffer
+ * a graph touches at a static address. docs/runner.md explains the policy. */
+#ifndef VG_RUNNER_H
+#define VG_RUNNER_H
+
+#include "vg.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum vg_graph_mode {
+    VG_MODE_NONE = 0,              /* always eager */
+    VG_MODE_PIECEWISE = 1,         /* graph each run of graph-safe pieces; split ops eager */
+    VG_MODE_FULL = 2,              /* the whole forward is one graph per bucket */
+    VG_MODE_FULL_AND_PIECEWISE = 3 /* FULL when every piece is graph-safe, else PIECEWISE */
+} vg_graph_mode;
+
+VG_API const char *vg_graph_mode_name(vg_graph_mode mode); /* "piecewise" */
+/* Parse "none", "piecewise", "full", "full_and_piecewise". */
+VG_API vg_status vg_graph_mode_parse(const char *text, vg_graph_mode *mode);
+
+/* The key of a graph. Equal descriptors share one graph. num_tokens is what gets bucketed. */
+typedef struct vg_batch_desc {
+    int64_t num_tokens;
+    int32_t num_requests; /* requests or images in the call; 0 when the graph does not depend on it */
+    uint8_t uniform;      /* caller-defined: e.g. all requests have the same length */
+    uint8_t reserved[3];  /* zero */
+    uint32_t variant;     /* caller-defined variant id */
+} vg_batch_desc;
+
+typedef struct vg_runner vg_runner;
+
+#define VG_PIECE_SPLITTING (1u << 0) /* run eagerly in PIECEWISE mode */
+
+typedef struct vg_piece {
+    const char *name;
+    /* Enqueue this piece's work on `stream` for a call padded to `padded`. It must touch only
+     * runner buffers (vg_runner_buffer) and memory that lives as long as the runner, and must
+     * not depend on per-request host data: that goes into device buffers in `prepare`. */
+    vg_status (*run)(void *model, vg_runner *runner, const vg_batch_desc *padded,
+                     vg_bk_stream *stream);
+    uint32_t flags;    /* VG_PIECE_SPLITTING */
+    uint64_t ops_used; /* bit (1 << vg_op_id) per op enqueued: an op the device cannot capture
+                          makes the piece not graph-safe */
+    /* Optional: 0 when this piece cannot be captured for `padded` (NULL: always can). */
+    int (*graph_safe)(void *model, const vg_batch_desc *padded);
+} vg_piece;
+
+/* What a model gives the runner. All callbacks run on the thread that calls vg_runner_run. */
+typedef struct vg_model_iface {
+    uint32_t struct_size;
+    void *model;
+    const vg_piece *pieces;
+    int num_pieces;
+    /* Size the runner's buffers for a call padded to `padded`, with vg_runner_buffer_reserve.
+     * Called before every call (cheap when nothing grows) and at warm-up. */
+    vg_status (*reserve)(void *model, vg_runner *runner, const vg_batch_desc *padded);
+    /* Before each call, outside any graph: copy `inputs` into runner buffers, make the padding
+     * rows (real->num_tokens .. padded->num_tokens) harmless, and refresh per-request device
+     * data (segment bounds, positions, permutations). */
+    vg_status (*prepare)(void *model, vg_runner *runner, const vg_batch_desc *real,
+                         const vg_batch_desc *padded, vg_bk_stream *stream, const void *inputs);
+    /* Optional, for the address check (VG_DEBUG_ADDRESSES=1): the device addresses the pieces
+     * will use for this call. Returns how many were written (at most max). */
+    int (*addresses)(void *model, vg_runner *runner, const void **out, int max);
+} vg_model_iface;
+
+/* Default capture sizes: every 64 tokens to 512, then steps of 128 to 1024, 256 to 2048 and
+ * 512 to 4096 (20 sizes). Padding adds at most 63 tokens up to 512, and less than 20% of the
+ * padded size above 512. */
+VG_API int vg_runner_default_sizes(const int64_t **sizes);
+
+typedef struct vg_warmup_progress {
+    int index;             /* 0-based position in the warm-up order (largest first) */
+    int count;             /* buckets to capture */
+    int64_t size;          /* the bucket's token count */
+    vg_status status;      /* VG_OK, or why the capture failed (the bucket then runs eagerly) */
+    double capture_ms;     /* capture + instantiate, host wall clock */
+    uint64_t mem_free_before, mem_free_after; /* device free memory around the bucket */
+} vg_warmup_progress;
+
+typedef void (*vg_warmup_fn)(void *user, const vg_warmup_progress *progress);
+
+typedef struct vg_runner_options {
+    uint32_t struct_size;
+    vg_graph_mode mode;          /* default FULL_AND_PIECEWISE */
+    const int64_t *capture_sizes; /* strictly ascending; NULL: vg_runner_default_sizes */
+    int num_capture_sizes;
+    int64_t max_capture_size;    /* calls above it run eagerly; 0: the largest capture size */
+    uint64_t graph_memory_budget; /* bytes of graph memory before LRU eviction; 0: unlimited */
+    vg_bk_stream *stream;        /* NULL: the runner creates and owns one */
+    int debug_addresses;         /* -1: from VG_DEBUG_ADDRESSES; 0 off; 1 on */
+} vg_runner_options;
+
+VG_API void vg_runner_options_init(vg_runner_options *opts);
+/* The runner keeps pointers to rt and model (not copies of what they point to): both must
+ * outlive it. */
+VG_API vg_status vg_runner_create(vg_runtime *rt, const vg_model_iface *model,
+                                  const vg_runner_options *opts, vg_runner **out);
+VG_API vg_status vg_runner_destroy(vg_runner *r);
+
+/* ---- static buffers -------------------------------------------------------------------------- */
+
+#define VG_RUNNER_MAX_BUFFERS 32
+
+/* Ensure buffer `id` (0..VG_RUNNER_MAX_BUFFERS-1) holds at least `bytes`. Growing a buffer
+ * that graphs have seen destroys those graphs before the old memory is freed; they are
+ * recaptured on next use. Only valid inside the model's reserve callback. */
+VG_API vg_status vg_runner_buffer_reserve(vg_runner *r, int id, size_t bytes);
+/* The buffer's device address for the current call; after vg_runner_run returns, for the call
+ * that just ran (read outputs through it), until the next call. NULL if never reserved.
+ * Calls above the threshold use a separate set of buffers, so graphs never see them move. */
+VG_API void *vg_runner_buffer(vg_runner *r, int id);
+VG_API size_t vg_runner_buffer_size(vg_runner *r, int id);
+
+/* ---- running ---------------------------------------------------------------------------------- */
+
+typedef enum vg_run_path {
+    VG_RUN_EAGER = 0,     /* everything eager: mode NONE, above the threshold, or failed capture */
+    VG_RUN_FULL = 1,      /* one graph */
+    VG_RUN_PIECEWISE = 2  /* graphs with eager splitting pieces between them */
+} vg_run_path;
+
+typedef struct vg_run_info {
+    int64_t padded_tokens; /* the bucket, or the real count when eager above the threshold */
+    int bucket;            /* index into the capture sizes, -1 above the threshold */
+    vg_run_path path;
+    int graph_launches;
+    int eager_pieces;
+    int captures;          /* graphs captured during this call */
+    double host_ms;        /* host wall time of vg_runner_run */
+} vg_run_info;
+
+/* Run one forward for `real` (num_tokens >= 1). Work is enqueued on the runner's stream; the
+ * caller synchronises it. info may be NULL. Not to be called concurrently on one runner. */
+VG_API vg_status vg_runner_run(vg_runner *r, const vg_batch_desc *real, const void *inputs,
+                               vg_run_info *info);
+/* Capture every bucket now, largest first, for descriptors like `like` (its num_tokens is
+ * ignored). progress may be NULL. A bucket whose capture fails runs eagerly later. */
+VG_API vg_status vg_runner_warmup(vg_runner *r, const vg_batch_desc *like, vg_warmup_fn progress,
+                                  void *user);
+/* Mark every graph stale, e.g. after the model rewrote state its pieces read by address.
+ * Stale graphs are recaptured on next use, through graph update where the backend has it. */
+VG_API vg_status vg_runner_invalidate(vg_runner *r);
+
+VG_API vg_bk_stream *vg_runner_stream(vg_runner *r);
+VG_API vg_graph_mode vg_runner_mode(const vg_runner *r); /* after downgrades */
+/* The bucket a call of n tokens uses: index into the capture sizes, or -1 (eager). */
+VG_API int vg_runner_bucket_for(const vg_runner *r, int64_t n);
+VG_API int vg_runner_num_buckets(const vg_runner *r);
+VG_API int64_t vg_runner_bucket_size(const vg_runner *r, int bucket);
+
+/* ---- statistics --------------------------------------------------------------------------------- */
+
+typedef struct vg_bucket_stats {
+    int64_t size;           /* capture size; -1 for the row of calls above the threshold */
+    uint64_t hits;          /* calls that used this bucket */
+    uint64_t captures;      /* graphs captured */
+    uint64_t replays;       /* graph launches */
+    uint64_t eager_runs;    /* calls run entirely eagerly */
+    uint64_t updates;       /* recaptures applied through graph update */
+    uint64_t capture_failures;
+    uint64_t evictions;     /* graphs dropped by the memory budget */
+    uint64_t real_tokens;
+    uint64_t padded_tokens; /* padding added (waste) */
+    double capture_ms;      /* total capture + instantiate time */
+    uint64_t graph_bytes;   /* device memory of this bucket's live graphs (measured) */
+    int live_graphs;
+} vg_bucket_stats;
+
+/* Copy up to max rows (one per bucket, then the eager row) into out and the sum into total
+ * (either may be NULL). Returns the number of rows available. Safe to call from any thread,
+ * concurrently with vg_runner_run. */
+VG_API int vg_runner_stats(vg_runner *r, vg_bucket_stats *out, int max, vg_bucket_stats *total);
+/* The statistics as a text table or as JSON; free the string with vg_free. */
+VG_API vg_status vg_runner_stats_text(vg_runner *r, char **out);
+VG_API vg_status vg_runner_stats_json(vg_runner *r, char **out);
+VG_API void vg_free(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VG_RUNNER_H */

@@ -1,0 +1,795 @@
+/* Graph runner on kunlun_stub with a synthetic model (no ViT needed).
+ *
+ * The model: X [n, C] -> mix (gemm with W) -> Y; bias (per-request rows, from a buffer whose
+ * size follows num_requests) -> Y; permute (gather_rows with a per-call permutation: the
+ * splitting op) -> T; then a chain of axpby pieces on T. */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "test_util.h"
+#include "vg/vg_runner.h"
+
+enum { C = 16, CHAIN = 6, MAXPIECES = 3 + CHAIN };
+enum { BUF_X, BUF_Y, BUF_IDX, BUF_BIAS, BUF_T };
+
+static const int64_t k_sizes[] = {8, 16, 32, 64};
+#define MAX_SIZE 64
+
+typedef struct model {
+    vg_runtime *rt;
+    const vg_backend_iface *b;
+    const vg_op_table *ops;
+    vg_bk_device *dev;
+    float *w;          /* C x C weights, owned by the model */
+    const float *x_in_use; /* NULL: the runner's X buffer (set by the address-check test) */
+    vg_piece pieces[MAXPIECES];
+    vg_model_iface iface;
+} model;
+
+typedef struct inputs {
+    const float *x;       /* [n, C] */
+    const int32_t *perm;  /* [n], a permutation of 0..n-1 */
+    const float *bias;    /* [num_requests, C] */
+} inputs;
+
+static const float *x_buffer(model *m, vg_runner *r)
+{
+    return m->x_in_use ? m->x_in_use : vg_runner_buffer(r, BUF_X);
+}
+
+static vg_status piece_mix(void *mp, vg_runner *r, const vg_batch_desc *d, vg_bk_stream *s)
+{
+    model *m = mp;
+    vg_gemm_args a = {.struct_size = sizeof a, .dtype_ab = VG_DTYPE_F32, .dtype_c = VG_DTYPE_F32,
+                      .m = d->num_tokens, .n = C, .k = C, .a = x_buffer(m, r), .lda = C,
+                      .b = m->w, .ldb = C, .c = vg_runner_buffer(r, BUF_Y), .ldc = C,
+                      .act = VG_ACT_SILU, .alpha = 1.0f};
+    return m->ops->gemm(m->dev, s, &a);
+}
+
+static vg_status piece_bias(void *mp, vg_runner *r, const vg_batch_desc *d, vg_bk_stream *s)
+{
+    model *m = mp;
+    return m->ops->axpby(m->dev, s, (size_t)d->num_requests * C, 1.0f,
+                         vg_runner_buffer(r, BUF_BIAS), 1.0f, vg_runner_buffer(r, BUF_Y));
+}
+
+static vg_status piece_permute(void *mp, vg_runner *r, const vg_batch_desc *d, vg_bk_stream *s)
+{
+    model *m = mp;
+    return m->ops->gather_rows(m->dev, s, VG_DTYPE_F32, vg_runner_buffer(r, BUF_T),
+                               vg_runner_buffer(r, BUF_Y), vg_runner_buffer(r, BUF_IDX),
+                               d->num_tokens, C);
+}
+
+static vg_status piece_chain(void *mp, vg_runner *r, const vg_batch_desc *d, vg_bk_stream *s)
+{
+    model *m = mp;
+    return m->ops->axpby(m->dev, s, (size_t)d->num_tokens * C, 0.25f, x_buffer(m, r), 0.75f,
+                         vg_runner_buffer(r, BUF_T));
+}
+
+static vg_status model_reserve(void *mp, vg_runner *r, const vg_batch_desc *d)
+{
+    (void)mp;
+    size_t n = (size_t)d->num_tokens;
+    vg_status st = vg_runner_buffer_reserve(r, BUF_X, n * C * 4);
+    if (st == VG_OK) st = vg_runner_buffer_reserve(r, BUF_Y, n * C * 4);
+    if (st == VG_OK) st = vg_runner_buffer_reserve(r, BUF_T, n * C * 4);
+    if (st == VG_OK) st = vg_runner_buffer_reserve(r, BUF_IDX, n * 4);
+    /* deliberately sized by the request count, so that more requests grow it */
+    if (st == VG_OK) st = vg_runner_buffer_reserve(r, BUF_BIAS, (size_t)(d->num_requests + 1) * C * 4);
+    return st;
+}
+
+static vg_status model_prepare(void *mp, vg_runner *r, const vg_batch_desc *real,
+                               const vg_batch_desc *padded, vg_bk_stream *s, const void *in)
+{
+    model *m = mp;
+    const inputs *x = in;
+    size_t n = (size_t)real->num_tokens, p = (size_t)padded->num_tokens;
+    char *X = vg_runner_buffer(r, BUF_X);
+    int32_t *idx = vg_runner_buffer(r, BUF_IDX);
+    vg_status st = m->b->copy_h2d(m->dev, s, X, x->x, n * C * 4);
+    if (st == VG_OK && p > n) st = m->b->memset_async(m->dev, s, X + n * C * 4, 0, (p - n) * C * 4);
+    if (st == VG_OK) st = m->b->copy_h2d(m->dev, s, idx, x->perm, n * 4);
+    /* padding rows map onto themselves: they never touch real rows */
+    static int32_t pad_idx[MAX_SIZE * 2];
+    for (size_t i = n; i < p; i++) pad_idx[i - n] = (int32_t)i;
+    if (st == VG_OK && p > n) st = m->b->copy_h2d(m->dev, s, idx + n, pad_idx, (p - n) * 4);
+    if (st == VG_OK)
+        st = m->b->copy_h2d(m->dev, s, vg_runner_buffer(r, BUF_BIAS), x->bias,
+                            (size_t)real->num_requests * C * 4);
+    if (st == VG_OK) st = m->b->stream_sync(m->dev, s); /* the host inputs are the caller's */
+    return st;
+}
+
+static int model_addresses(void *mp, vg_runner *r, const void **out, int max)
+{
+    model *m = mp;
+    if (max < 1) return 0;
+    out[0] = x_buffer(m, r);
+    return 1;
+}
+
+static void model_init(model *m, vg_runtime *rt)
+{
+    memset(m, 0, sizeof *m);
+    m->rt = rt;
+    m->b = vg_runtime_iface(rt);
+    m->ops = vg_runtime_ops(rt);
+    m->dev = vg_runtime_device(rt);
+    VG_CHECK(m->b->mem_alloc(m->dev, C * C * 4, (void **)&m->w));
+    float w[C * C];
+    for (int i = 0; i < C * C; i++) w[i] = (float)((i * 37) % 17 - 8) / 16.0f;
+    vg_bk_stream *s;
+    VG_CHECK(m->b->stream_create(m->dev, &s));
+    VG_CHECK(m->b->copy_h2d(m->dev, s, m->w, w, sizeof w));
+    VG_CHECK(m->b->stream_sync(m->dev, s));
+    VG_CHECK(m->b->stream_destroy(m->dev, s));
+    int k = 0;
+    m->pieces[k++] = (vg_piece){"mix", piece_mix, 0, 1ull << VG_OP_GEMM, NULL};
+    m->pieces[k++] = (vg_piece){"bias", piece_bias, 0, 1ull << VG_OP_AXPBY, NULL};
+    m->pieces[k++] = (vg_piece){"permute", piece_permute, VG_PIECE_SPLITTING, 1ull << VG_OP_GATHER_ROWS, NULL};
+    for (int i = 0; i < CHAIN; i++)
+        m->pieces[k++] = (vg_piece){"chain", piece_chain, 0, 1ull << VG_OP_AXPBY, NULL};
+    m->iface = (vg_model_iface){.struct_size = sizeof(vg_model_iface), .model = m,
+                                .pieces = m->pieces, .num_pieces = k,
+                                .reserve = model_reserve, .prepare = model_prepare,
+                                .addresses = model_addresses};
+}
+
+static void model_fini(model *m) { VG_CHECK(m->b->mem_free(m->dev, m->w)); }
+
+static vg_runner *make_runner(model *m, vg_graph_mode mode, uint64_t budget, int debug)
+{
+    vg_runner_options o;
+    vg_runner_options_init(&o);
+    o.mode = mode;
+    o.capture_sizes = k_sizes;
+    o.num_capture_sizes = 4;
+    o.graph_memory_budget = budget;
+    o.debug_addresses = debug;
+    vg_runner *r = NULL;
+    VG_CHECK(vg_runner_create(m->rt, &m->iface, &o, &r));
+    return r;
+}
+
+/* ---- a call: random inputs, run, read T back --------------------------------------------- */
+
+typedef struct call {
+    int64_t n;
+    int32_t requests;
+    float x[MAX_SIZE * 2 * C];
+    int32_t perm[MAX_SIZE * 2];
+    float bias[MAX_SIZE * 2 * C];
+} call;
+
+static unsigned g_seed = 12345;
+static unsigned next_rand(void) { return g_seed = g_seed * 1103515245u + 12345u, (g_seed >> 8); }
+
+static void make_call(call *c, int64_t n, int32_t requests)
+{
+    c->n = n;
+    c->requests = requests;
+    for (int64_t i = 0; i < n * C; i++) c->x[i] = (float)(next_rand() % 2000) / 1000.0f - 1.0f;
+    for (int32_t i = 0; i < requests * C; i++) c->bias[i] = (float)(next_rand() % 100) / 100.0f;
+    for (int64_t i = 0; i < n; i++) c->perm[i] = (int32_t)i;
+    for (int64_t i = n - 1; i > 0; i--) { /* Fisher-Yates: a new segmentation each call */
+        int64_t j = next_rand() % (unsigned)(i + 1);
+        int32_t t = c->perm[i];
+        c->perm[i] = c->perm[j];
+        c->perm[j] = t;
+    }
+}
+
+static vg_status run_call(vg_runner *r, model *m, const call *c, float *out, vg_run_info *info)
+{
+    vg_batch_desc d = {.num_tokens = c->n, .num_requests = c->requests};
+    inputs in = {c->x, c->perm, c->bias};
+    vg_status st = vg_runner_run(r, &d, &in, info);
+    if (st != VG_OK) return st;
+    st = m->b->copy_d2h(m->dev, vg_runner_stream(r), out, vg_runner_buffer(r, BUF_T),
+                        (size_t)c->n * C * 4);
+    if (st == VG_OK) st = m->b->stream_sync(m->dev, vg_runner_stream(r));
+    return st;
+}
+
+/* Graph and eager runs use the same kernels, but a GEMM over the padded rows may round
+ * differently from one over the real rows (BLAS blocking depends on M): agree within 1e-6 of
+ * the largest magnitude. NaN never passes. */
+static void assert_same(const float *a, const float *b, size_t n)
+{
+    double ref = 1e-30;
+    for (size_t i = 0; i < n; i++) ref = fmax(ref, fabs((double)b[i]));
+    for (size_t i = 0; i < n; i++) {
+        int ok = !isnan(a[i]) && !isnan(b[i]) && fabs((double)a[i] - (double)b[i]) <= 1e-6 * ref;
+        if (!ok) print_message("element %zu: %.9g vs %.9g\n", i, a[i], b[i]);
+        assert_true(ok);
+    }
+}
+
+/* ---- fixture: a stub runtime; a counting wrapper of its table ------------------------------- */
+
+static vg_runtime *g_base;
+
+static struct counters {
+    int capturing;
+    int eager_gathers, captured_gathers, launches;
+} g_count;
+static vg_backend_iface g_wrapped;
+static vg_op_table g_wrapped_ops;
+static const vg_backend_iface *g_real;
+static const vg_op_table *g_real_ops;
+
+static vg_status w_capture_begin(vg_bk_device *d, vg_bk_stream *s)
+{
+    vg_status st = g_real->capture_begin(d, s);
+    g_count.capturing = st == VG_OK;
+    return st;
+}
+static vg_status w_capture_end(vg_bk_device *d, vg_bk_stream *s, vg_bk_graph **g)
+{
+    g_count.capturing = 0;
+    return g_real->capture_end(d, s, g);
+}
+static vg_status w_launch(vg_bk_device *d, vg_bk_exec *x, vg_bk_stream *s)
+{
+    g_count.launches++;
+    return g_real->exec_launch(d, x, s);
+}
+static vg_status w_gather(vg_bk_device *d, vg_bk_stream *s, vg_dtype t, void *dst, const void *src,
+                          const int32_t *idx, int64_t rows, int64_t cols)
+{
+    if (g_count.capturing) g_count.captured_gathers++;
+    else g_count.eager_gathers++;
+    return g_real_ops->gather_rows(d, s, t, dst, src, idx, rows, cols);
+}
+
+static vg_runtime *open_stub(void)
+{
+    vg_runtime_options o;
+    vg_runtime_options_init(&o);
+    o.backend = "kunlun_stub";
+    vg_runtime *rt = NULL;
+    VG_CHECK(vg_runtime_open(&o, &rt));
+    return rt;
+}
+
+static vg_runtime *open_counting(void)
+{
+    g_real = vg_runtime_iface(g_base);
+    g_real_ops = vg_runtime_ops(g_base);
+    g_wrapped = *g_real;
+    g_wrapped_ops = *g_real_ops;
+    g_wrapped.capture_begin = w_capture_begin;
+    g_wrapped.capture_end = w_capture_end;
+    g_wrapped.exec_launch = w_launch;
+    g_wrapped_ops.gather_rows = w_gather;
+    g_wrapped.ops = &g_wrapped_ops;
+    memset(&g_count, 0, sizeof g_count);
+    vg_runtime *rt = NULL;
+    VG_CHECK(vg_runtime_open_iface(&g_wrapped, 0, &rt));
+    return rt;
+}
+
+static int clean_env(void **state)
+{
+    (void)state;
+    unsetenv("VG_STUB_FAULT");
+    unsetenv("VG_STUB_POISON");
+    unsetenv("VG_STUB_CAPS");
+    vg_error_clear();
+    return 0;
+}
+
+/* ---- tests ------------------------------------------------------------------------------------ */
+
+static void test_bucket_for_every_size(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_stub();
+    model m;
+    model_init(&m, rt);
+    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0);
+    vg_runner *none = make_runner(&m, VG_MODE_NONE, 0, 0);
+    static float out[MAX_SIZE * 2 * C];
+    for (int64_t n = 1; n <= MAX_SIZE + 1; n++) {
+        int want = -1;
+        for (int b = 0; b < 4 && want < 0; b++)
+            if (k_sizes[b] >= n) want = b;
+        assert_int_equal(vg_runner_bucket_for(r, n), want);
+        call c;
+        make_call(&c, n, 1);
+        vg_run_info info;
+        VG_CHECK(run_call(r, &m, &c, out, &info));
+        assert_int_equal(info.bucket, want);
+        assert_int_equal(info.padded_tokens, want >= 0 ? k_sizes[want] : n);
+        assert_int_equal(info.path, want >= 0 ? VG_RUN_FULL : VG_RUN_EAGER);
+        VG_CHECK(run_call(none, &m, &c, out, &info));
+        assert_int_equal(info.path, VG_RUN_EAGER);
+        assert_int_equal(info.padded_tokens, n);
+    }
+    vg_runner_destroy(r);
+    vg_runner_destroy(none);
+    model_fini(&m);
+    vg_runtime_close(rt);
+}
+
+static void test_default_ladder(void **state)
+{
+    (void)state;
+    const int64_t *s;
+    int n = vg_runner_default_sizes(&s);
+    assert_int_equal(n, 20);
+    assert_int_equal(s[n - 1], 4096);
+    for (int i = 1; i < n; i++) {
+        assert_true(s[i] > s[i - 1]);
+        int64_t worst = s[i] - s[i - 1] - 1; /* padding one token past the previous size */
+        if (s[i] <= 512) assert_true(worst <= 63);
+        else assert_true((double)worst / (double)s[i] < 0.20);
+    }
+}
+
+static void random_sequence(vg_graph_mode mode)
+{
+    vg_runtime *rt = open_stub();
+    model m;
+    model_init(&m, rt);
+    vg_runner *r = make_runner(&m, mode, 0, 0), *eager = make_runner(&m, VG_MODE_NONE, 0, 0);
+    static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
+    int graphed = 0;
+    for (int it = 0; it < 80; it++) {
+        call c;
+        int64_t n = 1 + next_rand() % (MAX_SIZE + 1);
+        make_call(&c, n, 1 + (int32_t)(next_rand() % (n < 4 ? n : 4)));
+        vg_run_info info;
+        VG_CHECK(run_call(r, &m, &c, got, &info));
+        VG_CHECK(run_call(eager, &m, &c, want, NULL));
+        assert_same(got, want, (size_t)n * C);
+        graphed += info.graph_launches > 0;
+    }
+    assert_true(graphed > 40); /* the comparison really involved graphs */
+    vg_runner_destroy(r);
+    vg_runner_destroy(eager);
+    model_fini(&m);
+    vg_runtime_close(rt);
+}
+
+static void test_piecewise_matches_eager(void **state) { (void)state; random_sequence(VG_MODE_PIECEWISE); }
+static void test_full_matches_eager(void **state) { (void)state; random_sequence(VG_MODE_FULL); }
+static void test_full_and_piecewise_matches_eager(void **state)
+{
+    (void)state;
+    random_sequence(VG_MODE_FULL_AND_PIECEWISE);
+}
+
+static void test_piecewise_splitting_runs_eagerly(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_counting();
+    model m;
+    model_init(&m, rt);
+    vg_runner *r = make_runner(&m, VG_MODE_PIECEWISE, 0, 0);
+    static float out[MAX_SIZE * 2 * C];
+    call c;
+    for (int i = 0; i < 5; i++) {
+        make_call(&c, 30, 2);
+        vg_run_info info;
+        VG_CHECK(run_call(r, &m, &c, out, &info));
+        assert_int_equal(info.path, VG_RUN_PIECEWISE);
+        assert_int_equal(info.graph_launches, 2); /* mix+bias, then the chain */
+        assert_int_equal(info.eager_pieces, 1);   /* permute */
+    }
+    assert_int_equal(g_count.eager_gathers, 5);
+    assert_int_equal(g_count.captured_gathers, 0);
+    assert_int_equal(g_count.launches, 10);
+    vg_runner_destroy(r);
+    /* FULL captures the splitting op too: it then never runs eagerly */
+    memset(&g_count, 0, sizeof g_count);
+    r = make_runner(&m, VG_MODE_FULL, 0, 0);
+    for (int i = 0; i < 5; i++) {
+        make_call(&c, 30, 2);
+        VG_CHECK(run_call(r, &m, &c, out, NULL));
+    }
+    assert_int_equal(g_count.eager_gathers, 0);
+    assert_int_equal(g_count.captured_gathers, 1);
+    assert_int_equal(g_count.launches, 5);
+    vg_runner_destroy(r);
+    model_fini(&m);
+    vg_runtime_close(rt);
+}
+
+typedef struct order { int64_t sizes[8]; int n; vg_status st[8]; } order;
+
+static void record_progress(void *user, const vg_warmup_progress *p)
+{
+    order *o = user;
+    o->st[o->n] = p->status;
+    o->sizes[o->n++] = p->size;
+    assert_int_equal(p->count, 4);
+    assert_true(p->capture_ms >= 0);
+}
+
+static void test_warmup_largest_first(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_stub();
+    model m;
+    model_init(&m, rt);
+    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0);
+    order o = {.n = 0};
+    vg_batch_desc like = {.num_tokens = 0, .num_requests = 2};
+    VG_CHECK(vg_runner_warmup(r, &like, record_progress, &o));
+    assert_int_equal(o.n, 4);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(o.sizes[i], k_sizes[3 - i]);
+        assert_int_equal(o.st[i], VG_OK);
+    }
+    static float out[MAX_SIZE * 2 * C];
+    for (int64_t n = 5; n <= MAX_SIZE; n += 9) { /* every call now replays without capturing */
+        call c;
+        make_call(&c, n, 2);
+        vg_run_info info;
+        VG_CHECK(run_call(r, &m, &c, out, &info));
+        assert_int_equal(info.captures, 0);
+        assert_int_equal(info.graph_launches, 1);
+    }
+    vg_bucket_stats total;
+    vg_runner_stats(r, NULL, 0, &total);
+    assert_int_equal(total.captures, 4);
+    assert_int_equal(total.live_graphs, 4);
+    vg_runner_destroy(r);
+    model_fini(&m);
+    vg_runtime_close(rt);
+}
+
+static void capture_failure_case(const char *fault)
+{
+    setenv("VG_STUB_FAULT", fault, 1);
+    vg_runtime *rt = open_stub();
+    model m;
+    model_init(&m, rt);
+    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0), *eager = make_runner(&m, VG_MODE_NONE, 0, 0);
+    static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
+    vg_run_info info;
+    for (int i = 0; i < 3; i++) { /* bucket 32: its capture fails once, it stays eager */
+        call c;
+        make_call(&c, 20, 1);
+        VG_CHECK(run_call(r, &m, &c, got, &info));
+        VG_CHECK(run_call(eager, &m, &c, want, NULL));
+        assert_same(got, want, 20 * C);
+        assert_int_equal(info.path, VG_RUN_EAGER);
+    }
+    call c; /* another bucket captures normally: the fault hit only the first call */
+    make_call(&c, 60, 1);
+    VG_CHECK(run_call(r, &m, &c, got, &info));
+    VG_CHECK(run_call(eager, &m, &c, want, NULL));
+    assert_same(got, want, 60 * C);
+    assert_int_equal(info.path, VG_RUN_FULL);
+    vg_bucket_stats rows[5];
+    vg_runner_stats(r, rows, 5, NULL);
+    assert_int_equal(rows[2].capture_failures, 1);
+    assert_int_equal(rows[2].eager_runs, 3);
+    assert_int_equal(rows[2].live_graphs, 0);
+    assert_int_equal(rows[3].captures, 1);
+    vg_runner_destroy(r);
+    vg_runner_destroy(eager);
+    model_fini(&m);
+    vg_runtime_close(rt);
+}
+
+static void test_failure_at_capture_begin(void **state) { (void)state; capture_failure_case("capture_begin:1"); }
+static void test_failure_at_capture_end(void **state) { (void)state; capture_failure_case("capture_end:1"); }
+static void test_failure_at_instantiate(void **state) { (void)state; capture_failure_case("instantiate:1"); }
+
+static void test_regrowth_recaptures_no_stale_pointer(void **state)
+{
+    (void)state;
+    setenv("VG_STUB_POISON", "1", 1); /* freed memory reads as NaN */
+    vg_runtime *rt = open_stub();
+    model m;
+    model_init(&m, rt);
+    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0), *eager = make_runner(&m, VG_MODE_NONE, 0, 0);
+    static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
+    call c;
+    make_call(&c, 50, 1);
+    VG_CHECK(run_call(r, &m, &c, got, NULL)); /* captures with the small bias buffer */
+    void *old_bias = vg_runner_buffer(r, BUF_BIAS);
+    call big;
+    make_call(&big, 60, 40); /* 40 requests: the bias buffer must grow */
+    vg_run_info info;
+    VG_CHECK(run_call(r, &m, &big, got, &info));
+    assert_ptr_not_equal(vg_runner_buffer(r, BUF_BIAS), old_bias);
+    VG_CHECK(run_call(eager, &m, &big, want, NULL));
+    assert_same(got, want, 60 * C);
+    /* the first key again: its old graph pointed at the freed bias buffer */
+    make_call(&c, 50, 1);
+    VG_CHECK(run_call(r, &m, &c, got, &info));
+    assert_int_equal(info.captures, 1);
+    assert_int_equal(info.graph_launches, 1);
+    VG_CHECK(run_call(eager, &m, &c, want, NULL));
+    assert_same(got, want, 50 * C);
+    vg_runner_destroy(r);
+    vg_runner_destroy(eager);
+    model_fini(&m);
+    vg_runtime_close(rt);
+}
+
+static void test_lru_eviction_under_budget(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_stub();
+    model m;
+    model_init(&m, rt);
+    vg_runner *probe = make_runner(&m, VG_MODE_FULL, 0, 0);
+    static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
+    call c;
+    make_call(&c, 8, 1);
+    VG_CHECK(run_call(probe, &m, &c, got, NULL));
+    vg_bucket_stats t;
+    vg_runner_stats(probe, NULL, 0, &t);
+    assert_true(t.graph_bytes > 0); /* measured, not assumed */
+    uint64_t one = t.graph_bytes;
+    vg_runner_destroy(probe);
+
+    vg_runner *r = make_runner(&m, VG_MODE_FULL, one * 2 + one / 2, 0);
+    vg_runner *eager = make_runner(&m, VG_MODE_NONE, 0, 0);
+    const int64_t ns[] = {8, 16, 32, 64, 8};
+    vg_run_info info;
+    for (int i = 0; i < 5; i++) {
+        make_call(&c, ns[i], 1);
+        VG_CHECK(run_call(r, &m, &c, got, &info));
+        VG_CHECK(run_call(eager, &m, &c, want, NULL));
+        assert_same(got, want, (size_t)ns[i] * C);
+        vg_runner_stats(r, NULL, 0, &t);
+        assert_true(t.live_graphs <= 2);
+    }
+    assert_int_equal(info.captures, 1); /* 8 was evicted and had to be captured again */
+    assert_true(t.evictions >= 3);
+    vg_bucket_stats rows[5];
+    vg_runner_stats(r, rows, 5, NULL);
+    assert_int_equal(rows[0].captures, 2);
+    vg_runner_destroy(r);
+    vg_runner_destroy(eager);
+    model_fini(&m);
+    vg_runtime_close(rt);
+}
+
+static void test_address_check_catches_swapped_input(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_stub();
+    model m;
+    model_init(&m, rt);
+    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 1);
+    static float out[MAX_SIZE * 2 * C];
+    call c;
+    make_call(&c, 30, 1);
+    VG_CHECK(run_call(r, &m, &c, out, NULL));
+    VG_CHECK(run_call(r, &m, &c, out, NULL)); /* a replay with the same addresses passes */
+    float *other = NULL;
+    VG_CHECK(m.b->mem_alloc(m.dev, MAX_SIZE * C * 4, (void **)&other));
+    m.x_in_use = other; /* the bug: the model now reads another buffer than the graph captured */
+    VG_CHECK_FAILS(run_call(r, &m, &c, out, NULL), VG_ERR_STATE, "address check failed");
+    m.x_in_use = NULL;
+    VG_CHECK(m.b->mem_free(m.dev, other));
+    vg_runner_destroy(r);
+    model_fini(&m);
+    vg_runtime_close(rt);
+}
+
+static void update_case(int refuse)
+{
+    if (refuse) setenv("VG_STUB_FAULT", "update", 1);
+    vg_runtime *rt = open_stub();
+    model m;
+    model_init(&m, rt);
+    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0), *eager = make_runner(&m, VG_MODE_NONE, 0, 0);
+    static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
+    call c;
+    make_call(&c, 40, 3);
+    VG_CHECK(run_call(r, &m, &c, got, NULL));
+    VG_CHECK(vg_runner_invalidate(r));
+    vg_run_info info;
+    make_call(&c, 40, 3);
+    VG_CHECK(run_call(r, &m, &c, got, &info));
+    VG_CHECK(run_call(eager, &m, &c, want, NULL));
+    assert_same(got, want, 40 * C);
+    assert_int_equal(info.captures, 1);
+    vg_bucket_stats rows[5];
+    vg_runner_stats(r, rows, 5, NULL);
+    assert_int_equal(rows[3].captures, 2);
+    assert_int_equal(rows[3].updates, refuse ? 0 : 1);
+    assert_int_equal(rows[3].live_graphs, 1);
+    vg_runner_destroy(r);
+    vg_runner_destroy(eager);
+    model_fini(&m);
+    vg_runtime_close(rt);
+}
+
+static void test_recapture_uses_update(void **state) { (void)state; update_case(0); }
+static void test_refused_update_reinstantiates(void **state) { (void)state; update_case(1); }
+
+static int g_downgrade_logs;
+static void count_downgrades(vg_log_level level, const char *msg, void *user)
+{
+    (void)level;
+    (void)user;
+    if (strstr(msg, "downgraded")) g_downgrade_logs++;
+}
+
+static void test_no_graphs_means_none(void **state)
+{
+    (void)state;
+    setenv("VG_STUB_CAPS", "nograph", 1);
+    g_downgrade_logs = 0;
+    vg_log_set_callback(count_downgrades, NULL);
+    vg_runtime *rt = open_stub();
+    model m;
+    model_init(&m, rt);
+    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0);
+    assert_int_equal(vg_runner_mode(r), VG_MODE_NONE);
+    static float out[MAX_SIZE * 2 * C];
+    for (int i = 0; i < 3; i++) {
+        call c;
+        make_call(&c, 20, 1);
+        vg_run_info info;
+        VG_CHECK(run_call(r, &m, &c, out, &info));
+        assert_int_equal(info.path, VG_RUN_EAGER);
+    }
+    assert_int_equal(g_downgrade_logs, 1);
+    vg_log_set_callback(NULL, NULL);
+    vg_runner_destroy(r);
+    model_fini(&m);
+    vg_runtime_close(rt);
+}
+
+static void test_uncapturable_op_downgrades_full(void **state)
+{
+    (void)state;
+    setenv("VG_STUB_CAPS", "nocapture:gather_rows", 1);
+    vg_runtime *rt = open_stub();
+    model m;
+    model_init(&m, rt);
+    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0), *eager = make_runner(&m, VG_MODE_NONE, 0, 0);
+    assert_int_equal(vg_runner_mode(r), VG_MODE_PIECEWISE);
+    static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
+    call c;
+    make_call(&c, 33, 2);
+    vg_run_info info;
+    VG_CHECK(run_call(r, &m, &c, got, &info));
+    VG_CHECK(run_call(eager, &m, &c, want, NULL));
+    assert_same(got, want, 33 * C);
+    assert_int_equal(info.path, VG_RUN_PIECEWISE);
+    vg_runner_destroy(r);
+    vg_runner_destroy(eager);
+    model_fini(&m);
+    vg_runtime_close(rt);
+}
+
+static void test_above_threshold_keeps_graph_buffers(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_stub();
+    model m;
+    model_init(&m, rt);
+    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0), *eager = make_runner(&m, VG_MODE_NONE, 0, 0);
+    static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
+    call c;
+    make_call(&c, 64, 1);
+    VG_CHECK(run_call(r, &m, &c, got, NULL));
+    void *x = vg_runner_buffer(r, BUF_X);
+    make_call(&c, 2 * MAX_SIZE, 1); /* far above the threshold */
+    vg_run_info info;
+    VG_CHECK(run_call(r, &m, &c, got, &info)); /* reads T of the overflow set */
+    assert_int_equal(info.path, VG_RUN_EAGER);
+    assert_int_equal(info.bucket, -1);
+    assert_ptr_not_equal(vg_runner_buffer(r, BUF_X), x); /* a separate set of buffers */
+    VG_CHECK(run_call(eager, &m, &c, want, NULL));
+    assert_same(got, want, 2 * MAX_SIZE * C);
+    make_call(&c, 64, 1);
+    VG_CHECK(run_call(r, &m, &c, got, &info));
+    assert_ptr_equal(vg_runner_buffer(r, BUF_X), x); /* the graphs' buffers never moved */
+    assert_int_equal(info.captures, 0);
+    VG_CHECK(run_call(eager, &m, &c, want, NULL));
+    assert_same(got, want, 64 * C);
+    vg_bucket_stats rows[5];
+    assert_int_equal(vg_runner_stats(r, rows, 5, NULL), 5);
+    assert_int_equal(rows[4].size, -1);
+    assert_int_equal(rows[4].hits, 1);
+    vg_runner_destroy(r);
+    vg_runner_destroy(eager);
+    model_fini(&m);
+    vg_runtime_close(rt);
+}
+
+static void test_stats_text_and_json(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_stub();
+    model m;
+    model_init(&m, rt);
+    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0);
+    static float out[MAX_SIZE * 2 * C];
+    for (int64_t n = 3; n <= 63; n += 20) {
+        call c;
+        make_call(&c, n, 1);
+        VG_CHECK(run_call(r, &m, &c, out, NULL));
+    }
+    char *text = NULL, *json = NULL;
+    VG_CHECK(vg_runner_stats_text(r, &text));
+    assert_non_null(strstr(text, "total"));
+    VG_CHECK(vg_runner_stats_json(r, &json));
+    cJSON *root = cJSON_Parse(json);
+    assert_non_null(root);
+    cJSON *total = cJSON_GetObjectItem(root, "total");
+    assert_int_equal((int)cJSON_GetObjectItem(total, "hits")->valuedouble, 4);
+    assert_int_equal((int)cJSON_GetObjectItem(total, "padded_tokens")->valuedouble,
+                     (8 - 3) + (32 - 23) + (64 - 43) + (64 - 63));
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "buckets")), 5);
+    cJSON_Delete(root);
+    vg_free(text);
+    vg_free(json);
+    vg_runner_destroy(r);
+    model_fini(&m);
+    vg_runtime_close(rt);
+}
+
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_stub();
+    model m;
+    model_init(&m, rt);
+    vg_runner_options o;
+    vg_runner_options_init(&o);
+    const int64_t bad[] = {16, 8};
+    o.capture_sizes = bad;
+    o.num_capture_sizes = 2;
+    vg_runner *r = NULL;
+    VG_CHECK_FAILS(vg_runner_create(rt, &m.iface, &o, &r), VG_ERR_INVALID_ARG, "ascending");
+    vg_model_iface broken = m.iface;
+    broken.prepare = NULL;
+    VG_CHECK_FAILS(vg_runner_create(rt, &broken, NULL, &r), VG_ERR_INVALID_ARG, "prepare");
+    VG_CHECK_FAILS(vg_graph_mode_parse("fast", &o.mode), VG_ERR_INVALID_ARG, "not understood");
+    r = make_runner(&m, VG_MODE_FULL, 0, 0);
+    vg_batch_desc zero = {.num_tokens = 0};
+    VG_CHECK_FAILS(vg_runner_run(r, &zero, NULL, NULL), VG_ERR_INVALID_ARG, "num_tokens");
+    VG_CHECK_FAILS(vg_runner_buffer_reserve(r, 0, 64), VG_ERR_STATE, "reserve callback");
+    vg_runner_destroy(r);
+    model_fini(&m);
+    vg_runtime_close(rt);
+}
+
+int main(void)
+{
+    unsetenv("VG_BACKEND_PATH");
+    g_base = open_stub();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_bucket_for_every_size, clean_env),
+        cmocka_unit_test_setup(test_default_ladder, clean_env),
+        cmocka_unit_test_setup(test_piecewise_matches_eager, clean_env),
+        cmocka_unit_test_setup(test_full_matches_eager, clean_env),
+        cmocka_unit_test_setup(test_full_and_piecewise_matches_eager, clean_env),
+        cmocka_unit_test_setup(test_piecewise_splitting_runs_eagerly, clean_env),
+        cmocka_unit_test_setup(test_warmup_largest_first, clean_env),
+        cmocka_unit_test_setup(test_failure_at_capture_begin, clean_env),
+        cmocka_unit_test_setup(test_failure_at_capture_end, clean_env),
+        cmocka_unit_test_setup(test_failure_at_instantiate, clean_env),
+        cmocka_unit_test_setup(test_regrowth_recaptures_no_stale_pointer, clean_env),
+        cmocka_unit_test_setup(test_lru_eviction_under_budget, clean_env),
+        cmocka_unit_test_setup(test_address_check_catches_swapped_input, clean_env),
+        cmocka_unit_test_setup(test_recapture_uses_update, clean_env),
+        cmocka_unit_test_setup(test_refused_update_reinstantiates, clean_env),
+        cmocka_unit_test_setup(test_no_graphs_means_none, clean_env),
+        cmocka_unit_test_setup(test_uncapturable_op_downgrades_full, clean_env),
+        cmocka_unit_test_setup(test_above_threshold_keeps_graph_buffers, clean_env),
+        cmocka_unit_test_setup(test_stats_text_and_json, clean_env),
+        cmocka_unit_test_setup(test_bad_arguments, clean_env),
+    };
+    int failed = cmocka_run_group_tests_name("runner", tests, NULL, NULL);
+    vg_runtime_close(g_base);
+    return failed ? 1 : 0;
+}
