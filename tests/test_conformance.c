@@ -502,6 +502,293 @@ static int setup(void **state)
     return g.b->stream_create(g.dev, &g.s) == VG_OK ? 0 : -1;
 }
 
+
+/* ---- vision-transformer ops against double-precision references ----------------------------- */
+
+static size_t esize(vg_dtype t) { return t == VG_DTYPE_F32 ? 4 : 2; }
+
+/* Round host floats to `t` in place, and upload them as `t`. */
+static void *upload_as(vg_dtype t, float *x, size_t n)
+{
+    unsigned char *raw = malloc(n * 4);
+    assert_non_null(raw);
+    for (size_t i = 0; i < n; i++) {
+        if (t == VG_DTYPE_F32) {
+            memcpy(raw + 4 * i, &x[i], 4);
+            continue;
+        }
+        uint16_t h = t == VG_DTYPE_BF16 ? vg_f32_to_bf16(x[i]) : vg_f32_to_f16(x[i]);
+        x[i] = t == VG_DTYPE_BF16 ? vg_bf16_to_f32(h) : vg_f16_to_f32(h);
+        memcpy(raw + 2 * i, &h, 2);
+    }
+    void *d = dalloc(n * esize(t));
+    upload(d, raw, n * esize(t));
+    free(raw);
+    return d;
+}
+
+static void download_as(vg_dtype t, float *x, const void *d, size_t n)
+{
+    unsigned char *raw = malloc(n * 4);
+    assert_non_null(raw);
+    download(raw, d, n * esize(t));
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h;
+        if (t == VG_DTYPE_F32) {
+            memcpy(&x[i], raw + 4 * i, 4);
+            continue;
+        }
+        memcpy(&h, raw + 2 * i, 2);
+        x[i] = t == VG_DTYPE_BF16 ? vg_bf16_to_f32(h) : vg_f16_to_f32(h);
+    }
+    free(raw);
+}
+
+/* max|got - want| / max|want|, failing on NaN */
+static void check_close(const char *what, const float *got, const double *want, size_t n, double tol)
+{
+    double err = 0, ref = 1e-30;
+    for (size_t i = 0; i < n; i++) {
+        if (isnan(got[i])) {
+            print_message("%s: NaN at %zu\n", what, i);
+            fail();
+        }
+        err = fmax(err, fabs(got[i] - want[i]));
+        ref = fmax(ref, fabs(want[i]));
+    }
+    if (err / ref > tol) print_message("%s: relative error %.3g > %.3g\n", what, err / ref, tol);
+    assert_true(err / ref <= tol);
+}
+
+static double tol_for(vg_dtype t) { return t == VG_DTYPE_F32 ? 2e-5 : 2e-2; }
+
+static void rmsnorm_case(vg_dtype t)
+{
+    enum { R = 37, Ccols = 200 };
+    static float x[R * Ccols], w[Ccols], got[R * Ccols];
+    static double want[R * Ccols];
+    fill_random(x, R * Ccols, 31);
+    fill_random(w, Ccols, 32);
+    void *dx = upload_as(t, x, R * Ccols), *dw = upload_as(t, w, Ccols), *dout = dalloc(R * Ccols * 4);
+    VG_CHECK(g.ops->rmsnorm(g.dev, g.s, t, dx, dw, dout, R, Ccols, 1e-6f));
+    download_as(t, got, dout, R * Ccols);
+    for (int r = 0; r < R; r++) {
+        double ss = 0;
+        for (int c = 0; c < Ccols; c++) ss += (double)x[r * Ccols + c] * x[r * Ccols + c];
+        double inv = 1.0 / sqrt(ss / Ccols + 1e-6);
+        for (int c = 0; c < Ccols; c++) want[r * Ccols + c] = w[c] * x[r * Ccols + c] * inv;
+    }
+    check_close("rmsnorm", got, want, R * Ccols, tol_for(t));
+    VG_CHECK(g.ops->rmsnorm(g.dev, g.s, t, dx, dw, dx, R, Ccols, 1e-6f)); /* in place */
+    download_as(t, got, dx, R * Ccols);
+    check_close("rmsnorm in place", got, want, R * Ccols, tol_for(t));
+    VG_CHECK(g.b->mem_free(g.dev, dx));
+    VG_CHECK(g.b->mem_free(g.dev, dw));
+    VG_CHECK(g.b->mem_free(g.dev, dout));
+}
+
+static void test_rmsnorm(void **state)
+{
+    (void)state;
+    if (!g.ops->rmsnorm) skip();
+    rmsnorm_case(VG_DTYPE_F32);
+    rmsnorm_case(VG_DTYPE_BF16);
+}
+
+static void rotary_case(vg_dtype t, int heads, int hd)
+{
+    enum { R = 50 };
+    int hidden = heads * hd, ld = 3 * hidden;
+    size_t n = (size_t)R * ld;
+    float *x = malloc(n * 4), *got = malloc(n * 4);
+    double *want = malloc(n * sizeof(double));
+    int32_t pos[R * 2];
+    assert_true(x && got && want);
+    fill_random(x, n, 41);
+    for (int r = 0; r < R; r++) pos[2 * r] = (r * 7) % 61, pos[2 * r + 1] = (r * 13) % 57;
+    void *dx = upload_as(t, x, n);
+    int32_t *dpos = dalloc(sizeof pos);
+    upload(dpos, pos, sizeof pos);
+    /* q and k are the first 2·heads head slices of a qkv row; v stays as it is */
+    VG_CHECK(g.ops->rotary_2d(g.dev, g.s, t, dx, ld, R, 2 * heads, hd, dpos, 10000.0f));
+    download_as(t, got, dx, n);
+    int half = hd / 2, quarter = hd / 4;
+    for (size_t i = 0; i < n; i++) want[i] = x[i];
+    for (int r = 0; r < R; r++)
+        for (int h = 0; h < 2 * heads; h++)
+            for (int i = 0; i < half; i++) {
+                int j = i < quarter ? i : i - quarter;
+                double angle = (i < quarter ? pos[2 * r] : pos[2 * r + 1]) * pow(10000.0, -2.0 * j / half);
+                size_t b = (size_t)r * ld + (size_t)h * hd;
+                double x0 = x[b + i], x1 = x[b + i + half];
+                want[b + i] = x0 * cos(angle) - x1 * sin(angle);
+                want[b + i + half] = x1 * cos(angle) + x0 * sin(angle);
+            }
+    check_close("rotary_2d", got, want, n, tol_for(t));
+    free(x), free(got), free(want);
+    VG_CHECK(g.b->mem_free(g.dev, dx));
+    VG_CHECK(g.b->mem_free(g.dev, dpos));
+}
+
+static void test_rotary_2d(void **state)
+{
+    (void)state;
+    if (!g.ops->rotary_2d) skip();
+    rotary_case(VG_DTYPE_F32, 4, 32);
+    rotary_case(VG_DTYPE_F32, 2, 80);
+    rotary_case(VG_DTYPE_BF16, 2, 80);
+}
+
+/* Attention reference for one segmentation, in double. */
+static void attention_ref(const float *qkv, int rows, int heads, int hd, const int32_t *cu, int nseg,
+                          double *out)
+{
+    int hidden = heads * hd;
+    double *sc = malloc((size_t)rows * sizeof(double));
+    assert_non_null(sc);
+    for (int sgi = 0; sgi < nseg; sgi++)
+        for (int h = 0; h < heads; h++)
+            for (int i = cu[sgi]; i < cu[sgi + 1]; i++) {
+                double mx = -1e300, sum = 0;
+                for (int j = cu[sgi]; j < cu[sgi + 1]; j++) {
+                    double d = 0;
+                    for (int e = 0; e < hd; e++)
+                        d += (double)qkv[(size_t)i * 3 * hidden + h * hd + e] *
+                             qkv[(size_t)j * 3 * hidden + hidden + h * hd + e];
+                    sc[j] = d / sqrt((double)hd);
+                    mx = fmax(mx, sc[j]);
+                }
+                for (int j = cu[sgi]; j < cu[sgi + 1]; j++) sum += sc[j] = exp(sc[j] - mx);
+                for (int e = 0; e < hd; e++) {
+                    double acc = 0;
+                    for (int j = cu[sgi]; j < cu[sgi + 1]; j++)
+                        acc += sc[j] / sum * qkv[(size_t)j * 3 * hidden + 2 * hidden + h * hd + e];
+                    out[(size_t)i * hidden + h * hd + e] = acc;
+                }
+            }
+    free(sc);
+}
+
+typedef struct attention_call {
+    vg_dtype t;
+    void *qkv, *out;
+    int rows, heads, hd, nseg;
+    int32_t *cu;
+} attention_call;
+
+static void enqueue_attention(void *p)
+{
+    attention_call *c = p;
+    int hidden = c->heads * c->hd;
+    VG_CHECK(g.ops->attention(g.dev, g.s, c->t, c->qkv, 3 * hidden, c->out, hidden, c->rows,
+                              c->heads, c->hd, c->cu, c->nseg, 1.0f / sqrtf((float)c->hd)));
+}
+
+static void attention_case(vg_dtype t, int heads, int hd, int rows)
+{
+    int hidden = heads * hd;
+    size_t n = (size_t)rows * 3 * hidden;
+    float *qkv = malloc(n * 4), *got = malloc((size_t)rows * hidden * 4);
+    double *want = malloc((size_t)rows * hidden * sizeof(double));
+    assert_true(qkv && got && want);
+    fill_random(qkv, n, 51);
+    attention_call c = {t, upload_as(t, qkv, n), dalloc((size_t)rows * hidden * 4), rows, heads, hd, 8, NULL};
+    c.cu = dalloc(9 * sizeof(int32_t));
+    /* Two segmentations of the same rows, with empty segments: one graph serves both. */
+    int32_t segs[2][9] = {{0, 5, 5, rows / 2, rows - 9, rows, rows, rows, rows},
+                          {0, rows / 3, rows / 3 + 64 < rows ? rows / 3 + 64 : rows, rows, rows, rows, rows, rows, rows}};
+    vg_bk_exec *exec = NULL;
+    for (int k = 0; k < 2; k++) {
+        upload(c.cu, segs[k], sizeof segs[k]);
+        if (k == 0) enqueue_attention(&c);
+        else if (has_graphs()) {
+            exec = capture(enqueue_attention, &c);
+            VG_CHECK(g.b->exec_launch(g.dev, exec, g.s));
+        } else enqueue_attention(&c);
+        download_as(t, got, c.out, (size_t)rows * hidden);
+        attention_ref(qkv, rows, heads, hd, segs[k], 8, want);
+        check_close("attention", got, want, (size_t)rows * hidden, tol_for(t));
+    }
+    if (exec) { /* replay with the first segmentation again: read at replay, not at capture */
+        upload(c.cu, segs[0], sizeof segs[0]);
+        VG_CHECK(g.b->exec_launch(g.dev, exec, g.s));
+        download_as(t, got, c.out, (size_t)rows * hidden);
+        attention_ref(qkv, rows, heads, hd, segs[0], 8, want);
+        check_close("attention replay", got, want, (size_t)rows * hidden, tol_for(t));
+        VG_CHECK(g.b->exec_destroy(g.dev, exec));
+    }
+    free(qkv), free(got), free(want);
+    VG_CHECK(g.b->mem_free(g.dev, c.qkv));
+    VG_CHECK(g.b->mem_free(g.dev, c.out));
+    VG_CHECK(g.b->mem_free(g.dev, c.cu));
+}
+
+static void test_attention(void **state)
+{
+    (void)state;
+    if (!g.ops->attention) skip();
+    attention_case(VG_DTYPE_F32, 4, 32, 150);
+    attention_case(VG_DTYPE_F32, 2, 80, 300);
+    attention_case(VG_DTYPE_BF16, 2, 80, 300);
+    attention_case(VG_DTYPE_BF16, 3, 64, 97);
+}
+
+static void silu_mul_case(vg_dtype t)
+{
+    enum { R = 33, Cc = 100, LDI = 2 * Cc + 3, LDO = Cc + 1 };
+    static float in[R * LDI], got[R * LDO];
+    static double want[R * LDO];
+    fill_random(in, R * LDI, 61);
+    void *din = upload_as(t, in, R * LDI), *dout = dalloc(R * LDO * 4);
+    VG_CHECK(g.b->memset_async(g.dev, g.s, dout, 0, R * LDO * esize(t)));
+    VG_CHECK(g.ops->silu_mul(g.dev, g.s, t, din, LDI, dout, LDO, R, Cc));
+    download_as(t, got, dout, R * LDO);
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < LDO; c++) {
+            double a = in[r * LDI + c], b = in[r * LDI + Cc + c];
+            want[r * LDO + c] = c < Cc ? a / (1 + exp(-a)) * b : 0.0; /* the stride gap untouched */
+        }
+    check_close("silu_mul", got, want, R * LDO, tol_for(t));
+    VG_CHECK(g.b->mem_free(g.dev, din));
+    VG_CHECK(g.b->mem_free(g.dev, dout));
+}
+
+static void test_silu_mul(void **state)
+{
+    (void)state;
+    if (!g.ops->silu_mul) skip();
+    silu_mul_case(VG_DTYPE_F32);
+    silu_mul_case(VG_DTYPE_BF16);
+}
+
+static void test_convert(void **state)
+{
+    (void)state;
+    if (!g.ops->convert) skip();
+    enum { N = 1001 };
+    static float x[N], got[N];
+    static double want[N];
+    fill_random(x, N, 71);
+    for (int i = 0; i < N; i++) x[i] *= 1000.0f;
+    const vg_dtype kinds[] = {VG_DTYPE_BF16, VG_DTYPE_F16};
+    for (int k = 0; k < 2; k++) {
+        float *dx = dalloc(N * 4);
+        upload(dx, x, sizeof x);
+        void *dh = dalloc(N * 2);
+        float *back = dalloc(N * 4);
+        VG_CHECK(g.ops->convert(g.dev, g.s, VG_DTYPE_F32, dx, kinds[k], dh, N));
+        VG_CHECK(g.ops->convert(g.dev, g.s, kinds[k], dh, VG_DTYPE_F32, back, N));
+        download(got, back, sizeof got);
+        for (int i = 0; i < N; i++) /* exactly the host's round-to-nearest-even */
+            want[i] = kinds[k] == VG_DTYPE_BF16 ? vg_bf16_to_f32(vg_f32_to_bf16(x[i]))
+                                                : vg_f16_to_f32(vg_f32_to_f16(x[i]));
+        check_close("convert", got, want, N, 0.0);
+        VG_CHECK(g.b->mem_free(g.dev, dx));
+        VG_CHECK(g.b->mem_free(g.dev, dh));
+        VG_CHECK(g.b->mem_free(g.dev, back));
+    }
+}
+
 /* A test that fails half-way through a capture must not leave the stream capturing. */
 static int end_stray_capture(void **state)
 {
@@ -553,6 +840,11 @@ int main(void)
         cmocka_unit_test_teardown(test_gemm_rejects_activation_with_inplace_residual, end_stray_capture),
         cmocka_unit_test_teardown(test_gather_reads_indices_at_replay, end_stray_capture),
         cmocka_unit_test_teardown(test_update, end_stray_capture),
+        cmocka_unit_test_teardown(test_rmsnorm, end_stray_capture),
+        cmocka_unit_test_teardown(test_rotary_2d, end_stray_capture),
+        cmocka_unit_test_teardown(test_attention, end_stray_capture),
+        cmocka_unit_test_teardown(test_silu_mul, end_stray_capture),
+        cmocka_unit_test_teardown(test_convert, end_stray_capture),
         cmocka_unit_test_teardown(test_failed_capture_recovers, end_stray_capture),
         cmocka_unit_test_teardown(test_capture_cycles_return_memory, end_stray_capture),
     };

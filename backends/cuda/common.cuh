@@ -59,7 +59,17 @@ vg_status vgc_op_gemm(vg_bk_device *dev, vg_bk_stream *s, const vg_gemm_args *a)
 /* Kernel epilogue for what the GEMM library could not fuse: c = act(c + bias) + residual. */
 vg_status vgc_epilogue(vg_bk_stream *s, const vg_gemm_args *a, int add_bias, int add_residual);
 
-/* ops.cu */
+/* ops.cu, ops_vit.cu, attention.cu */
 extern const vg_op_table vgc_ops;
+vg_status vgc_op_rmsnorm(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, const void *,
+                         void *, int64_t, int64_t, float);
+vg_status vgc_op_rotary_2d(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, int64_t, int64_t,
+                           int, int, const int32_t *, float);
+vg_status vgc_op_attention(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
+                           void *, int64_t, int64_t, int, int, const int32_t *, int, float);
+vg_status vgc_op_silu_mul(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
+                          void *, int64_t, int64_t, int64_t);
+vg_status vgc_op_convert(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, vg_dtype,
+                         void *, size_t);
 
 #endif

@@ -115,4 +115,9 @@ const vg_op_table vgc_ops = {
     op_axpby,
     vgc_op_gemm,
     op_gather_rows,
+    vgc_op_rmsnorm,
+    vgc_op_rotary_2d,
+    vgc_op_attention,
+    vgc_op_silu_mul,
+    vgc_op_convert,
 };

@@ -19,7 +19,9 @@ static const char *const k_fault_names[STUB_FAULT_COUNT_] = {
     "device_open", "mem_alloc", "capture_begin", "capture_end", "instantiate", "launch", "update",
 };
 
-static const char *const k_op_names[VG_OP_COUNT_] = {"fill", "axpby", "gemm", "gather_rows"};
+static const char *const k_op_names[VG_OP_COUNT_] = {
+    "fill", "axpby", "gemm", "gather_rows", "rmsnorm", "rotary_2d", "attention", "silu_mul", "convert",
+};
 
 static int parse_bytes(const char *s, uint64_t *out)
 {

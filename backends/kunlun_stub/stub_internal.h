@@ -158,5 +158,16 @@ vg_status stub_exec_destroy(vg_bk_device *dev, vg_bk_exec *x);
 vg_status stub_exec_update(vg_bk_device *dev, vg_bk_exec *x, vg_bk_graph *g, vg_update_result *r);
 
 extern const vg_op_table stub_ops;
+/* stub_ops_vit.c */
+vg_status stub_op_rmsnorm(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, const void *,
+                          void *, int64_t, int64_t, float);
+vg_status stub_op_rotary_2d(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, int64_t, int64_t,
+                            int, int, const int32_t *, float);
+vg_status stub_op_attention(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
+                            void *, int64_t, int64_t, int, int, const int32_t *, int, float);
+vg_status stub_op_silu_mul(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
+                           void *, int64_t, int64_t, int64_t);
+vg_status stub_op_convert(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, vg_dtype,
+                          void *, size_t);
 
 #endif

@@ -4,53 +4,7 @@
 #include <string.h>
 
 #include "stub_internal.h"
-#include "vg/vg_half.h"
-
-static size_t dtype_size(vg_dtype t)
-{
-    switch (t) {
-    case VG_DTYPE_F32: case VG_DTYPE_I32: return 4;
-    case VG_DTYPE_F16: case VG_DTYPE_BF16: return 2;
-    case VG_DTYPE_I64: return 8;
-    case VG_DTYPE_U8: return 1;
-    default: return 0;
-    }
-}
-
-static int is_float(vg_dtype t)
-{
-    return t == VG_DTYPE_F32 || t == VG_DTYPE_BF16 || t == VG_DTYPE_F16;
-}
-
-static inline float load_f(const void *p, vg_dtype t, size_t i)
-{
-    switch (t) {
-    case VG_DTYPE_BF16: return vg_bf16_to_f32(((const uint16_t *)p)[i]);
-    case VG_DTYPE_F16: return vg_f16_to_f32(((const uint16_t *)p)[i]);
-    default: return ((const float *)p)[i];
-    }
-}
-
-static inline void store_f(void *p, vg_dtype t, size_t i, float v)
-{
-    switch (t) {
-    case VG_DTYPE_BF16: ((uint16_t *)p)[i] = vg_f32_to_bf16(v); break;
-    case VG_DTYPE_F16: ((uint16_t *)p)[i] = vg_f32_to_f16(v); break;
-    default: ((float *)p)[i] = v; break;
-    }
-}
-
-static float activate(vg_activation act, float x)
-{
-    switch (act) {
-    case VG_ACT_GELU_ERF: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-    case VG_ACT_GELU_TANH:
-        return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-    case VG_ACT_SILU: return x / (1.0f + expf(-x));
-    case VG_ACT_QUICK_GELU: return x / (1.0f + expf(-1.702f * x));
-    default: return x;
-    }
-}
+#include "stub_kernels.h"
 
 /* ---- fill -------------------------------------------------------------------------------- */
 
@@ -208,4 +162,9 @@ const vg_op_table stub_ops = {
     .axpby = op_axpby,
     .gemm = op_gemm,
     .gather_rows = op_gather_rows,
+    .rmsnorm = stub_op_rmsnorm,
+    .rotary_2d = stub_op_rotary_2d,
+    .attention = stub_op_attention,
+    .silu_mul = stub_op_silu_mul,
+    .convert = stub_op_convert,
 };

@@ -56,7 +56,13 @@ typedef enum vg_op_id {
     VG_OP_AXPBY = 1,
     VG_OP_GEMM = 2,
     VG_OP_GATHER_ROWS = 3,
-    VG_OP_COUNT_ = 4
+    /* op table version 2 */
+    VG_OP_RMSNORM = 4,
+    VG_OP_ROTARY_2D = 5,
+    VG_OP_ATTENTION = 6,
+    VG_OP_SILU_MUL = 7,
+    VG_OP_CONVERT = 8,
+    VG_OP_COUNT_ = 9
 } vg_op_id;
 
 /* Filled by device_info. The caller sets struct_size; the backend writes only the fields that
@@ -132,9 +138,40 @@ typedef struct vg_op_table {
      * elements of dtype. Out-of-range indices are the caller's bug; backends may clamp. */
     vg_status (*gather_rows)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype, void *dst,
                              const void *src, const int32_t *idx, int64_t rows, int64_t cols);
+
+    /* ---- version 2: the kernels of a vision transformer ---- */
+
+    /* out[r, :] = w ⊙ x[r, :] / sqrt(mean(x[r, :]²) + eps), statistics in fp32. x, w and out
+     * share dtype; out may equal x. */
+    vg_status (*rmsnorm)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype, const void *x,
+                         const void *w, void *out, int64_t rows, int64_t cols, float eps);
+    /* 2-D rotary embedding, in place, on the first `heads` head-sized slices of each row of x
+     * (row stride ld elements). pos is I32 [rows, 2] (h, w) in device memory. With
+     * half = head_dim / 2 and quarter = head_dim / 4, element i < half of a head rotates with
+     * i + half by the angle p·θ^(-2j/half), where p = pos.h, j = i for i < quarter and
+     * p = pos.w, j = i - quarter otherwise (Qwen2-VL's vision rotary). */
+    vg_status (*rotary_2d)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype, void *x,
+                           int64_t ld, int64_t rows, int heads, int head_dim,
+                           const int32_t *pos, float theta);
+    /* Non-causal attention within segments. qkv rows hold q, k and v of `heads` heads
+     * ([rows, 3·heads·head_dim], row stride ld_qkv); out is [rows, heads·head_dim] (ld_out).
+     * cu_seqlens is I32 [num_segments + 1] in device memory, ascending from 0 to rows; a row
+     * attends to the rows of its own segment. Empty segments are allowed, so one capture can
+     * serve any segmentation up to num_segments. Softmax in fp32, scores scaled by `scale`. */
+    vg_status (*attention)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype,
+                           const void *qkv, int64_t ld_qkv, void *out, int64_t ld_out,
+                           int64_t rows, int heads, int head_dim, const int32_t *cu_seqlens,
+                           int num_segments, float scale);
+    /* out[r, c] = silu(in[r, c]) · in[r, cols + c]: the gate and up halves of one row. */
+    vg_status (*silu_mul)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype,
+                          const void *in, int64_t ld_in, void *out, int64_t ld_out, int64_t rows,
+                          int64_t cols);
+    /* dst[i] = src[i] converted between F32, BF16 and F16 (round to nearest even). */
+    vg_status (*convert)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype src_dtype,
+                         const void *src, vg_dtype dst_dtype, void *dst, size_t count);
 } vg_op_table;
 
-#define VG_OP_TABLE_VERSION 1
+#define VG_OP_TABLE_VERSION 2
 
 /* ---- the interface table ------------------------------------------------------------------- */
 
