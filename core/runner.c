@@ -339,7 +339,7 @@ static vg_status run_pieces(vg_runner *r, const vg_batch_desc *padded, int first
     for (int i = first; i <= last; i++) {
         const vg_piece *p = &r->model.pieces[i];
         vg_error_clear();
-        vg_status st = p->run(r->model.model, r, padded, r->stream);
+        vg_status st = p->run(r->model.model, r, p, padded, r->stream);
         if (st != VG_OK) {
             if (!vg_error_is_set()) vg_set_error(st, "piece failed");
             return vg_error_prefix("runner: piece '%s': ", p->name ? p->name : "?");

@@ -38,9 +38,11 @@ static const float *x_buffer(model *m, vg_runner *r)
     return m->x_in_use ? m->x_in_use : vg_runner_buffer(r, BUF_X);
 }
 
-static vg_status piece_mix(void *mp, vg_runner *r, const vg_batch_desc *d, vg_bk_stream *s)
+static vg_status piece_mix(void *mp, vg_runner *r, const vg_piece *pc, const vg_batch_desc *d,
+                         vg_bk_stream *s)
 {
     model *m = mp;
+    (void)pc;
     vg_gemm_args a = {.struct_size = sizeof a, .dtype_ab = VG_DTYPE_F32, .dtype_c = VG_DTYPE_F32,
                       .m = d->num_tokens, .n = C, .k = C, .a = x_buffer(m, r), .lda = C,
                       .b = m->w, .ldb = C, .c = vg_runner_buffer(r, BUF_Y), .ldc = C,
@@ -48,24 +50,30 @@ static vg_status piece_mix(void *mp, vg_runner *r, const vg_batch_desc *d, vg_bk
     return m->ops->gemm(m->dev, s, &a);
 }
 
-static vg_status piece_bias(void *mp, vg_runner *r, const vg_batch_desc *d, vg_bk_stream *s)
+static vg_status piece_bias(void *mp, vg_runner *r, const vg_piece *pc, const vg_batch_desc *d,
+                         vg_bk_stream *s)
 {
     model *m = mp;
+    (void)pc;
     return m->ops->axpby(m->dev, s, (size_t)d->num_requests * C, 1.0f,
                          vg_runner_buffer(r, BUF_BIAS), 1.0f, vg_runner_buffer(r, BUF_Y));
 }
 
-static vg_status piece_permute(void *mp, vg_runner *r, const vg_batch_desc *d, vg_bk_stream *s)
+static vg_status piece_permute(void *mp, vg_runner *r, const vg_piece *pc, const vg_batch_desc *d,
+                         vg_bk_stream *s)
 {
     model *m = mp;
+    (void)pc;
     return m->ops->gather_rows(m->dev, s, VG_DTYPE_F32, vg_runner_buffer(r, BUF_T),
                                vg_runner_buffer(r, BUF_Y), vg_runner_buffer(r, BUF_IDX),
                                d->num_tokens, C);
 }
 
-static vg_status piece_chain(void *mp, vg_runner *r, const vg_batch_desc *d, vg_bk_stream *s)
+static vg_status piece_chain(void *mp, vg_runner *r, const vg_piece *pc, const vg_batch_desc *d,
+                         vg_bk_stream *s)
 {
     model *m = mp;
+    (void)pc;
     return m->ops->axpby(m->dev, s, (size_t)d->num_tokens * C, 0.25f, x_buffer(m, r), 0.75f,
                          vg_runner_buffer(r, BUF_T));
 }
@@ -129,11 +137,11 @@ static void model_init(model *m, vg_runtime *rt)
     VG_CHECK(m->b->stream_sync(m->dev, s));
     VG_CHECK(m->b->stream_destroy(m->dev, s));
     int k = 0;
-    m->pieces[k++] = (vg_piece){"mix", piece_mix, 0, 1ull << VG_OP_GEMM, NULL};
-    m->pieces[k++] = (vg_piece){"bias", piece_bias, 0, 1ull << VG_OP_AXPBY, NULL};
-    m->pieces[k++] = (vg_piece){"permute", piece_permute, VG_PIECE_SPLITTING, 1ull << VG_OP_GATHER_ROWS, NULL};
+    m->pieces[k++] = (vg_piece){"mix", piece_mix, 0, 1ull << VG_OP_GEMM, NULL, 0};
+    m->pieces[k++] = (vg_piece){"bias", piece_bias, 0, 1ull << VG_OP_AXPBY, NULL, 0};
+    m->pieces[k++] = (vg_piece){"permute", piece_permute, VG_PIECE_SPLITTING, 1ull << VG_OP_GATHER_ROWS, NULL, 0};
     for (int i = 0; i < CHAIN; i++)
-        m->pieces[k++] = (vg_piece){"chain", piece_chain, 0, 1ull << VG_OP_AXPBY, NULL};
+        m->pieces[k++] = (vg_piece){"chain", piece_chain, 0, 1ull << VG_OP_AXPBY, NULL, i};
     m->iface = (vg_model_iface){.struct_size = sizeof(vg_model_iface), .model = m,
                                 .pieces = m->pieces, .num_pieces = k,
                                 .reserve = model_reserve, .prepare = model_prepare,

@@ -18,10 +18,11 @@ typedef struct chain {
     int elems;
 } chain;
 
-static vg_status piece_axpby(void *m, vg_runner *r, const vg_batch_desc *d, vg_bk_stream *s)
+static vg_status piece_axpby(void *m, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
+                             vg_bk_stream *s)
 {
     chain *c = m;
-    (void)d;
+    (void)p, (void)d;
     return c->ops->axpby(c->dev, s, (size_t)c->elems, 0.5f, vg_runner_buffer(r, BUF_X), 0.5f,
                          vg_runner_buffer(r, BUF_Y));
 }
@@ -86,7 +87,7 @@ static vg_status time_raw(setup *S, vg_runner *r, int calls, int reps, vg_sample
     vg_bk_exec *x = NULL;
     vg_batch_desc d = {.num_tokens = 64};
     vg_status e = b->capture_begin(S->c.dev, s);
-    for (int i = 0; e == VG_OK && i < S->iface.num_pieces; i++) e = piece_axpby(&S->c, r, &d, s);
+    for (int i = 0; e == VG_OK && i < S->iface.num_pieces; i++) e = piece_axpby(&S->c, r, &S->pieces[i], &d, s);
     vg_status e2 = e == VG_OK ? b->capture_end(S->c.dev, s, &g) : e;
     if (e2 == VG_OK) e2 = b->graph_instantiate(S->c.dev, g, &x);
     double *t = calloc((size_t)reps, sizeof *t);
@@ -129,7 +130,7 @@ int vg_bench_runner(vg_runtime *rt, int ops, int iters, int json)
     S.pieces = calloc((size_t)ops, sizeof *S.pieces);
     if (!S.pieces) return vg_cli_fail("bench", "out of memory");
     for (int i = 0; i < ops; i++)
-        S.pieces[i] = (vg_piece){"axpby", piece_axpby, 0, 1ull << VG_OP_AXPBY, NULL};
+        S.pieces[i] = (vg_piece){"axpby", piece_axpby, 0, 1ull << VG_OP_AXPBY, NULL, i};
     S.iface = (vg_model_iface){.struct_size = sizeof(vg_model_iface), .model = &S.c,
                                .pieces = S.pieces, .num_pieces = ops, .reserve = chain_reserve,
                                .prepare = chain_prepare};

@@ -8,6 +8,7 @@
 static const vg_cli_command k_commands[] = {
     {"info", "list backends, their devices and capabilities", vg_cmd_info},
     {"bench", "measure launch and replay costs on a backend", vg_cmd_bench},
+    {"vit", "run a vision encoder (vg vit encode ...)", vg_cmd_vit},
 };
 
 int vg_cli_fail(const char *cmd, const char *fmt, ...)

@@ -38,19 +38,21 @@ typedef struct vg_runner vg_runner;
 
 #define VG_PIECE_SPLITTING (1u << 0) /* run eagerly in PIECEWISE mode */
 
-typedef struct vg_piece {
+typedef struct vg_piece vg_piece;
+struct vg_piece {
     const char *name;
     /* Enqueue this piece's work on `stream` for a call padded to `padded`. It must touch only
      * runner buffers (vg_runner_buffer) and memory that lives as long as the runner, and must
      * not depend on per-request host data: that goes into device buffers in `prepare`. */
-    vg_status (*run)(void *model, vg_runner *runner, const vg_batch_desc *padded,
-                     vg_bk_stream *stream);
+    vg_status (*run)(void *model, vg_runner *runner, const vg_piece *piece,
+                     const vg_batch_desc *padded, vg_bk_stream *stream);
     uint32_t flags;    /* VG_PIECE_SPLITTING */
     uint64_t ops_used; /* bit (1 << vg_op_id) per op enqueued: an op the device cannot capture
                           makes the piece not graph-safe */
     /* Optional: 0 when this piece cannot be captured for `padded` (NULL: always can). */
     int (*graph_safe)(void *model, const vg_batch_desc *padded);
-} vg_piece;
+    int64_t arg; /* the model's own, e.g. a layer index */
+};
 
 /* What a model gives the runner. All callbacks run on the thread that calls vg_runner_run. */
 typedef struct vg_model_iface {

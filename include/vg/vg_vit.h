@@ -1,0 +1,64 @@
+/* Vision encoders through the graph runner: the Qwen2.5-VL vision tower.
+ *
+ * Inputs are laid out as the Hugging Face image processor produces them: pixel_values
+ * [S, in_channels·temporal_patch·patch²] and grid_thw [n, 3] (t, h, w in patches) for any mix
+ * of images and videos packed into one call. The output is the merged embeddings
+ * [S / spatial_merge², out_hidden_size] in image order, as HF returns them. */
+#ifndef VG_VIT_H
+#define VG_VIT_H
+
+#include "vg_runner.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vg_vit vg_vit;
+
+typedef struct vg_vit_options {
+    uint32_t struct_size;
+    vg_graph_mode mode;            /* default FULL_AND_PIECEWISE */
+    const int64_t *capture_sizes;  /* token counts, multiples of spatial_merge²; NULL: the
+                                      runner's default ladder */
+    int num_capture_sizes;
+    int64_t max_capture_size;      /* 0: the largest capture size */
+    int warmup;                    /* capture every bucket at load time */
+    vg_dtype compute_dtype;        /* VG_DTYPE_COUNT_ (default): the checkpoint's dtype */
+} vg_vit_options;
+
+typedef struct vg_vit_info {
+    char model_type[32];
+    int depth, hidden, heads, head_dim, intermediate, out_hidden;
+    int patch, temporal_patch, spatial_merge, in_channels, window_size;
+    int64_t patch_dim;  /* columns of pixel_values */
+    vg_dtype compute_dtype;
+    uint64_t weight_bytes; /* device memory of the weights */
+} vg_vit_info;
+
+typedef struct vg_vit_output {
+    float *embeddings;  /* [rows, cols] F32 on the host, owned by the caller: vg_free() */
+    int64_t rows, cols;
+    vg_run_info run;    /* bucket, graph or eager, launches */
+    double device_ms;   /* device time of the forward, from events */
+    double total_ms;    /* host wall time of the call, copies included */
+} vg_vit_output;
+
+VG_API void vg_vit_options_init(vg_vit_options *opts);
+/* Load a Hugging Face model directory (config.json with vision_config; model.safetensors or
+ * shards with model.safetensors.index.json; tensors named visual.* or model.visual.*). */
+VG_API vg_status vg_vit_load(vg_runtime *rt, const char *model_dir, const vg_vit_options *opts,
+                             vg_vit **out);
+VG_API vg_status vg_vit_free(vg_vit *vit);
+VG_API vg_status vg_vit_get_info(const vg_vit *vit, vg_vit_info *info);
+VG_API vg_runner *vg_vit_runner(vg_vit *vit);
+
+/* Encode one call. pixel_values is F32, BF16 or F16 host memory of rows x cols; grid_thw holds
+ * num_grids (t, h, w) triples. Bad shapes return VG_ERR_INVALID_ARG with a message. */
+VG_API vg_status vg_vit_encode(vg_vit *vit, const void *pixel_values, vg_dtype pixel_dtype,
+                               int64_t rows, int64_t cols, const int64_t *grid_thw,
+                               int64_t num_grids, vg_vit_output *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

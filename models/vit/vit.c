@@ -1,0 +1,179 @@
+/* The vision encoder's public API: load a checkpoint, encode calls, report. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "vg/vg_half.h"
+#include "vit_internal.h"
+
+void vg_vit_options_init(vg_vit_options *o)
+{
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+    o->mode = VG_MODE_FULL_AND_PIECEWISE;
+    o->compute_dtype = VG_DTYPE_COUNT_;
+}
+
+/* Capture sizes must hold whole merge units. */
+static vg_status check_sizes(const vg_vit_options *o, int unit)
+{
+    const int64_t *sizes = o->capture_sizes;
+    int n = o->num_capture_sizes;
+    if (!sizes) n = vg_runner_default_sizes(&sizes);
+    for (int i = 0; i < n; i++)
+        if (sizes[i] % unit)
+            return vg_set_error(VG_ERR_INVALID_ARG, "vit: capture size %lld is not a multiple of "
+                                                    "spatial_merge_size^2 = %d", (long long)sizes[i], unit);
+    return VG_OK;
+}
+
+static vg_status open_parts(vg_vit *m, const vg_vit_options *o)
+{
+    vg_status st = m->b->event_create(m->dev, &m->ev0);
+    if (st == VG_OK) st = m->b->event_create(m->dev, &m->ev1);
+    if (st == VG_OK) st = vit_pieces_init(m);
+    if (st == VG_OK) {
+        vg_runner_options ro;
+        vg_runner_options_init(&ro);
+        ro.mode = o->mode;
+        ro.capture_sizes = o->capture_sizes;
+        ro.num_capture_sizes = o->num_capture_sizes;
+        ro.max_capture_size = o->max_capture_size;
+        st = vg_runner_create(m->rt, &m->iface, &ro, &m->runner);
+    }
+    if (st == VG_OK && o->warmup) {
+        vg_batch_desc like = {.num_tokens = 0};
+        st = vg_runner_warmup(m->runner, &like, NULL, NULL);
+    }
+    return st;
+}
+
+vg_status vg_vit_load(vg_runtime *rt, const char *dir, const vg_vit_options *opts, vg_vit **out)
+{
+    if (!rt || !dir || !out) return vg_set_error(VG_ERR_INVALID_ARG, "vg_vit_load: NULL argument");
+    *out = NULL;
+    vg_vit_options def;
+    vg_vit_options_init(&def);
+    if (!opts) opts = &def;
+    if (opts->struct_size < sizeof(vg_vit_options))
+        return vg_set_error(VG_ERR_INVALID_ARG, "vg_vit_load: options.struct_size not set "
+                                                "(call vg_vit_options_init)");
+    vg_ckpt *ck = NULL;
+    vg_status st = vg_ckpt_open(dir, &ck);
+    if (st != VG_OK) return st;
+    vg_vit *m = calloc(1, sizeof *m);
+    if (!m) {
+        vg_ckpt_close(ck);
+        return vg_set_error(VG_ERR_OUT_OF_MEMORY, "vg_vit_load: out of memory");
+    }
+    m->rt = rt;
+    m->b = vg_runtime_iface(rt);
+    m->ops = vg_runtime_ops(rt);
+    m->dev = vg_runtime_device(rt);
+    snprintf(m->model_type, sizeof m->model_type, "qwen2_5_vl");
+    st = vit_config_parse(vg_ckpt_config(ck), vg_ckpt_dir(ck), &m->cfg);
+    if (st == VG_OK) st = check_sizes(opts, m->cfg.unit);
+    if (st == VG_OK) {
+        m->dt = opts->compute_dtype;
+        if (m->dt == VG_DTYPE_COUNT_) { /* as the checkpoint stores the patch embedding */
+            const vg_st_tensor *t = vg_ckpt_find(ck, "visual.patch_embed.proj.weight", NULL);
+            if (!t) t = vg_ckpt_find(ck, "model.visual.patch_embed.proj.weight", NULL);
+            m->dt = t && (t->dtype == VG_DTYPE_BF16 || t->dtype == VG_DTYPE_F16) ? t->dtype : VG_DTYPE_F32;
+        }
+        if (m->dt != VG_DTYPE_F32 && m->dt != VG_DTYPE_BF16 && m->dt != VG_DTYPE_F16)
+            st = vg_set_error(VG_ERR_INVALID_ARG, "vit: compute dtype must be F32, BF16 or F16");
+    }
+    if (st == VG_OK) st = vit_weights_load(rt, ck, &m->cfg, m->dt, &m->w);
+    vg_ckpt_close(ck); /* weights are on the device now; the mapping goes */
+    if (st == VG_OK) st = open_parts(m, opts);
+    if (st != VG_OK) {
+        vg_vit_free(m);
+        return vg_error_prefix("loading %s: ", dir);
+    }
+    *out = m;
+    return VG_OK;
+}
+
+vg_status vg_vit_free(vg_vit *m)
+{
+    if (!m) return VG_OK;
+    vg_runner_destroy(m->runner);
+    if (m->ev0) m->b->event_destroy(m->dev, m->ev0);
+    if (m->ev1) m->b->event_destroy(m->dev, m->ev1);
+    if (m->stage) m->b->host_free(m->dev, m->stage);
+    vit_weights_free(m->rt, &m->w);
+    free(m->pieces);
+    free(m);
+    return VG_OK;
+}
+
+vg_status vg_vit_get_info(const vg_vit *m, vg_vit_info *i)
+{
+    if (!m || !i) return vg_set_error(VG_ERR_INVALID_ARG, "vg_vit_get_info: NULL argument");
+    memset(i, 0, sizeof *i);
+    const vit_cfg *c = &m->cfg;
+    snprintf(i->model_type, sizeof i->model_type, "%s", m->model_type);
+    i->depth = c->depth, i->hidden = c->hidden, i->heads = c->heads, i->head_dim = c->head_dim;
+    i->intermediate = c->inter, i->out_hidden = c->out_hidden, i->patch = c->patch;
+    i->temporal_patch = c->tpatch, i->spatial_merge = c->merge, i->in_channels = c->in_ch;
+    i->window_size = c->window, i->patch_dim = c->patch_dim, i->compute_dtype = m->dt;
+    i->weight_bytes = m->w.bytes;
+    return VG_OK;
+}
+
+vg_runner *vg_vit_runner(vg_vit *m) { return m ? m->runner : NULL; }
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+vg_status vg_vit_encode(vg_vit *m, const void *pixels, vg_dtype pdt, int64_t rows, int64_t cols,
+                        const int64_t *grid, int64_t n, vg_vit_output *out)
+{
+    double t0 = now_ms();
+    if (!m || !out) return vg_set_error(VG_ERR_INVALID_ARG, "vg_vit_encode: NULL argument");
+    memset(out, 0, sizeof *out);
+    if (!pixels && rows > 0) return vg_set_error(VG_ERR_INVALID_ARG, "vit: pixel_values is NULL");
+    if (pdt != VG_DTYPE_F32 && pdt != VG_DTYPE_BF16 && pdt != VG_DTYPE_F16)
+        return vg_set_error(VG_ERR_INVALID_ARG, "vit: pixel_values must be F32, BF16 or F16");
+    int64_t tokens = 0;
+    vg_status st = vit_validate_input(&m->cfg, rows, cols, grid, n, &tokens);
+    if (st != VG_OK) return st;
+    int64_t units = tokens / m->cfg.unit, ocols = m->cfg.out_hidden;
+    float *emb = malloc((size_t)units * (size_t)ocols * sizeof(float));
+    if (!emb) return vg_set_error(VG_ERR_OUT_OF_MEMORY, "vit: no host memory for the output");
+    /* The graph key is the token count alone: one graph serves every split of its tokens. */
+    vg_batch_desc d = {.num_tokens = tokens};
+    vit_call call = {pixels, pdt, grid, n};
+    vg_bk_stream *s = vg_runner_stream(m->runner);
+    st = m->b->event_record(m->dev, m->ev0, s);
+    if (st == VG_OK) st = vg_runner_run(m->runner, &d, &call, &out->run);
+    if (st == VG_OK) st = m->b->event_record(m->dev, m->ev1, s);
+    size_t obytes = (size_t)units * (size_t)ocols * vg_dtype_size(m->dt);
+    if (st == VG_OK) st = vit_stage_reserve(m, obytes);
+    if (st == VG_OK) st = m->b->copy_d2h(m->dev, s, m->stage, vg_runner_buffer(m->runner, VB_OUT), obytes);
+    if (st == VG_OK) st = m->b->stream_sync(m->dev, s);
+    float ms = 0;
+    if (st == VG_OK) st = m->b->event_elapsed_ms(m->dev, m->ev0, m->ev1, &ms);
+    if (st != VG_OK) {
+        free(emb);
+        return vg_error_prefix("vit: encode of %lld patches: ", (long long)tokens);
+    }
+    for (size_t i = 0; i < (size_t)units * (size_t)ocols; i++) {
+        const void *p = m->stage;
+        emb[i] = m->dt == VG_DTYPE_F32    ? ((const float *)p)[i]
+                 : m->dt == VG_DTYPE_BF16 ? vg_bf16_to_f32(((const uint16_t *)p)[i])
+                                          : vg_f16_to_f32(((const uint16_t *)p)[i]);
+    }
+    out->embeddings = emb;
+    out->rows = units;
+    out->cols = ocols;
+    out->device_ms = ms;
+    out->total_ms = now_ms() - t0;
+    return VG_OK;
+}

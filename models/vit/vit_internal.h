@@ -1,0 +1,101 @@
+/* The Qwen2.5-VL vision tower: shared definitions of the files of models/vit. Backend-agnostic: every
+ * kernel is reached through the op table. */
+#ifndef VG_VIT_INTERNAL_H
+#define VG_VIT_INTERNAL_H
+
+#include "../checkpoint.h"
+#include "vg/vg_vit.h"
+#include "vg_internal.h"
+
+#define VIT_MAX_DEPTH 256
+
+typedef struct vit_cfg {
+    int depth, hidden, heads, head_dim, inter, out_hidden;
+    int patch, tpatch, merge, in_ch, window;
+    int unit;      /* tokens per merge unit: merge² */
+    int win_units; /* window side in merge units */
+    int64_t patch_dim;
+    float eps, theta;
+    unsigned char fullatt[VIT_MAX_DEPTH];
+} vit_cfg;
+
+/* Parse and validate vision_config; errors name config.json and the member. */
+vg_status vit_config_parse(const cJSON *root, const char *dir, vit_cfg *cfg);
+
+typedef struct vit_block {
+    void *norm1, *qkv_w, *qkv_b, *proj_w, *proj_b, *norm2, *gu_w, *gu_b, *down_w, *down_b;
+} vit_block;
+
+typedef struct vit_weights {
+    void *arena; /* one device allocation for everything below */
+    size_t bytes;
+    void *patch_w;
+    vit_block blocks[VIT_MAX_DEPTH];
+    void *ln_q, *m1_w, *m1_b, *m2_w, *m2_b;
+} vit_weights;
+
+/* Upload the weights of `ck` in dtype dt. gate_proj and up_proj are stacked into one
+ * [2·inter, hidden] weight so the MLP input projection is a single GEMM. */
+vg_status vit_weights_load(vg_runtime *rt, const vg_ckpt *ck, const vit_cfg *cfg, vg_dtype dt,
+                           vit_weights *w);
+void vit_weights_free(vg_runtime *rt, vit_weights *w);
+
+/* ---- per-call layout: what the host computes from grid_thw ------------------------------- */
+
+/* Sizes of the int32 metadata block for `padded` tokens. */
+typedef struct vit_meta_layout {
+    int64_t tokens, units;
+    int cap;            /* segment capacity: units + 2 */
+    size_t pos, win, rev, cu_full, cu_win, total; /* offsets in int32 elements */
+} vit_meta_layout;
+
+void vit_meta_layout_for(int64_t padded_tokens, int unit, vit_meta_layout *l);
+/* Fill `meta` (layout l) for grids whose tokens total real_tokens; padding units map to
+ * themselves and form their own attention segment. */
+void vit_meta_fill(const vit_cfg *cfg, const int64_t *grid, int64_t n, int64_t real_tokens,
+                   const vit_meta_layout *l, int32_t *meta);
+
+/* Validate pixel_values / grid_thw against the config; returns the token count in *tokens. */
+vg_status vit_validate_input(const vit_cfg *cfg, int64_t rows, int64_t cols, const int64_t *grid,
+                             int64_t n, int64_t *tokens);
+
+/* ---- the model ---------------------------------------------------------------------------- */
+
+enum vit_buffer {
+    VB_PIX, VB_H0, VB_H, VB_N, VB_QKV, VB_ATT, VB_GU, VB_M, VB_MERGE1, VB_MERGE2, VB_OUT, VB_META,
+    VB_COUNT_
+};
+
+struct vg_vit {
+    vg_runtime *rt;
+    const vg_backend_iface *b;
+    const vg_op_table *ops;
+    vg_bk_device *dev;
+    vit_cfg cfg;
+    vg_dtype dt;
+    char model_type[32];
+    vit_weights w;
+    vg_runner *runner;
+    vg_piece *pieces;
+    vg_model_iface iface;
+    void *stage;         /* pinned host staging for inputs and outputs */
+    size_t stage_bytes;
+    vg_bk_event *ev0, *ev1;
+};
+
+/* The inputs of one call, as vg_runner_run hands them to prepare. */
+typedef struct vit_call {
+    const void *pixels;
+    vg_dtype pixel_dtype;
+    const int64_t *grid;
+    int64_t n;
+} vit_call;
+
+/* vit_forward.c: the pieces and the runner callbacks */
+vg_status vit_pieces_init(vg_vit *m);
+vg_status vit_reserve(void *model, vg_runner *r, const vg_batch_desc *padded);
+vg_status vit_prepare(void *model, vg_runner *r, const vg_batch_desc *real,
+                      const vg_batch_desc *padded, vg_bk_stream *s, const void *inputs);
+vg_status vit_stage_reserve(vg_vit *m, size_t bytes);
+
+#endif

@@ -1,0 +1,114 @@
+/* What the host computes for each call from grid_thw: rotary positions, the window permutation
+ * of merge units and its inverse, and the segment bounds of full and windowed attention. It is
+ * uploaded into one device buffer before every call, so no graph ever holds request data. */
+#include <string.h>
+
+#include "vit_internal.h"
+
+void vit_meta_layout_for(int64_t padded_tokens, int unit, vit_meta_layout *l)
+{
+    l->tokens = padded_tokens;
+    l->units = padded_tokens / unit;
+    l->cap = (int)l->units + 2; /* each segment holds at least one unit, plus the padding one */
+    l->pos = 0;
+    l->win = l->pos + 2 * (size_t)padded_tokens;
+    l->rev = l->win + (size_t)l->units;
+    l->cu_full = l->rev + (size_t)l->units;
+    l->cu_win = l->cu_full + (size_t)l->cap + 1;
+    l->total = l->cu_win + (size_t)l->cap + 1;
+}
+
+/* Close a cu_seqlens array: the padding segment, then empty segments up to the capacity. */
+static void cu_finish(int32_t *cu, int n, int64_t real, const vit_meta_layout *l)
+{
+    if (l->tokens > real) cu[++n] = (int32_t)l->tokens;
+    for (int i = n + 1; i <= l->cap; i++) cu[i] = (int32_t)l->tokens;
+}
+
+void vit_meta_fill(const vit_cfg *c, const int64_t *grid, int64_t n, int64_t real,
+                   const vit_meta_layout *l, int32_t *meta)
+{
+    int32_t *pos = meta + l->pos, *win = meta + l->win, *rev = meta + l->rev;
+    int32_t *cuf = meta + l->cu_full, *cuw = meta + l->cu_win;
+    const int ws = c->win_units, mg = c->merge, unit = c->unit;
+    int64_t u_off = 0, k = 0;
+    int nf = 0, nw = 0;
+    cuf[0] = cuw[0] = 0;
+    for (int64_t g = 0; g < n; g++) {
+        int64_t t = grid[3 * g], lh = grid[3 * g + 1] / mg, lw = grid[3 * g + 2] / mg;
+        int64_t nwh = (lh + ws - 1) / ws, nww = (lw + ws - 1) / ws;
+        for (int64_t tt = 0; tt < t; tt++) {
+            /* full attention: one segment per frame */
+            cuf[nf + 1] = cuf[nf] + (int32_t)(lh * lw * unit);
+            nf++;
+            /* windows of ws x ws units, row-major over windows, row-major inside each */
+            for (int64_t wh = 0; wh < nwh; wh++)
+                for (int64_t ww = 0; ww < nww; ww++) {
+                    int cnt = 0;
+                    for (int a = 0; a < ws; a++)
+                        for (int b = 0; b < ws; b++) {
+                            int64_t bh = wh * ws + a, bw = ww * ws + b;
+                            if (bh >= lh || bw >= lw) continue;
+                            win[k] = (int32_t)(u_off + tt * lh * lw + bh * lw + bw);
+                            for (int i = 0; i < mg; i++)
+                                for (int j = 0; j < mg; j++) {
+                                    int64_t tok = k * unit + i * mg + j;
+                                    pos[2 * tok] = (int32_t)(bh * mg + i);
+                                    pos[2 * tok + 1] = (int32_t)(bw * mg + j);
+                                }
+                            k++;
+                            cnt++;
+                        }
+                    if (cnt) {
+                        cuw[nw + 1] = cuw[nw] + cnt * unit;
+                        nw++;
+                    }
+                }
+        }
+        u_off += t * lh * lw;
+    }
+    /* padding units stay where they are, at (0, 0), in a segment of their own */
+    for (int64_t u = k; u < l->units; u++) {
+        win[u] = (int32_t)u;
+        for (int i = 0; i < unit; i++) pos[2 * (u * unit + i)] = pos[2 * (u * unit + i) + 1] = 0;
+    }
+    for (int64_t u = 0; u < l->units; u++) rev[win[u]] = (int32_t)u;
+    cu_finish(cuf, nf, real, l);
+    cu_finish(cuw, nw, real, l);
+}
+
+vg_status vit_validate_input(const vit_cfg *c, int64_t rows, int64_t cols, const int64_t *grid,
+                             int64_t n, int64_t *tokens)
+{
+    if (rows <= 0) return vg_set_error(VG_ERR_INVALID_ARG, "vit: the input is empty (0 rows)");
+    if (cols != c->patch_dim)
+        return vg_set_error(VG_ERR_INVALID_ARG, "vit: pixel_values has %lld columns; this model "
+                                                "expects in_channels x temporal_patch x patch^2 = "
+                                                "%d x %d x %d^2 = %lld", (long long)cols, c->in_ch,
+                            c->tpatch, c->patch, (long long)c->patch_dim);
+    if (!grid || n <= 0 || n > (1 << 20))
+        return vg_set_error(VG_ERR_INVALID_ARG, "vit: grid_thw must hold 1 to %d rows (got %lld)",
+                            1 << 20, (long long)n);
+    const int64_t lim = 1 << 20;
+    int64_t total = 0;
+    for (int64_t g = 0; g < n; g++) {
+        int64_t t = grid[3 * g], h = grid[3 * g + 1], w = grid[3 * g + 2];
+        if (t < 1 || h < 1 || w < 1 || t > lim || h > lim || w > lim)
+            return vg_set_error(VG_ERR_INVALID_ARG, "vit: grid_thw[%lld] = (%lld, %lld, %lld): each "
+                                                    "of t, h, w must be in [1, %lld]", (long long)g,
+                                (long long)t, (long long)h, (long long)w, (long long)lim);
+        if (h % c->merge || w % c->merge)
+            return vg_set_error(VG_ERR_INVALID_ARG, "vit: grid_thw[%lld] = (%lld, %lld, %lld): h and "
+                                                    "w must be multiples of spatial_merge_size %d",
+                                (long long)g, (long long)t, (long long)h, (long long)w, c->merge);
+        if (h * w > ((int64_t)1 << 30) / t || total > ((int64_t)1 << 30) - t * h * w)
+            return vg_set_error(VG_ERR_INVALID_ARG, "vit: grid_thw describes more than 2^30 patches");
+        total += t * h * w;
+    }
+    if (total != rows)
+        return vg_set_error(VG_ERR_INVALID_ARG, "vit: pixel_values has %lld rows, but grid_thw "
+                                                "describes sum(t x h x w) = %lld patches",
+                            (long long)rows, (long long)total);
+    *tokens = total;
+    return VG_OK;
+}
