@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # vg developer entry point: installs what the build needs (Debian 12, apt-get), configures,
 # builds and runs things. Usage: scripts/dev.sh <deps|build|run|test|gpu-test> [args]
-#   run        build, then the main job on the default backend
+#   run        build, then the main job on the default backend: vg info, and the tiny
+#              Qwen2.5-VL vision encoder on two images (extra args go to vg vit encode)
 #   test       build, then the whole test suite (GPU tests SKIP without a GPU)
 #   gpu-test   build, then the GPU suite and a compute-sanitizer memcheck (needs a GPU)
 # Environment: VG_BUILD_DIR (default: build), VG_CMAKE_ARGS (extra cmake arguments),
@@ -46,8 +47,13 @@ case "$cmd" in
 deps) deps ;;
 build) configure_and_build ;;
 run)
+    # The main job: which backend is in use, then the tiny Qwen2.5-VL vision tower on it.
     configure_and_build >/dev/null
-    "$build/bin/vg" info "$@"
+    "$build/bin/vg" info
+    echo
+    fix=$root/tests/data/qwen2_5_vl_tiny
+    "$build/bin/vg" vit encode --model "$fix/model" --input "$fix/two_images.input.safetensors" \
+        --output "$build/two_images.embeddings.safetensors" --repeat 3 --stats "$@"
     ;;
 test)
     configure_and_build
@@ -58,7 +64,7 @@ gpu-test)
     "$root/scripts/gpu-suite.sh" "$build" "$@"
     ;;
 *)
-    sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
     exit 2
     ;;
 esac

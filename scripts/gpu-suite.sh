@@ -2,7 +2,8 @@
 # The GPU suite, for a machine with an NVIDIA GPU (scripts/dev.sh gpu-test calls it):
 #   1. vg info: the cuda backend loads, shows its device, and auto-selection picks it;
 #   2. every ctest test labelled gpu, with VG_REQUIRE_DEVICE=1 so a missing device fails;
-#   3. the conformance suite on cuda under compute-sanitizer memcheck (leak check on);
+#   3. the conformance suite and the vision-encoder tests on cuda under compute-sanitizer
+#      memcheck (leak check on), and the conformance suite under racecheck (shared memory);
 #   4. the launch benchmark (numbers for docs/performance.md).
 # Usage: scripts/gpu-suite.sh BUILD_DIR
 set -uo pipefail
@@ -28,15 +29,19 @@ auto_selects_cuda() {
     grep -q '^selected: cuda ' <<<"$out"
 }
 gpu_ctest() { (cd "$build" && VG_REQUIRE_DEVICE=1 ctest -L gpu --output-on-failure); }
-memcheck() {
-    # The suite provokes API errors on purpose (out of memory, forbidden calls during
-    # capture): count memory errors and leaks only.
-    VG_BACKEND=cuda VG_REQUIRE_DEVICE=1 compute-sanitizer --tool memcheck --leak-check full \
-        --report-api-errors no --error-exitcode 99 "$build/tests/test_conformance"
+# The suites provoke API errors on purpose (out of memory, forbidden calls during capture):
+# count memory errors, leaks and races only.
+sanitize() {
+    local tool=$1
+    shift
+    VG_BACKEND=cuda VG_REQUIRE_DEVICE=1 compute-sanitizer --tool "$tool" --report-api-errors no \
+        --error-exitcode 99 "$@"
 }
 step "vg info picks cuda" auto_selects_cuda
 step "ctest -L gpu" gpu_ctest
-step "compute-sanitizer memcheck (conformance on cuda)" memcheck
+step "memcheck: conformance on cuda" sanitize memcheck --leak-check full "$build/tests/test_conformance"
+step "memcheck: vision encoder on cuda" sanitize memcheck --leak-check full "$build/tests/test_vit"
+step "racecheck: conformance on cuda" sanitize racecheck "$build/tests/test_conformance"
 step "vg bench launch" "$build/bin/vg" bench launch --backend cuda
 echo "gpu-suite: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
