@@ -209,7 +209,8 @@ vg_status vg_json_int(const cJSON *obj, const char *where, const char *key, long
         return VG_OK;
     }
     double d = cJSON_IsNumber(v) ? v->valuedouble : 0.0;
-    if (!cJSON_IsNumber(v) || d != (double)(long)d || d < (double)lo || d > (double)hi)
+    /* range first: converting an out-of-range double to an integer is undefined */
+    if (!cJSON_IsNumber(v) || !(d >= (double)lo && d <= (double)hi) || d != (double)(long)d)
         return vg_set_error(VG_ERR_FORMAT, "%s: '%s' must be an integer in [%ld, %ld]", where, key, lo, hi);
     *out = (int)d;
     return VG_OK;

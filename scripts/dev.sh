@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # vg developer entry point: installs what the build needs (Debian 12, apt-get), configures,
-# builds and runs things. Usage: scripts/dev.sh <deps|build|run|test|gpu-test> [args]
+# builds and runs things. Usage: scripts/dev.sh <command> [args]
 #   run        build, then the main job on the default backend: vg info, and the tiny
 #              Qwen2.5-VL vision encoder on two images (extra args go to vg vit encode)
 #   test       build, then the whole test suite (GPU tests SKIP without a GPU)
 #   gpu-test   build, then the GPU suite and a compute-sanitizer memcheck (needs a GPU)
+#   sanitize   the CPU suite under ASan+UBSan, the threaded tests under TSan
+#   fuzz [S]   the libFuzzer targets for S seconds each (default 60)
 # Environment: VG_BUILD_DIR (default: build), VG_CMAKE_ARGS (extra cmake arguments),
 #              VG_JOBS (parallel build jobs, default: nproc), VG_SKIP_DEPS=1 (no apt-get).
 set -euo pipefail
@@ -45,6 +47,11 @@ cmd=${1:-}
 shift || true
 case "$cmd" in
 deps) deps ;;
+deps-fuzz)
+    # libFuzzer comes with clang's runtime (Debian 12: clang 14)
+    packages=(clang libclang-rt-14-dev)
+    deps
+    ;;
 build) configure_and_build ;;
 run)
     # The main job: which backend is in use, then the tiny Qwen2.5-VL vision tower on it.
@@ -63,8 +70,15 @@ gpu-test)
     configure_and_build
     "$root/scripts/gpu-suite.sh" "$build" "$@"
     ;;
+sanitize)
+    deps
+    "$root/scripts/sanitize.sh"
+    ;;
+fuzz)
+    "$root/scripts/fuzz.sh" "$@"
+    ;;
 *)
-    sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}" >&2
     exit 2
     ;;
 esac

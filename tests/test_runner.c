@@ -1,222 +1,10 @@
-/* Graph runner on kunlun_stub with a synthetic model (no ViT needed).
- *
- * The model: X [n, C] -> mix (gemm with W) -> Y; bias (per-request rows, from a buffer whose
- * size follows num_requests) -> Y; permute (gather_rows with a per-call permutation: the
- * splitting op) -> T; then a chain of axpby pieces on T. */
+/* Graph runner on kunlun_stub with the synthetic model of synth_model.h (no ViT needed). */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdlib.h>
 
+#include "synth_model.h"
 #include "test_util.h"
-#include "vg/vg_runner.h"
-
-enum { C = 16, CHAIN = 6, MAXPIECES = 3 + CHAIN };
-enum { BUF_X, BUF_Y, BUF_IDX, BUF_BIAS, BUF_T };
-
-static const int64_t k_sizes[] = {8, 16, 32, 64};
-#define MAX_SIZE 64
-
-typedef struct model {
-    vg_runtime *rt;
-    const vg_backend_iface *b;
-    const vg_op_table *ops;
-    vg_bk_device *dev;
-    float *w;          /* C x C weights, owned by the model */
-    const float *x_in_use; /* NULL: the runner's X buffer (set by the address-check test) */
-    vg_piece pieces[MAXPIECES];
-    vg_model_iface iface;
-} model;
-
-typedef struct inputs {
-    const float *x;       /* [n, C] */
-    const int32_t *perm;  /* [n], a permutation of 0..n-1 */
-    const float *bias;    /* [num_requests, C] */
-} inputs;
-
-static const float *x_buffer(model *m, vg_runner *r)
-{
-    return m->x_in_use ? m->x_in_use : vg_runner_buffer(r, BUF_X);
-}
-
-static vg_status piece_mix(void *mp, vg_runner *r, const vg_piece *pc, const vg_batch_desc *d,
-                         vg_bk_stream *s)
-{
-    model *m = mp;
-    (void)pc;
-    vg_gemm_args a = {.struct_size = sizeof a, .dtype_ab = VG_DTYPE_F32, .dtype_c = VG_DTYPE_F32,
-                      .m = d->num_tokens, .n = C, .k = C, .a = x_buffer(m, r), .lda = C,
-                      .b = m->w, .ldb = C, .c = vg_runner_buffer(r, BUF_Y), .ldc = C,
-                      .act = VG_ACT_SILU, .alpha = 1.0f};
-    return m->ops->gemm(m->dev, s, &a);
-}
-
-static vg_status piece_bias(void *mp, vg_runner *r, const vg_piece *pc, const vg_batch_desc *d,
-                         vg_bk_stream *s)
-{
-    model *m = mp;
-    (void)pc;
-    return m->ops->axpby(m->dev, s, (size_t)d->num_requests * C, 1.0f,
-                         vg_runner_buffer(r, BUF_BIAS), 1.0f, vg_runner_buffer(r, BUF_Y));
-}
-
-static vg_status piece_permute(void *mp, vg_runner *r, const vg_piece *pc, const vg_batch_desc *d,
-                         vg_bk_stream *s)
-{
-    model *m = mp;
-    (void)pc;
-    return m->ops->gather_rows(m->dev, s, VG_DTYPE_F32, vg_runner_buffer(r, BUF_T),
-                               vg_runner_buffer(r, BUF_Y), vg_runner_buffer(r, BUF_IDX),
-                               d->num_tokens, C);
-}
-
-static vg_status piece_chain(void *mp, vg_runner *r, const vg_piece *pc, const vg_batch_desc *d,
-                         vg_bk_stream *s)
-{
-    model *m = mp;
-    (void)pc;
-    return m->ops->axpby(m->dev, s, (size_t)d->num_tokens * C, 0.25f, x_buffer(m, r), 0.75f,
-                         vg_runner_buffer(r, BUF_T));
-}
-
-static vg_status model_reserve(void *mp, vg_runner *r, const vg_batch_desc *d)
-{
-    (void)mp;
-    size_t n = (size_t)d->num_tokens;
-    vg_status st = vg_runner_buffer_reserve(r, BUF_X, n * C * 4);
-    if (st == VG_OK) st = vg_runner_buffer_reserve(r, BUF_Y, n * C * 4);
-    if (st == VG_OK) st = vg_runner_buffer_reserve(r, BUF_T, n * C * 4);
-    if (st == VG_OK) st = vg_runner_buffer_reserve(r, BUF_IDX, n * 4);
-    /* deliberately sized by the request count, so that more requests grow it */
-    if (st == VG_OK) st = vg_runner_buffer_reserve(r, BUF_BIAS, (size_t)(d->num_requests + 1) * C * 4);
-    return st;
-}
-
-static vg_status model_prepare(void *mp, vg_runner *r, const vg_batch_desc *real,
-                               const vg_batch_desc *padded, vg_bk_stream *s, const void *in)
-{
-    model *m = mp;
-    const inputs *x = in;
-    size_t n = (size_t)real->num_tokens, p = (size_t)padded->num_tokens;
-    char *X = vg_runner_buffer(r, BUF_X);
-    int32_t *idx = vg_runner_buffer(r, BUF_IDX);
-    vg_status st = m->b->copy_h2d(m->dev, s, X, x->x, n * C * 4);
-    if (st == VG_OK && p > n) st = m->b->memset_async(m->dev, s, X + n * C * 4, 0, (p - n) * C * 4);
-    if (st == VG_OK) st = m->b->copy_h2d(m->dev, s, idx, x->perm, n * 4);
-    /* padding rows map onto themselves: they never touch real rows */
-    static int32_t pad_idx[MAX_SIZE * 2];
-    for (size_t i = n; i < p; i++) pad_idx[i - n] = (int32_t)i;
-    if (st == VG_OK && p > n) st = m->b->copy_h2d(m->dev, s, idx + n, pad_idx, (p - n) * 4);
-    if (st == VG_OK)
-        st = m->b->copy_h2d(m->dev, s, vg_runner_buffer(r, BUF_BIAS), x->bias,
-                            (size_t)real->num_requests * C * 4);
-    if (st == VG_OK) st = m->b->stream_sync(m->dev, s); /* the host inputs are the caller's */
-    return st;
-}
-
-static int model_addresses(void *mp, vg_runner *r, const void **out, int max)
-{
-    model *m = mp;
-    if (max < 1) return 0;
-    out[0] = x_buffer(m, r);
-    return 1;
-}
-
-static void model_init(model *m, vg_runtime *rt)
-{
-    memset(m, 0, sizeof *m);
-    m->rt = rt;
-    m->b = vg_runtime_iface(rt);
-    m->ops = vg_runtime_ops(rt);
-    m->dev = vg_runtime_device(rt);
-    VG_CHECK(m->b->mem_alloc(m->dev, C * C * 4, (void **)&m->w));
-    float w[C * C];
-    for (int i = 0; i < C * C; i++) w[i] = (float)((i * 37) % 17 - 8) / 16.0f;
-    vg_bk_stream *s;
-    VG_CHECK(m->b->stream_create(m->dev, &s));
-    VG_CHECK(m->b->copy_h2d(m->dev, s, m->w, w, sizeof w));
-    VG_CHECK(m->b->stream_sync(m->dev, s));
-    VG_CHECK(m->b->stream_destroy(m->dev, s));
-    int k = 0;
-    m->pieces[k++] = (vg_piece){"mix", piece_mix, 0, 1ull << VG_OP_GEMM, NULL, 0};
-    m->pieces[k++] = (vg_piece){"bias", piece_bias, 0, 1ull << VG_OP_AXPBY, NULL, 0};
-    m->pieces[k++] = (vg_piece){"permute", piece_permute, VG_PIECE_SPLITTING, 1ull << VG_OP_GATHER_ROWS, NULL, 0};
-    for (int i = 0; i < CHAIN; i++)
-        m->pieces[k++] = (vg_piece){"chain", piece_chain, 0, 1ull << VG_OP_AXPBY, NULL, i};
-    m->iface = (vg_model_iface){.struct_size = sizeof(vg_model_iface), .model = m,
-                                .pieces = m->pieces, .num_pieces = k,
-                                .reserve = model_reserve, .prepare = model_prepare,
-                                .addresses = model_addresses};
-}
-
-static void model_fini(model *m) { VG_CHECK(m->b->mem_free(m->dev, m->w)); }
-
-static vg_runner *make_runner(model *m, vg_graph_mode mode, uint64_t budget, int debug)
-{
-    vg_runner_options o;
-    vg_runner_options_init(&o);
-    o.mode = mode;
-    o.capture_sizes = k_sizes;
-    o.num_capture_sizes = 4;
-    o.graph_memory_budget = budget;
-    o.debug_addresses = debug;
-    vg_runner *r = NULL;
-    VG_CHECK(vg_runner_create(m->rt, &m->iface, &o, &r));
-    return r;
-}
-
-/* ---- a call: random inputs, run, read T back --------------------------------------------- */
-
-typedef struct call {
-    int64_t n;
-    int32_t requests;
-    float x[MAX_SIZE * 2 * C];
-    int32_t perm[MAX_SIZE * 2];
-    float bias[MAX_SIZE * 2 * C];
-} call;
-
-static unsigned g_seed = 12345;
-static unsigned next_rand(void) { return g_seed = g_seed * 1103515245u + 12345u, (g_seed >> 8); }
-
-static void make_call(call *c, int64_t n, int32_t requests)
-{
-    c->n = n;
-    c->requests = requests;
-    for (int64_t i = 0; i < n * C; i++) c->x[i] = (float)(next_rand() % 2000) / 1000.0f - 1.0f;
-    for (int32_t i = 0; i < requests * C; i++) c->bias[i] = (float)(next_rand() % 100) / 100.0f;
-    for (int64_t i = 0; i < n; i++) c->perm[i] = (int32_t)i;
-    for (int64_t i = n - 1; i > 0; i--) { /* Fisher-Yates: a new segmentation each call */
-        int64_t j = next_rand() % (unsigned)(i + 1);
-        int32_t t = c->perm[i];
-        c->perm[i] = c->perm[j];
-        c->perm[j] = t;
-    }
-}
-
-static vg_status run_call(vg_runner *r, model *m, const call *c, float *out, vg_run_info *info)
-{
-    vg_batch_desc d = {.num_tokens = c->n, .num_requests = c->requests};
-    inputs in = {c->x, c->perm, c->bias};
-    vg_status st = vg_runner_run(r, &d, &in, info);
-    if (st != VG_OK) return st;
-    st = m->b->copy_d2h(m->dev, vg_runner_stream(r), out, vg_runner_buffer(r, BUF_T),
-                        (size_t)c->n * C * 4);
-    if (st == VG_OK) st = m->b->stream_sync(m->dev, vg_runner_stream(r));
-    return st;
-}
-
-/* Graph and eager runs use the same kernels, but a GEMM over the padded rows may round
- * differently from one over the real rows (BLAS blocking depends on M): agree within 1e-6 of
- * the largest magnitude. NaN never passes. */
-static void assert_same(const float *a, const float *b, size_t n)
-{
-    double ref = 1e-30;
-    for (size_t i = 0; i < n; i++) ref = fmax(ref, fabs((double)b[i]));
-    for (size_t i = 0; i < n; i++) {
-        int ok = !isnan(a[i]) && !isnan(b[i]) && fabs((double)a[i] - (double)b[i]) <= 1e-6 * ref;
-        if (!ok) print_message("element %zu: %.9g vs %.9g\n", i, a[i], b[i]);
-        assert_true(ok);
-    }
-}
 
 /* ---- fixture: a stub runtime; a counting wrapper of its table ------------------------------- */
 
@@ -282,6 +70,8 @@ static vg_runtime *open_counting(void)
     return rt;
 }
 
+static unsigned g_seed = 12345;
+
 static int clean_env(void **state)
 {
     (void)state;
@@ -309,7 +99,7 @@ static void test_bucket_for_every_size(void **state)
             if (k_sizes[b] >= n) want = b;
         assert_int_equal(vg_runner_bucket_for(r, n), want);
         call c;
-        make_call(&c, n, 1);
+        make_call(&c, n, 1, &g_seed);
         vg_run_info info;
         VG_CHECK(run_call(r, &m, &c, out, &info));
         assert_int_equal(info.bucket, want);
@@ -350,8 +140,8 @@ static void random_sequence(vg_graph_mode mode)
     int graphed = 0;
     for (int it = 0; it < 80; it++) {
         call c;
-        int64_t n = 1 + next_rand() % (MAX_SIZE + 1);
-        make_call(&c, n, 1 + (int32_t)(next_rand() % (n < 4 ? n : 4)));
+        int64_t n = 1 + next_rand(&g_seed) % (MAX_SIZE + 1);
+        make_call(&c, n, 1 + (int32_t)(next_rand(&g_seed) % (n < 4 ? n : 4)), &g_seed);
         vg_run_info info;
         VG_CHECK(run_call(r, &m, &c, got, &info));
         VG_CHECK(run_call(eager, &m, &c, want, NULL));
@@ -383,7 +173,7 @@ static void test_piecewise_splitting_runs_eagerly(void **state)
     static float out[MAX_SIZE * 2 * C];
     call c;
     for (int i = 0; i < 5; i++) {
-        make_call(&c, 30, 2);
+        make_call(&c, 30, 2, &g_seed);
         vg_run_info info;
         VG_CHECK(run_call(r, &m, &c, out, &info));
         assert_int_equal(info.path, VG_RUN_PIECEWISE);
@@ -398,7 +188,7 @@ static void test_piecewise_splitting_runs_eagerly(void **state)
     memset(&g_count, 0, sizeof g_count);
     r = make_runner(&m, VG_MODE_FULL, 0, 0);
     for (int i = 0; i < 5; i++) {
-        make_call(&c, 30, 2);
+        make_call(&c, 30, 2, &g_seed);
         VG_CHECK(run_call(r, &m, &c, out, NULL));
     }
     assert_int_equal(g_count.eager_gathers, 0);
@@ -438,7 +228,7 @@ static void test_warmup_largest_first(void **state)
     static float out[MAX_SIZE * 2 * C];
     for (int64_t n = 5; n <= MAX_SIZE; n += 9) { /* every call now replays without capturing */
         call c;
-        make_call(&c, n, 2);
+        make_call(&c, n, 2, &g_seed);
         vg_run_info info;
         VG_CHECK(run_call(r, &m, &c, out, &info));
         assert_int_equal(info.captures, 0);
@@ -464,14 +254,14 @@ static void capture_failure_case(const char *fault)
     vg_run_info info;
     for (int i = 0; i < 3; i++) { /* bucket 32: its capture fails once, it stays eager */
         call c;
-        make_call(&c, 20, 1);
+        make_call(&c, 20, 1, &g_seed);
         VG_CHECK(run_call(r, &m, &c, got, &info));
         VG_CHECK(run_call(eager, &m, &c, want, NULL));
         assert_same(got, want, 20 * C);
         assert_int_equal(info.path, VG_RUN_EAGER);
     }
     call c; /* another bucket captures normally: the fault hit only the first call */
-    make_call(&c, 60, 1);
+    make_call(&c, 60, 1, &g_seed);
     VG_CHECK(run_call(r, &m, &c, got, &info));
     VG_CHECK(run_call(eager, &m, &c, want, NULL));
     assert_same(got, want, 60 * C);
@@ -502,18 +292,18 @@ static void test_regrowth_recaptures_no_stale_pointer(void **state)
     vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0), *eager = make_runner(&m, VG_MODE_NONE, 0, 0);
     static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
     call c;
-    make_call(&c, 50, 1);
+    make_call(&c, 50, 1, &g_seed);
     VG_CHECK(run_call(r, &m, &c, got, NULL)); /* captures with the small bias buffer */
     void *old_bias = vg_runner_buffer(r, BUF_BIAS);
     call big;
-    make_call(&big, 60, 40); /* 40 requests: the bias buffer must grow */
+    make_call(&big, 60, 40, &g_seed); /* 40 requests: the bias buffer must grow */
     vg_run_info info;
     VG_CHECK(run_call(r, &m, &big, got, &info));
     assert_ptr_not_equal(vg_runner_buffer(r, BUF_BIAS), old_bias);
     VG_CHECK(run_call(eager, &m, &big, want, NULL));
     assert_same(got, want, 60 * C);
     /* the first key again: its old graph pointed at the freed bias buffer */
-    make_call(&c, 50, 1);
+    make_call(&c, 50, 1, &g_seed);
     VG_CHECK(run_call(r, &m, &c, got, &info));
     assert_int_equal(info.captures, 1);
     assert_int_equal(info.graph_launches, 1);
@@ -534,7 +324,7 @@ static void test_lru_eviction_under_budget(void **state)
     vg_runner *probe = make_runner(&m, VG_MODE_FULL, 0, 0);
     static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
     call c;
-    make_call(&c, 8, 1);
+    make_call(&c, 8, 1, &g_seed);
     VG_CHECK(run_call(probe, &m, &c, got, NULL));
     vg_bucket_stats t;
     vg_runner_stats(probe, NULL, 0, &t);
@@ -547,7 +337,7 @@ static void test_lru_eviction_under_budget(void **state)
     const int64_t ns[] = {8, 16, 32, 64, 8};
     vg_run_info info;
     for (int i = 0; i < 5; i++) {
-        make_call(&c, ns[i], 1);
+        make_call(&c, ns[i], 1, &g_seed);
         VG_CHECK(run_call(r, &m, &c, got, &info));
         VG_CHECK(run_call(eager, &m, &c, want, NULL));
         assert_same(got, want, (size_t)ns[i] * C);
@@ -574,7 +364,7 @@ static void test_address_check_catches_swapped_input(void **state)
     vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 1);
     static float out[MAX_SIZE * 2 * C];
     call c;
-    make_call(&c, 30, 1);
+    make_call(&c, 30, 1, &g_seed);
     VG_CHECK(run_call(r, &m, &c, out, NULL));
     VG_CHECK(run_call(r, &m, &c, out, NULL)); /* a replay with the same addresses passes */
     float *other = NULL;
@@ -597,11 +387,11 @@ static void update_case(int refuse)
     vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0), *eager = make_runner(&m, VG_MODE_NONE, 0, 0);
     static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
     call c;
-    make_call(&c, 40, 3);
+    make_call(&c, 40, 3, &g_seed);
     VG_CHECK(run_call(r, &m, &c, got, NULL));
     VG_CHECK(vg_runner_invalidate(r));
     vg_run_info info;
-    make_call(&c, 40, 3);
+    make_call(&c, 40, 3, &g_seed);
     VG_CHECK(run_call(r, &m, &c, got, &info));
     VG_CHECK(run_call(eager, &m, &c, want, NULL));
     assert_same(got, want, 40 * C);
@@ -642,7 +432,7 @@ static void test_no_graphs_means_none(void **state)
     static float out[MAX_SIZE * 2 * C];
     for (int i = 0; i < 3; i++) {
         call c;
-        make_call(&c, 20, 1);
+        make_call(&c, 20, 1, &g_seed);
         vg_run_info info;
         VG_CHECK(run_call(r, &m, &c, out, &info));
         assert_int_equal(info.path, VG_RUN_EAGER);
@@ -665,7 +455,7 @@ static void test_uncapturable_op_downgrades_full(void **state)
     assert_int_equal(vg_runner_mode(r), VG_MODE_PIECEWISE);
     static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
     call c;
-    make_call(&c, 33, 2);
+    make_call(&c, 33, 2, &g_seed);
     vg_run_info info;
     VG_CHECK(run_call(r, &m, &c, got, &info));
     VG_CHECK(run_call(eager, &m, &c, want, NULL));
@@ -686,10 +476,10 @@ static void test_above_threshold_keeps_graph_buffers(void **state)
     vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0), *eager = make_runner(&m, VG_MODE_NONE, 0, 0);
     static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
     call c;
-    make_call(&c, 64, 1);
+    make_call(&c, 64, 1, &g_seed);
     VG_CHECK(run_call(r, &m, &c, got, NULL));
     void *x = vg_runner_buffer(r, BUF_X);
-    make_call(&c, 2 * MAX_SIZE, 1); /* far above the threshold */
+    make_call(&c, 2 * MAX_SIZE, 1, &g_seed); /* far above the threshold */
     vg_run_info info;
     VG_CHECK(run_call(r, &m, &c, got, &info)); /* reads T of the overflow set */
     assert_int_equal(info.path, VG_RUN_EAGER);
@@ -697,7 +487,7 @@ static void test_above_threshold_keeps_graph_buffers(void **state)
     assert_ptr_not_equal(vg_runner_buffer(r, BUF_X), x); /* a separate set of buffers */
     VG_CHECK(run_call(eager, &m, &c, want, NULL));
     assert_same(got, want, 2 * MAX_SIZE * C);
-    make_call(&c, 64, 1);
+    make_call(&c, 64, 1, &g_seed);
     VG_CHECK(run_call(r, &m, &c, got, &info));
     assert_ptr_equal(vg_runner_buffer(r, BUF_X), x); /* the graphs' buffers never moved */
     assert_int_equal(info.captures, 0);
@@ -723,7 +513,7 @@ static void test_stats_text_and_json(void **state)
     static float out[MAX_SIZE * 2 * C];
     for (int64_t n = 3; n <= 63; n += 20) {
         call c;
-        make_call(&c, n, 1);
+        make_call(&c, n, 1, &g_seed);
         VG_CHECK(run_call(r, &m, &c, out, NULL));
     }
     char *text = NULL, *json = NULL;

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The CPU test suite under sanitizers, each in a build directory of its own:
+#   address;undefined  every test (leak detection on), in $VG_BUILD_DIR-asan
+#   thread             the tests of shared state (label 'threads', and the runner), in -tsan
+# Findings fail the run; nothing is suppressed.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+base=${VG_BUILD_DIR:-$root/build}
+jobs=${VG_JOBS:-$(nproc 2>/dev/null || echo 2)}
+common=(-DVG_BUILD_CUDA=OFF -DVG_BUILD_HIP=OFF -DCMAKE_BUILD_TYPE=Debug)
+
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer (leak detection on)"
+cmake -S "$root" -B "$base-asan" -DVG_SANITIZE="address;undefined" "${common[@]}" >/dev/null
+cmake --build "$base-asan" -j "$jobs" >/dev/null
+(cd "$base-asan" && ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ctest -j "$jobs" --output-on-failure)
+
+echo "== ThreadSanitizer"
+cmake -S "$root" -B "$base-tsan" -DVG_SANITIZE=thread "${common[@]}" >/dev/null
+cmake --build "$base-tsan" -j "$jobs" --target test_threads test_runner vg_kunlun_stub >/dev/null
+# OpenBLAS is not instrumented: keep its own thread pool out of the picture.
+(cd "$base-tsan" && OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1 \
+    ctest --output-on-failure -R '^(threads|runner)$')

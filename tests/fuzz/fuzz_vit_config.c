@@ -1,0 +1,31 @@
+/* libFuzzer target: config.json of the vision encoder. An accepted config must describe a
+ * model the kernels can run: divisible heads, rotary quarters, whole windows, block indices in
+ * range, and a patch width equal to channels x temporal patch x patch². */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vit/vit_internal.h"
+
+#define CHECK(c)                                                                                  \
+    do {                                                                                          \
+        if (!(c)) abort();                                                                        \
+    } while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    cJSON *root = cJSON_ParseWithLength((const char *)data, size);
+    if (!root) return 0;
+    vit_cfg c;
+    if (vit_config_parse(root, "fuzz", &c) == VG_OK) {
+        CHECK(c.depth >= 1 && c.depth <= VIT_MAX_DEPTH);
+        CHECK(c.heads >= 1 && c.hidden % c.heads == 0 && c.head_dim * c.heads == c.hidden);
+        CHECK(c.head_dim % 4 == 0);
+        CHECK(c.window % (c.merge * c.patch) == 0 && c.win_units >= 1);
+        CHECK(c.unit == c.merge * c.merge);
+        CHECK(c.patch_dim == (int64_t)c.in_ch * c.tpatch * c.patch * c.patch);
+        for (int i = c.depth; i < VIT_MAX_DEPTH; i++) CHECK(!c.fullatt[i]);
+    }
+    cJSON_Delete(root);
+    return 0;
+}
