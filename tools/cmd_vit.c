@@ -11,7 +11,8 @@
 #include "vg_cli.h"
 
 static const char k_help[] =
-    "usage: vg vit encode --model DIR --input IN.safetensors --output OUT.safetensors\n"
+    "usage: vg vit bench ... (see vg vit bench --help)\n"
+    "       vg vit encode --model DIR --input IN.safetensors --output OUT.safetensors\n"
     "           [--backend B] [--mode none|piecewise|full|full_and_piecewise]\n"
     "           [--capture-sizes a,b,c] [--max-capture-size N] [--warmup] [--repeat N]\n"
     "           [--stats] [--json]\n"
@@ -211,11 +212,7 @@ int vg_cmd_vit(int argc, char **argv)
         fputs(k_help, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
-    for (int i = 2; i < argc; i++)
-        if (vg_cli_is_help(argv[i])) {
-            fputs(k_help, stdout);
-            return 0;
-        }
+    if (strcmp(argv[1], "bench") == 0) return vg_vit_bench(argc, argv);
     if (strcmp(argv[1], "encode") != 0)
         return vg_cli_fail("vit", "unknown subcommand '%s' (see vg vit --help)", argv[1]);
     vit_args a;

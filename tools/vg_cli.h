@@ -15,6 +15,7 @@ typedef struct vg_cli_command {
 int vg_cmd_info(int argc, char **argv);
 int vg_cmd_bench(int argc, char **argv);
 int vg_cmd_vit(int argc, char **argv);
+int vg_vit_bench(int argc, char **argv);
 int vg_bench_runner(vg_runtime *rt, int ops, int iters, int json);
 
 /* Print "vg <cmd>: <message>" (plus vg_last_error() when with_last) to stderr; returns 1. */

@@ -28,6 +28,7 @@ typedef struct vg_vit_options {
 
 typedef struct vg_vit_info {
     char model_type[32];
+    double flops_per_patch_linear; /* GEMM FLOPs per patch (attention excluded) */
     int depth, hidden, heads, head_dim, intermediate, out_hidden;
     int patch, temporal_patch, spatial_merge, in_channels, window_size;
     int64_t patch_dim;  /* columns of pixel_values */
@@ -39,7 +40,8 @@ typedef struct vg_vit_output {
     float *embeddings;  /* [rows, cols] F32 on the host, owned by the caller: vg_free() */
     int64_t rows, cols;
     vg_run_info run;    /* bucket, graph or eager, launches */
-    double device_ms;   /* device time of the forward, from events */
+    double device_ms;   /* device time of the forward, from the end of the input upload to the
+                           end of the last kernel (events) */
     double total_ms;    /* host wall time of the call, copies included */
 } vg_vit_output;
 
@@ -48,6 +50,20 @@ VG_API void vg_vit_options_init(vg_vit_options *opts);
  * shards with model.safetensors.index.json; tensors named visual.* or model.visual.*). */
 VG_API vg_status vg_vit_load(vg_runtime *rt, const char *model_dir, const vg_vit_options *opts,
                              vg_vit **out);
+/* A model of a named configuration with deterministic synthetic weights, for benchmarks: no
+ * files, no download. "qwen2.5-vl-7b" is the 7B model's vision tower (depth 32, hidden 1280,
+ * 16 heads, intermediate 3420, out 3584, full attention in blocks 7, 15, 23, 31);
+ * "qwen2.5-vl-3b" and "qwen2.5-vl-tiny" (the test fixture's shape) also exist. dtype is the
+ * compute dtype (F32, BF16 or F16). */
+VG_API vg_status vg_vit_create_synthetic(vg_runtime *rt, const char *config, uint64_t seed,
+                                         vg_dtype dtype, const vg_vit_options *opts, vg_vit **out);
+/* Change the graph options (mode, capture sizes, threshold, warm-up; compute_dtype is kept):
+ * the runner is rebuilt and every graph is dropped. */
+VG_API vg_status vg_vit_reconfigure(vg_vit *vit, const vg_vit_options *opts);
+/* Floating-point operations of one call for these grids: GEMMs plus attention (QKᵀ and PV over
+ * every full and window segment). For achieved-throughput figures. */
+VG_API vg_status vg_vit_flops(const vg_vit *vit, const int64_t *grid_thw, int64_t num_grids,
+                              double *flops);
 VG_API vg_status vg_vit_free(vg_vit *vit);
 VG_API vg_status vg_vit_get_info(const vg_vit *vit, vg_vit_info *info);
 VG_API vg_runner *vg_vit_runner(vg_vit *vit);

@@ -29,25 +29,59 @@ static vg_status check_sizes(const vg_vit_options *o, int unit)
     return VG_OK;
 }
 
-static vg_status open_parts(vg_vit *m, const vg_vit_options *o)
+static vg_status make_runner(vg_vit *m)
 {
-    vg_status st = m->b->event_create(m->dev, &m->ev0);
-    if (st == VG_OK) st = m->b->event_create(m->dev, &m->ev1);
-    if (st == VG_OK) st = vit_pieces_init(m);
-    if (st == VG_OK) {
-        vg_runner_options ro;
-        vg_runner_options_init(&ro);
-        ro.mode = o->mode;
-        ro.capture_sizes = o->capture_sizes;
-        ro.num_capture_sizes = o->num_capture_sizes;
-        ro.max_capture_size = o->max_capture_size;
-        st = vg_runner_create(m->rt, &m->iface, &ro, &m->runner);
-    }
-    if (st == VG_OK && o->warmup) {
+    vg_runner_options ro;
+    vg_runner_options_init(&ro);
+    ro.mode = m->opts.mode;
+    ro.capture_sizes = m->opts.num_capture_sizes ? m->sizes : NULL;
+    ro.num_capture_sizes = m->opts.num_capture_sizes;
+    ro.max_capture_size = m->opts.max_capture_size;
+    vg_status st = vg_runner_create(m->rt, &m->iface, &ro, &m->runner);
+    if (st == VG_OK && m->opts.warmup) {
         vg_batch_desc like = {.num_tokens = 0};
         st = vg_runner_warmup(m->runner, &like, NULL, NULL);
     }
     return st;
+}
+
+/* Everything after the config: options, dtype, weights (from ck, or synthetic), runner. */
+static vg_status build(vg_vit *m, const vg_ckpt *ck, uint64_t seed, vg_dtype dt, const vg_vit_options *o)
+{
+    vg_status st = check_sizes(o, m->cfg.unit);
+    if (st != VG_OK) return st;
+    m->opts = *o;
+    if (o->num_capture_sizes > (int)VG_ARRAY_LEN(m->sizes))
+        return vg_set_error(VG_ERR_INVALID_ARG, "vit: at most %d capture sizes", (int)VG_ARRAY_LEN(m->sizes));
+    if (o->capture_sizes) memcpy(m->sizes, o->capture_sizes, (size_t)o->num_capture_sizes * sizeof(int64_t));
+    else m->opts.num_capture_sizes = 0;
+    m->dt = dt;
+    if (m->dt != VG_DTYPE_F32 && m->dt != VG_DTYPE_BF16 && m->dt != VG_DTYPE_F16)
+        return vg_set_error(VG_ERR_INVALID_ARG, "vit: compute dtype must be F32, BF16 or F16");
+    st = vit_weights_load(m->rt, ck, seed, &m->cfg, m->dt, &m->w);
+    if (st == VG_OK) st = m->b->event_create(m->dev, &m->ev0);
+    if (st == VG_OK) st = m->b->event_create(m->dev, &m->ev1);
+    if (st == VG_OK) st = vit_pieces_init(m);
+    if (st == VG_OK) st = make_runner(m);
+    return st;
+}
+
+static vg_vit *alloc_model(vg_runtime *rt)
+{
+    vg_vit *m = calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->rt = rt;
+    m->b = vg_runtime_iface(rt);
+    m->ops = vg_runtime_ops(rt);
+    m->dev = vg_runtime_device(rt);
+    snprintf(m->model_type, sizeof m->model_type, "qwen2_5_vl");
+    return m;
+}
+
+static const vg_vit_options *options_or_default(const vg_vit_options *o, vg_vit_options *def)
+{
+    vg_vit_options_init(def);
+    return o ? o : def;
 }
 
 vg_status vg_vit_load(vg_runtime *rt, const char *dir, const vg_vit_options *opts, vg_vit **out)
@@ -55,44 +89,102 @@ vg_status vg_vit_load(vg_runtime *rt, const char *dir, const vg_vit_options *opt
     if (!rt || !dir || !out) return vg_set_error(VG_ERR_INVALID_ARG, "vg_vit_load: NULL argument");
     *out = NULL;
     vg_vit_options def;
-    vg_vit_options_init(&def);
-    if (!opts) opts = &def;
+    opts = options_or_default(opts, &def);
     if (opts->struct_size < sizeof(vg_vit_options))
         return vg_set_error(VG_ERR_INVALID_ARG, "vg_vit_load: options.struct_size not set "
                                                 "(call vg_vit_options_init)");
     vg_ckpt *ck = NULL;
     vg_status st = vg_ckpt_open(dir, &ck);
     if (st != VG_OK) return st;
-    vg_vit *m = calloc(1, sizeof *m);
+    vg_vit *m = alloc_model(rt);
     if (!m) {
         vg_ckpt_close(ck);
         return vg_set_error(VG_ERR_OUT_OF_MEMORY, "vg_vit_load: out of memory");
     }
-    m->rt = rt;
-    m->b = vg_runtime_iface(rt);
-    m->ops = vg_runtime_ops(rt);
-    m->dev = vg_runtime_device(rt);
-    snprintf(m->model_type, sizeof m->model_type, "qwen2_5_vl");
     st = vit_config_parse(vg_ckpt_config(ck), vg_ckpt_dir(ck), &m->cfg);
-    if (st == VG_OK) st = check_sizes(opts, m->cfg.unit);
-    if (st == VG_OK) {
-        m->dt = opts->compute_dtype;
-        if (m->dt == VG_DTYPE_COUNT_) { /* as the checkpoint stores the patch embedding */
-            const vg_st_tensor *t = vg_ckpt_find(ck, "visual.patch_embed.proj.weight", NULL);
-            if (!t) t = vg_ckpt_find(ck, "model.visual.patch_embed.proj.weight", NULL);
-            m->dt = t && (t->dtype == VG_DTYPE_BF16 || t->dtype == VG_DTYPE_F16) ? t->dtype : VG_DTYPE_F32;
-        }
-        if (m->dt != VG_DTYPE_F32 && m->dt != VG_DTYPE_BF16 && m->dt != VG_DTYPE_F16)
-            st = vg_set_error(VG_ERR_INVALID_ARG, "vit: compute dtype must be F32, BF16 or F16");
+    vg_dtype dt = opts->compute_dtype;
+    if (dt == VG_DTYPE_COUNT_) { /* as the checkpoint stores the patch embedding */
+        const vg_st_tensor *t = vg_ckpt_find(ck, "visual.patch_embed.proj.weight", NULL);
+        if (!t) t = vg_ckpt_find(ck, "model.visual.patch_embed.proj.weight", NULL);
+        dt = t && (t->dtype == VG_DTYPE_BF16 || t->dtype == VG_DTYPE_F16) ? t->dtype : VG_DTYPE_F32;
     }
-    if (st == VG_OK) st = vit_weights_load(rt, ck, &m->cfg, m->dt, &m->w);
+    if (st == VG_OK) st = build(m, ck, 0, dt, opts);
     vg_ckpt_close(ck); /* weights are on the device now; the mapping goes */
-    if (st == VG_OK) st = open_parts(m, opts);
     if (st != VG_OK) {
         vg_vit_free(m);
         return vg_error_prefix("loading %s: ", dir);
     }
     *out = m;
+    return VG_OK;
+}
+
+static const struct {
+    const char *name, *json;
+} k_synthetic[] = {
+    {"qwen2.5-vl-7b", "{\"model_type\": \"qwen2_5_vl\", \"vision_config\": {\"depth\": 32, "
+                      "\"hidden_size\": 1280, \"intermediate_size\": 3420, \"num_heads\": 16, "
+                      "\"out_hidden_size\": 3584, \"fullatt_block_indexes\": [7, 15, 23, 31]}}"},
+    {"qwen2.5-vl-3b", "{\"model_type\": \"qwen2_5_vl\", \"vision_config\": {\"depth\": 32, "
+                      "\"hidden_size\": 1280, \"intermediate_size\": 3420, \"num_heads\": 16, "
+                      "\"out_hidden_size\": 2048, \"fullatt_block_indexes\": [7, 15, 23, 31]}}"},
+    {"qwen2.5-vl-tiny", "{\"model_type\": \"qwen2_5_vl\", \"vision_config\": {\"depth\": 4, "
+                        "\"hidden_size\": 128, \"intermediate_size\": 200, \"num_heads\": 4, "
+                        "\"out_hidden_size\": 96, \"fullatt_block_indexes\": [1, 3]}}"},
+};
+
+vg_status vg_vit_create_synthetic(vg_runtime *rt, const char *config, uint64_t seed, vg_dtype dt,
+                                  const vg_vit_options *opts, vg_vit **out)
+{
+    if (!rt || !config || !out)
+        return vg_set_error(VG_ERR_INVALID_ARG, "vg_vit_create_synthetic: NULL argument");
+    *out = NULL;
+    vg_vit_options def;
+    opts = options_or_default(opts, &def);
+    const char *json = NULL;
+    for (size_t i = 0; i < VG_ARRAY_LEN(k_synthetic); i++)
+        if (strcmp(config, k_synthetic[i].name) == 0) json = k_synthetic[i].json;
+    if (!json)
+        return vg_set_error(VG_ERR_NOT_FOUND, "vit: no synthetic configuration '%s' (known: "
+                                              "qwen2.5-vl-7b, qwen2.5-vl-3b, qwen2.5-vl-tiny)", config);
+    cJSON *root = cJSON_Parse(json);
+    vg_vit *m = root ? alloc_model(rt) : NULL;
+    vg_status st = m ? vit_config_parse(root, config, &m->cfg)
+                     : vg_set_error(VG_ERR_OUT_OF_MEMORY, "vg_vit_create_synthetic: out of memory");
+    cJSON_Delete(root);
+    if (st == VG_OK) st = build(m, NULL, seed, dt, opts);
+    if (st != VG_OK) {
+        vg_vit_free(m);
+        return st;
+    }
+    *out = m;
+    return VG_OK;
+}
+
+vg_status vg_vit_reconfigure(vg_vit *m, const vg_vit_options *o)
+{
+    if (!m || !o || o->struct_size < sizeof(vg_vit_options) || (unsigned)o->mode > VG_MODE_FULL_AND_PIECEWISE)
+        return vg_set_error(VG_ERR_INVALID_ARG, "vg_vit_reconfigure: bad argument");
+    vg_status st = check_sizes(o, m->cfg.unit);
+    if (st != VG_OK) return st;
+    if (o->num_capture_sizes > (int)VG_ARRAY_LEN(m->sizes))
+        return vg_set_error(VG_ERR_INVALID_ARG, "vit: at most %d capture sizes", (int)VG_ARRAY_LEN(m->sizes));
+    vg_runner_destroy(m->runner);
+    m->runner = NULL;
+    m->opts = *o;
+    if (o->capture_sizes) memcpy(m->sizes, o->capture_sizes, (size_t)o->num_capture_sizes * sizeof(int64_t));
+    else m->opts.num_capture_sizes = 0;
+    return make_runner(m);
+}
+
+vg_status vg_vit_flops(const vg_vit *m, const int64_t *grid, int64_t n, double *flops)
+{
+    if (!m || !flops) return vg_set_error(VG_ERR_INVALID_ARG, "vg_vit_flops: NULL argument");
+    int64_t tokens = 0;
+    vg_status st = vit_grid_tokens(&m->cfg, grid, n, &tokens);
+    if (st != VG_OK) return st;
+    vg_vit_info info;
+    vg_vit_get_info(m, &info);
+    *flops = (double)tokens * info.flops_per_patch_linear + vit_attention_flops(&m->cfg, grid, n);
     return VG_OK;
 }
 
@@ -120,6 +212,10 @@ vg_status vg_vit_get_info(const vg_vit *m, vg_vit_info *i)
     i->temporal_patch = c->tpatch, i->spatial_merge = c->merge, i->in_channels = c->in_ch;
     i->window_size = c->window, i->patch_dim = c->patch_dim, i->compute_dtype = m->dt;
     i->weight_bytes = m->w.bytes;
+    double h = c->hidden, I = c->inter, mh = h * c->unit;
+    i->flops_per_patch_linear = 2.0 * h * (double)c->patch_dim +
+                                c->depth * 2.0 * (3 * h * h + h * h + 3 * h * I) +
+                                2.0 * (mh * mh + mh * c->out_hidden) / c->unit;
     return VG_OK;
 }
 
@@ -151,8 +247,7 @@ vg_status vg_vit_encode(vg_vit *m, const void *pixels, vg_dtype pdt, int64_t row
     vg_batch_desc d = {.num_tokens = tokens};
     vit_call call = {pixels, pdt, grid, n};
     vg_bk_stream *s = vg_runner_stream(m->runner);
-    st = m->b->event_record(m->dev, m->ev0, s);
-    if (st == VG_OK) st = vg_runner_run(m->runner, &d, &call, &out->run);
+    st = vg_runner_run(m->runner, &d, &call, &out->run); /* prepare records ev0 after the upload */
     if (st == VG_OK) st = m->b->event_record(m->dev, m->ev1, s);
     size_t obytes = (size_t)units * (size_t)ocols * vg_dtype_size(m->dt);
     if (st == VG_OK) st = vit_stage_reserve(m, obytes);

@@ -61,6 +61,7 @@ vg_status vit_config_parse(const cJSON *root, const char *dir, vit_cfg *c)
             c->fullatt[(int)d] = 1;
         }
     }
+    c->inter_pad = (c->inter + 15) / 16 * 16;
     c->unit = c->merge * c->merge;
     c->win_units = c->window / c->merge / c->patch;
     c->patch_dim = (int64_t)c->in_ch * c->tpatch * c->patch * c->patch;

@@ -95,12 +95,12 @@ static vg_status piece_attn_out(void *mp, vg_runner *r, const vg_piece *p, const
     TRY(gemm(m, s, S, c->hidden, c->hidden, BUF(VB_ATT), B->proj_w, B->proj_b, BUF(VB_H), BUF(VB_H),
              VG_ACT_NONE));
     TRY(m->ops->rmsnorm(m->dev, s, m->dt, BUF(VB_H), B->norm2, BUF(VB_N), S, c->hidden, c->eps));
-    TRY(gemm(m, s, S, 2 * (int64_t)c->inter, c->hidden, BUF(VB_N), B->gu_w, B->gu_b, BUF(VB_GU),
+    TRY(gemm(m, s, S, 2 * (int64_t)c->inter_pad, c->hidden, BUF(VB_N), B->gu_w, B->gu_b, BUF(VB_GU),
              NULL, VG_ACT_NONE));
-    TRY(m->ops->silu_mul(m->dev, s, m->dt, BUF(VB_GU), 2 * (int64_t)c->inter, BUF(VB_M), c->inter,
-                         S, c->inter));
-    return gemm(m, s, S, c->hidden, c->inter, BUF(VB_M), B->down_w, B->down_b, BUF(VB_H), BUF(VB_H),
-                VG_ACT_NONE);
+    TRY(m->ops->silu_mul(m->dev, s, m->dt, BUF(VB_GU), 2 * (int64_t)c->inter_pad, BUF(VB_M),
+                         c->inter_pad, S, c->inter_pad));
+    return gemm(m, s, S, c->hidden, c->inter_pad, BUF(VB_M), B->down_w, B->down_b, BUF(VB_H),
+                BUF(VB_H), VG_ACT_NONE);
 }
 
 static vg_status piece_merger(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
@@ -161,7 +161,7 @@ vg_status vit_reserve(void *mp, vg_runner *r, const vg_batch_desc *d)
     const size_t bytes[VB_COUNT_] = {
         [VB_PIX] = S * (size_t)c->patch_dim * e, [VB_H0] = S * h * e,   [VB_H] = S * h * e,
         [VB_N] = S * h * e,                      [VB_QKV] = 3 * S * h * e, [VB_ATT] = S * h * e,
-        [VB_GU] = 2 * S * (size_t)c->inter * e,  [VB_M] = S * (size_t)c->inter * e,
+        [VB_GU] = 2 * S * (size_t)c->inter_pad * e, [VB_M] = S * (size_t)c->inter_pad * e,
         [VB_MERGE1] = S * h * e,                 [VB_MERGE2] = (size_t)l.units * (size_t)c->out_hidden * e,
         [VB_OUT] = (size_t)l.units * (size_t)c->out_hidden * e, [VB_META] = l.total * sizeof(int32_t),
     };
@@ -218,5 +218,6 @@ vg_status vit_prepare(void *mp, vg_runner *r, const vg_batch_desc *real, const v
     TRY(m->b->copy_h2d(m->dev, s, pix, m->stage, real_bytes));
     /* zero padding rows embed to zero: they cannot disturb real rows, and stay finite */
     if (pad_bytes > real_bytes) TRY(m->b->memset_async(m->dev, s, pix + real_bytes, 0, pad_bytes - real_bytes));
-    return m->b->copy_h2d(m->dev, s, BUF(VB_META), meta, meta_bytes);
+    TRY(m->b->copy_h2d(m->dev, s, BUF(VB_META), meta, meta_bytes));
+    return m->b->event_record(m->dev, m->ev0, s); /* the forward's device time starts here */
 }

@@ -11,6 +11,7 @@
 
 typedef struct vit_cfg {
     int depth, hidden, heads, head_dim, inter, out_hidden;
+    int inter_pad; /* inter rounded up to 16: zero rows and columns, exact, aligned GEMMs */
     int patch, tpatch, merge, in_ch, window;
     int unit;      /* tokens per merge unit: merge² */
     int win_units; /* window side in merge units */
@@ -34,10 +35,12 @@ typedef struct vit_weights {
     void *ln_q, *m1_w, *m1_b, *m2_w, *m2_b;
 } vit_weights;
 
-/* Upload the weights of `ck` in dtype dt. gate_proj and up_proj are stacked into one
- * [2·inter, hidden] weight so the MLP input projection is a single GEMM. */
-vg_status vit_weights_load(vg_runtime *rt, const vg_ckpt *ck, const vit_cfg *cfg, vg_dtype dt,
-                           vit_weights *w);
+/* Upload the weights of `ck` in dtype dt, or, when ck is NULL, deterministic synthetic weights
+ * (uniform with standard deviation 0.02, from `seed`) for benchmarks. gate_proj and up_proj are
+ * stacked into one [2·inter_pad, hidden] weight so the MLP input projection is one GEMM; the
+ * padding rows and columns are zero. */
+vg_status vit_weights_load(vg_runtime *rt, const vg_ckpt *ck, uint64_t seed, const vit_cfg *cfg,
+                           vg_dtype dt, vit_weights *w);
 void vit_weights_free(vg_runtime *rt, vit_weights *w);
 
 /* ---- per-call layout: what the host computes from grid_thw ------------------------------- */
@@ -55,6 +58,11 @@ void vit_meta_layout_for(int64_t padded_tokens, int unit, vit_meta_layout *l);
 void vit_meta_fill(const vit_cfg *cfg, const int64_t *grid, int64_t n, int64_t real_tokens,
                    const vit_meta_layout *l, int32_t *meta);
 
+/* FLOPs of attention (QKᵀ and PV) over the full and window segments of these grids. */
+double vit_attention_flops(const vit_cfg *cfg, const int64_t *grid, int64_t n);
+
+/* Validate grid_thw alone; the patch count in *tokens. */
+vg_status vit_grid_tokens(const vit_cfg *cfg, const int64_t *grid, int64_t n, int64_t *tokens);
 /* Validate pixel_values / grid_thw against the config; returns the token count in *tokens. */
 vg_status vit_validate_input(const vit_cfg *cfg, int64_t rows, int64_t cols, const int64_t *grid,
                              int64_t n, int64_t *tokens);
@@ -81,6 +89,8 @@ struct vg_vit {
     void *stage;         /* pinned host staging for inputs and outputs */
     size_t stage_bytes;
     vg_bk_event *ev0, *ev1;
+    vg_vit_options opts; /* as given, for rebuilding the runner */
+    int64_t sizes[256];  /* a copy of opts.capture_sizes */
 };
 
 /* The inputs of one call, as vg_runner_run hands them to prepare. */

@@ -77,15 +77,8 @@ void vit_meta_fill(const vit_cfg *c, const int64_t *grid, int64_t n, int64_t rea
     cu_finish(cuw, nw, real, l);
 }
 
-vg_status vit_validate_input(const vit_cfg *c, int64_t rows, int64_t cols, const int64_t *grid,
-                             int64_t n, int64_t *tokens)
+vg_status vit_grid_tokens(const vit_cfg *c, const int64_t *grid, int64_t n, int64_t *tokens)
 {
-    if (rows <= 0) return vg_set_error(VG_ERR_INVALID_ARG, "vit: the input is empty (0 rows)");
-    if (cols != c->patch_dim)
-        return vg_set_error(VG_ERR_INVALID_ARG, "vit: pixel_values has %lld columns; this model "
-                                                "expects in_channels x temporal_patch x patch^2 = "
-                                                "%d x %d x %d^2 = %lld", (long long)cols, c->in_ch,
-                            c->tpatch, c->patch, (long long)c->patch_dim);
     if (!grid || n <= 0 || n > (1 << 20))
         return vg_set_error(VG_ERR_INVALID_ARG, "vit: grid_thw must hold 1 to %d rows (got %lld)",
                             1 << 20, (long long)n);
@@ -105,10 +98,46 @@ vg_status vit_validate_input(const vit_cfg *c, int64_t rows, int64_t cols, const
             return vg_set_error(VG_ERR_INVALID_ARG, "vit: grid_thw describes more than 2^30 patches");
         total += t * h * w;
     }
+    *tokens = total;
+    return VG_OK;
+}
+
+vg_status vit_validate_input(const vit_cfg *c, int64_t rows, int64_t cols, const int64_t *grid,
+                             int64_t n, int64_t *tokens)
+{
+    if (rows <= 0) return vg_set_error(VG_ERR_INVALID_ARG, "vit: the input is empty (0 rows)");
+    if (cols != c->patch_dim)
+        return vg_set_error(VG_ERR_INVALID_ARG, "vit: pixel_values has %lld columns; this model "
+                                                "expects in_channels x temporal_patch x patch^2 = "
+                                                "%d x %d x %d^2 = %lld", (long long)cols, c->in_ch,
+                            c->tpatch, c->patch, (long long)c->patch_dim);
+    int64_t total = 0;
+    vg_status st = vit_grid_tokens(c, grid, n, &total);
+    if (st != VG_OK) return st;
     if (total != rows)
         return vg_set_error(VG_ERR_INVALID_ARG, "vit: pixel_values has %lld rows, but grid_thw "
                                                 "describes sum(t x h x w) = %lld patches",
                             (long long)rows, (long long)total);
     *tokens = total;
     return VG_OK;
+}
+
+double vit_attention_flops(const vit_cfg *c, const int64_t *grid, int64_t n)
+{
+    /* per segment of L tokens: QKᵀ and PV, 2·L²·head_dim FLOPs each, per head */
+    double full = 0, win = 0;
+    const int ws = c->win_units, mg = c->merge;
+    for (int64_t g = 0; g < n; g++) {
+        int64_t t = grid[3 * g], lh = grid[3 * g + 1] / mg, lw = grid[3 * g + 2] / mg;
+        double frame = (double)(lh * lw * c->unit);
+        full += (double)t * frame * frame;
+        for (int64_t wh = 0; wh < lh; wh += ws)
+            for (int64_t ww = 0; ww < lw; ww += ws) {
+                double units = (double)((lh - wh < ws ? lh - wh : ws) * (lw - ww < ws ? lw - ww : ws));
+                win += (double)t * (units * c->unit) * (units * c->unit);
+            }
+    }
+    int nfull = 0;
+    for (int i = 0; i < c->depth; i++) nfull += c->fullatt[i];
+    return 4.0 * c->hidden * (nfull * full + (c->depth - nfull) * win);
 }
