@@ -125,6 +125,11 @@ vg_status vgc_op_attention(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const vo
         nseg < 1 || ld_qkv < 3 * hidden || ld_out < hidden || (rows && (!qkv || !out || !cu)))
         return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": attention: bad argument");
     if (!rows) return VG_OK;
+    if (!s->dev->simple_attention) {
+        vg_status st = vgc_attention_tc(s, t, qkv, ld_qkv, out, ld_out, (int)rows, heads, head_dim,
+                                        cu, nseg, scale);
+        if (st != VG_ERR_UNSUPPORTED) return st;
+    }
     switch (t) {
     case VG_DTYPE_F32: return launch<float>(s, qkv, ld_qkv, out, ld_out, (int)rows, heads, head_dim, cu, nseg, scale);
     case VG_DTYPE_BF16: return launch<vg_bf16>(s, qkv, ld_qkv, out, ld_out, (int)rows, heads, head_dim, cu, nseg, scale);

@@ -25,6 +25,7 @@ struct vgc_gemm_cache; /* gemm.cu */
 
 struct vg_bk_device {
     int index;
+    int simple_attention; /* VG_CUDA_ATTENTION=simple: the CUDA-core kernel for every dtype */
     cudaDeviceProp prop;
     cudaStream_t upload_stream; /* for graph uploads at instantiate */
     void *blas;                 /* cublasLtHandle_t (hipBLASLt or none under HIP) */
@@ -67,6 +68,12 @@ vg_status vgc_op_rotary_2d(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, int
                            int, int, const int32_t *, float);
 vg_status vgc_op_attention(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                            void *, int64_t, int64_t, int, int, const int32_t *, int, float);
+/* attention_tc.cu: tensor-core attention for BF16/F16; VG_ERR_UNSUPPORTED when the shape is
+ * not covered (no message: the caller falls back). */
+vg_status vgc_attention_tc_prepare(void);
+vg_status vgc_attention_tc(vg_bk_stream *s, vg_dtype t, const void *qkv, int64_t ld_qkv, void *out,
+                           int64_t ld_out, int rows, int heads, int hd, const int32_t *cu, int nseg,
+                           float scale);
 vg_status vgc_op_silu_mul(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                           void *, int64_t, int64_t, int64_t);
 vg_status vgc_op_convert(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, vg_dtype,

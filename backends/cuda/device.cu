@@ -78,7 +78,10 @@ extern "C" vg_status vgc_device_open(int index, vg_bk_device **out)
         free(dev);
         return st;
     }
-    st = vgc_gemm_device_init(dev);
+    const char *att = getenv("VG_CUDA_ATTENTION");
+    dev->simple_attention = att && strcmp(att, "simple") == 0;
+    st = vgc_attention_tc_prepare();
+    if (st == VG_OK) st = vgc_gemm_device_init(dev);
     if (st != VG_OK) {
         cudaStreamDestroy(dev->upload_stream);
         free(dev);
