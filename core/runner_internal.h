@@ -27,6 +27,7 @@ typedef struct graph_entry {
     uint64_t bytes; /* measured device memory of exec */
     uint64_t last_use;
     int warned;
+    int ran_eagerly; /* eager_first: the key's pieces ran once outside capture */
     int naddrs;
     const void *addrs[VG_RUNNER_MAX_ADDRS]; /* recorded at capture for the address check */
 } graph_entry;
@@ -60,6 +61,7 @@ struct vg_runner {
     int nsizes;
     uint64_t budget;
     int debug_addresses;
+    int eager_first;
     uint64_t op_capturable; /* capturable op mask of the device, 0 without graphs */
 
     /* Graphs only ever see the graph set, sized for the largest bucket. Eager calls above

@@ -503,6 +503,51 @@ static void test_above_threshold_keeps_graph_buffers(void **state)
     vg_runtime_close(rt);
 }
 
+static void test_eager_first(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_counting();
+    model m;
+    model_init(&m, rt);
+    vg_runner_options o;
+    vg_runner_options_init(&o);
+    o.mode = VG_MODE_FULL;
+    o.capture_sizes = k_sizes;
+    o.num_capture_sizes = 4;
+    o.eager_first = 1;
+    vg_runner *r = NULL, *eager = make_runner(&m, VG_MODE_NONE, 0, 0);
+    VG_CHECK(vg_runner_create(rt, &m.iface, &o, &r));
+    static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
+    for (int i = 0; i < 3; i++) {
+        call c;
+        make_call(&c, 30, 2, &g_seed);
+        vg_run_info info;
+        VG_CHECK(run_call(r, &m, &c, got, &info));
+        VG_CHECK(run_call(eager, &m, &c, want, NULL));
+        assert_same(got, want, 30 * C);
+        /* the first call runs eagerly and captures; the others replay */
+        assert_int_equal(info.path, i == 0 ? VG_RUN_EAGER : VG_RUN_FULL);
+        assert_int_equal(info.captures, i == 0 ? 1 : 0);
+    }
+    assert_int_equal(g_count.captured_gathers, 1);
+    /* warm-up runs each bucket eagerly on prepare(NULL) data, then captures it */
+    order ord = {.n = 0};
+    vg_batch_desc like = {.num_tokens = 0, .num_requests = 2};
+    VG_CHECK(vg_runner_warmup(r, &like, record_progress, &ord));
+    assert_int_equal(ord.n, 4);
+    for (int i = 0; i < 4; i++) assert_int_equal(ord.st[i], VG_OK);
+    call c;
+    make_call(&c, 60, 2, &g_seed);
+    vg_run_info info;
+    VG_CHECK(run_call(r, &m, &c, got, &info));
+    assert_int_equal(info.path, VG_RUN_FULL);
+    assert_int_equal(info.captures, 0);
+    vg_runner_destroy(r);
+    vg_runner_destroy(eager);
+    model_fini(&m);
+    vg_runtime_close(rt);
+}
+
 static void test_stats_text_and_json(void **state)
 {
     (void)state;
@@ -584,6 +629,7 @@ int main(void)
         cmocka_unit_test_setup(test_no_graphs_means_none, clean_env),
         cmocka_unit_test_setup(test_uncapturable_op_downgrades_full, clean_env),
         cmocka_unit_test_setup(test_above_threshold_keeps_graph_buffers, clean_env),
+        cmocka_unit_test_setup(test_eager_first, clean_env),
         cmocka_unit_test_setup(test_stats_text_and_json, clean_env),
         cmocka_unit_test_setup(test_bad_arguments, clean_env),
     };

@@ -130,9 +130,10 @@ static void check_case(const char *dir, const char *name, double tol)
                                   vg_graph_mode_name(k_modes[k]), set, call, e, tol);
                 assert_true(e <= tol);
                 if (k_modes[k] != VG_MODE_NONE) {
-                    assert_true(o.run.graph_launches > 0);
+                    /* the encoder runs a bucket's first call eagerly (tuning), then captures */
                     assert_true(o.run.padded_tokens > f.rows || set == 1);
-                    if (call == 1) assert_int_equal(o.run.captures, 0);
+                    assert_true(call == 0 ? o.run.captures > 0 : o.run.captures == 0);
+                    assert_true(call == 0 || o.run.graph_launches > 0);
                 }
                 vg_free(o.embeddings);
             }

@@ -1,7 +1,8 @@
 /* Tensor-core attention for BF16 and F16 (mma.sync m16n8k16, fp32 accumulation), the
  * flash-attention-2 scheme: a block of 4 warps owns 64 query rows of one head, each warp 16 of
- * them; key/value tiles of 64 rows are staged in shared memory; scores and the output stay in
- * registers, with an online softmax. Segment bounds come from cu_seqlens in device memory and
+ * them; key/value tiles of 64 rows are staged in shared memory, two stages deep with cp.async so
+ * the next tile loads while this one is used; scores and the output stay in registers, with an
+ * online softmax. Segment bounds come from cu_seqlens in device memory and
  * are applied per row as a mask, so one launch serves any segmentation (window or full). */
 #include "kernels.cuh"
 
@@ -72,6 +73,25 @@ __device__ __forceinline__ int tc_segment_of(const int32_t *cu, int nseg, int ro
     return lo;
 }
 
+/* Start copying `nrows` rows of HD elements into a shared tile of stride LDS with cp.async
+ * (16-byte vectors), zero-filling rows past nrows and columns past HD up to HDP. */
+template <typename T, int HD, int HDP, int LDS, int ROWS>
+__device__ __forceinline__ void load_tile_async(T *dst, const T *src, int64_t ld, int nrows)
+{
+    constexpr int VPR = HDP / 8;
+    for (int i = threadIdx.x; i < ROWS * VPR; i += TC_WARPS * 32) {
+        int r = i / VPR, v = i % VPR;
+        bool in = r < nrows && v * 8 < HD;
+        const T *g = in ? src + (int64_t)r * ld + v * 8 : src; /* any valid address when empty */
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst + r * LDS + v * 8)),
+                     "l"(g), "r"(in ? 16 : 0));
+    }
+    asm volatile("cp.async.commit_group;\n" ::);
+}
+
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
 /* Copy `nrows` rows of HD elements (16-byte vectors) from global into a shared tile of
  * stride LDS, zero-filling rows past nrows and columns past HD up to HDP. */
 template <typename T, int HD, int HDP, int LDS, int ROWS>
@@ -96,7 +116,8 @@ k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, i
     constexpr int KS = HDP / 16; /* k-steps of Q·Kᵀ */
     constexpr int NT = HDP / 8;  /* n-tiles of the output */
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    T *qs = (T *)smem_raw, *ks = qs + TC_BQ * LDS, *vs = ks + TC_BK * LDS;
+    /* Q, then two stages of [K tile, V tile] */
+    T *qs = (T *)smem_raw, *stages = qs + TC_BQ * LDS;
 
     const int h = blockIdx.y, hidden = heads * HD, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int row0 = blockIdx.x * TC_BQ, last = min(row0 + TC_BQ, rows) - 1;
@@ -125,13 +146,23 @@ k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, i
     for (int n = 0; n < NT; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
     float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 
-    for (int k0 = kbeg; k0 < kend; k0 += TC_BK) {
-        int nk = min(TC_BK, kend - k0);
-        __syncthreads(); /* the previous tile is no longer read */
+    auto issue = [&](int k0, int stage) {
         const T *base = qkv + (int64_t)k0 * ld_qkv + h * HD;
-        load_tile<T, HD, HDP, LDS, TC_BK>(ks, base + hidden, ld_qkv, nk);
-        load_tile<T, HD, HDP, LDS, TC_BK>(vs, base + 2 * hidden, ld_qkv, nk);
+        int nk = min(TC_BK, kend - k0);
+        T *kdst = stages + stage * 2 * TC_BK * LDS;
+        load_tile_async<T, HD, HDP, LDS, TC_BK>(kdst, base + hidden, ld_qkv, nk);
+        load_tile_async<T, HD, HDP, LDS, TC_BK>(kdst + TC_BK * LDS, base + 2 * hidden, ld_qkv, nk);
+    };
+    if (kbeg < kend) issue(kbeg, 0);
+    for (int k0 = kbeg, stage = 0; k0 < kend; k0 += TC_BK, stage ^= 1) {
+        if (k0 + TC_BK < kend) { /* prefetch the next tile into the other stage */
+            issue(k0 + TC_BK, stage ^ 1);
+            cp_async_wait<2>(); /* this tile's two groups are done; the next two may fly */
+        } else {
+            cp_async_wait<0>();
+        }
         __syncthreads();
+        const T *ks = stages + stage * 2 * TC_BK * LDS, *vs = ks + TC_BK * LDS;
 
         float s[TC_BK / 8][4];
         for (int n = 0; n < TC_BK / 8; n++) {
@@ -187,6 +218,7 @@ k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, i
                 mma16816<T>(o[n], a, b);
             }
         }
+        __syncthreads(); /* this stage is refilled two tiles from now */
     }
     for (int i = 0; i < 2; i++) { /* each quad of lanes holds partial sums of a row */
         l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
@@ -208,7 +240,7 @@ template <typename T, int HD>
 static size_t tc_smem_bytes()
 {
     constexpr int HDP = (HD + 15) / 16 * 16;
-    return (size_t)(TC_BQ + 2 * TC_BK) * (HDP + TC_PAD) * sizeof(T);
+    return (size_t)(TC_BQ + 4 * TC_BK) * (HDP + TC_PAD) * sizeof(T); /* Q, two K/V stages */
 }
 
 /* Raise the dynamic shared memory limit once per instantiation, at device open (never

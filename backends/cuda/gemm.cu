@@ -4,7 +4,13 @@
  * cuBLASLt's transposed A and our A as its B. Bias, GELU(tanh) and the residual (as beta·C) are
  * fused into cuBLASLt's epilogue where its order of operations matches ours; anything else runs
  * in one extra elementwise kernel. Descriptors and the chosen algorithm are cached per shape,
- * per stream (a stream is used by one thread, so the cache needs no lock). */
+ * per stream (a stream is used by one thread, so the cache needs no lock).
+ *
+ * Choosing the algorithm: cuBLASLt's first heuristic pick is often poor for the skinny shapes
+ * of small batches (too few tiles to fill the GPU). When a plan is built on a stream that is not
+ * capturing, up to VGC_GEMM_CANDIDATES candidates are timed on the real operands, writing a
+ * scratch output, and the fastest is kept. During capture nothing can run, so the heuristic's
+ * first pick is used; vg's runner runs a key eagerly before capturing it so plans are tuned. */
 #include <cublasLt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +19,7 @@
 
 #define VGC_GEMM_WORKSPACE (32u << 20)
 #define VGC_GEMM_CACHE 64
+#define VGC_GEMM_CANDIDATES 8
 
 typedef struct gemm_key {
     int64_t m, n, k, lda, ldb, ldc, ldr;
@@ -110,7 +117,53 @@ static int32_t align_of(const void *p, int64_t ld, size_t elem)
     return r;
 }
 
-static vg_status plan_build(vg_bk_stream *s, gemm_plan *p, const gemm_key *k)
+/* Time each candidate (one warm-up, three timed runs) into a scratch output and keep the
+ * fastest. Only outside capture; any failure leaves the heuristic's pick. */
+static void tune(vg_bk_stream *s, gemm_plan *p, const cublasLtMatmulHeuristicResult_t *res, int n,
+                 const vg_gemm_args *a)
+{
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s->s, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) {
+        (void)cudaGetLastError();
+        return;
+    }
+    size_t bytes = (size_t)a->m * (size_t)a->ldc * (a->dtype_c == VG_DTYPE_F32 ? 4 : 2);
+    void *scratch = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    if (cudaMalloc(&scratch, bytes) != cudaSuccess || cudaEventCreate(&e0) != cudaSuccess ||
+        cudaEventCreate(&e1) != cudaSuccess) {
+        (void)cudaGetLastError();
+        if (scratch) cudaFree(scratch);
+        if (e0) cudaEventDestroy(e0);
+        return;
+    }
+    float alpha = a->alpha, beta = p->key.beta ? 1.0f : 0.0f, best = 1e30f;
+    const void *cptr = p->key.beta ? a->residual : scratch;
+    if (p->key.epilogue == CUBLASLT_EPILOGUE_BIAS || p->key.epilogue == CUBLASLT_EPILOGUE_GELU_BIAS)
+        cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a->bias, sizeof a->bias);
+    for (int i = 0; i < n; i++) {
+        cublasLtHandle_t h = (cublasLtHandle_t)s->dev->blas;
+        int ok = 1;
+        for (int rep = 0; rep < 4 && ok; rep++) {
+            if (rep == 1) cudaEventRecord(e0, s->s);
+            ok = cublasLtMatmul(h, p->desc, &alpha, a->b, p->la, a->a, p->lb, &beta, cptr, p->lc,
+                                scratch, p->ld, &res[i].algo, s->gemm_workspace,
+                                s->gemm_workspace_bytes, s->s) == CUBLAS_STATUS_SUCCESS;
+        }
+        float ms = 0;
+        if (ok && cudaEventRecord(e1, s->s) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
+            cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess && ms < best) {
+            best = ms;
+            p->algo = res[i].algo;
+        }
+    }
+    (void)cudaGetLastError();
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaFree(scratch); /* the stream is synchronised: nothing still writes it */
+}
+
+static vg_status plan_build(vg_bk_stream *s, gemm_plan *p, const gemm_key *k, const vg_gemm_args *a)
 {
     memset(p, 0, sizeof *p);
     p->key = *k;
@@ -137,21 +190,23 @@ static vg_status plan_build(vg_bk_stream *s, gemm_plan *p, const gemm_key *k)
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ab, sizeof ab);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ac, sizeof ac);
     cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ad, sizeof ad);
-    cublasLtMatmulHeuristicResult_t res;
+    cublasLtMatmulHeuristicResult_t res[VGC_GEMM_CANDIDATES];
     int found = 0;
     cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)s->dev->blas, p->desc,
-                                                       p->la, p->lb, p->lc, p->ld, pref, 1, &res, &found);
+                                                       p->la, p->lb, p->lc, p->ld, pref,
+                                                       VGC_GEMM_CANDIDATES, res, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     if (st != CUBLAS_STATUS_SUCCESS) return lt_fail(st, "cublasLtMatmulAlgoGetHeuristic");
     if (found < 1)
         return VGC_ERR(VG_ERR_UNSUPPORTED, "cuda: cuBLASLt has no algorithm for gemm m=%lld n=%lld "
                        "k=%lld dtypes %d/%d", (long long)k->m, (long long)k->n, (long long)k->k,
                        k->dtype_ab, k->dtype_c);
-    p->algo = res.algo;
+    p->algo = res[0].algo;
+    if (found > 1) tune(s, p, res, found, a);
     return VG_OK;
 }
 
-static vg_status plan_get(vg_bk_stream *s, const gemm_key *k, gemm_plan **out)
+static vg_status plan_get(vg_bk_stream *s, const gemm_key *k, const vg_gemm_args *a, gemm_plan **out)
 {
     struct vgc_gemm_cache *c = s->gemm_cache;
     gemm_plan *victim = &c->plans[0];
@@ -166,7 +221,7 @@ static vg_status plan_get(vg_bk_stream *s, const gemm_key *k, gemm_plan **out)
         if (!p->valid || (victim->valid && p->last_use < victim->last_use)) victim = p;
     }
     plan_release(victim);
-    vg_status st = plan_build(s, victim, k);
+    vg_status st = plan_build(s, victim, k, a);
     if (st != VG_OK) {
         plan_release(victim);
         return st;
@@ -210,7 +265,7 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
     k.align_c = align_of(a->c, a->ldc, ec);
     k.align_r = lt_residual ? align_of(a->residual, a->ldr, ec) : k.align_c;
     gemm_plan *p = NULL;
-    vg_status st = plan_get(s, &k, &p);
+    vg_status st = plan_get(s, &k, a, &p);
     if (st != VG_OK) return st;
     if (lt_bias)
         LT_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,

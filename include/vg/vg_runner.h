@@ -65,7 +65,8 @@ typedef struct vg_model_iface {
     vg_status (*reserve)(void *model, vg_runner *runner, const vg_batch_desc *padded);
     /* Before each call, outside any graph: copy `inputs` into runner buffers, make the padding
      * rows (real->num_tokens .. padded->num_tokens) harmless, and refresh per-request device
-     * data (segment bounds, positions, permutations). */
+     * data (segment bounds, positions, permutations). With eager_first, warm-up calls it with
+     * inputs == NULL: any valid call will do. */
     vg_status (*prepare)(void *model, vg_runner *runner, const vg_batch_desc *real,
                          const vg_batch_desc *padded, vg_bk_stream *stream, const void *inputs);
     /* Optional, for the address check (VG_DEBUG_ADDRESSES=1): the device addresses the pieces
@@ -98,6 +99,11 @@ typedef struct vg_runner_options {
     uint64_t graph_memory_budget; /* bytes of graph memory before LRU eviction; 0: unlimited */
     vg_bk_stream *stream;        /* NULL: the runner creates and owns one */
     int debug_addresses;         /* -1: from VG_DEBUG_ADDRESSES; 0 off; 1 on */
+    /* Run a key's pieces eagerly once before capturing them (the first call of a bucket is
+     * served eagerly, then captured), so backends can tune kernels and allocate lazily outside
+     * capture. During warm-up the model's prepare then receives inputs == NULL and must fill
+     * its buffers with any valid call. */
+    int eager_first;
 } vg_runner_options;
 
 VG_API void vg_runner_options_init(vg_runner_options *opts);
