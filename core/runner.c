@@ -160,10 +160,10 @@ vg_status vg_runner_create(vg_runtime *rt, const vg_model_iface *model,
     if (st != VG_OK) return st;
     vg_runner *r = calloc(1, sizeof *r);
     if (!r) return vg_set_error(VG_ERR_OUT_OF_MEMORY, "vg_runner_create: out of memory");
+    r->model = *model;
     r->rt = rt;
     r->b = vg_runtime_iface(rt);
     r->dev = vg_runtime_device(rt);
-    r->model = *model;
     r->mode_requested = opts->mode;
     r->budget = opts->graph_memory_budget;
     r->debug_addresses = opts->debug_addresses >= 0 ? opts->debug_addresses
@@ -172,6 +172,13 @@ vg_status vg_runner_create(vg_runtime *rt, const vg_model_iface *model,
     r->active = r->graph_set;
     pthread_mutex_init(&r->stats_lock, NULL);
     st = set_sizes(r, opts);
+    if (st == VG_OK && opts->profile_pieces) {
+        r->piece_ms = calloc((size_t)model->num_pieces, sizeof *r->piece_ms);
+        r->piece_events = calloc((size_t)model->num_pieces + 1, sizeof *r->piece_events);
+        if (!r->piece_ms || !r->piece_events) st = vg_set_error(VG_ERR_OUT_OF_MEMORY, "vg_runner_create: out of memory");
+        for (int i = 0; st == VG_OK && i <= model->num_pieces; i++)
+            st = r->b->event_create(r->dev, &r->piece_events[i]);
+    }
     if (st == VG_OK) {
         r->stats = calloc((size_t)r->nsizes + 1, sizeof *r->stats);
         if (!r->stats) st = vg_set_error(VG_ERR_OUT_OF_MEMORY, "vg_runner_create: out of memory");
@@ -234,6 +241,10 @@ vg_status vg_runner_destroy(vg_runner *r)
     free_set(r, r->graph_set);
     free_set(r, r->overflow_set);
     if (r->owns_stream) r->b->stream_destroy(r->dev, r->stream);
+    for (int i = 0; r->piece_events && i <= r->model.num_pieces; i++)
+        if (r->piece_events[i]) r->b->event_destroy(r->dev, r->piece_events[i]);
+    free(r->piece_events);
+    free(r->piece_ms);
     pthread_mutex_destroy(&r->stats_lock);
     free(r->stats);
     free(r->sizes);
@@ -335,10 +346,14 @@ vg_graph_mode vg_runner_mode(const vg_runner *r) { return r ? r->mode : VG_MODE_
 
 /* ---- capture --------------------------------------------------------------------------------------- */
 
-static vg_status run_pieces(vg_runner *r, const vg_batch_desc *padded, int first, int last)
+/* Eager (timed = 1) or while capturing (timed = 0): events cannot be recorded in a capture. */
+static vg_status run_pieces_impl(vg_runner *r, const vg_batch_desc *padded, int first, int last,
+                                 int timed)
 {
+    timed = timed && r->piece_events;
     for (int i = first; i <= last; i++) {
         const vg_piece *p = &r->model.pieces[i];
+        if (timed) r->b->event_record(r->dev, r->piece_events[i], r->stream);
         vg_error_clear();
         vg_status st = p->run(r->model.model, r, p, padded, r->stream);
         if (st != VG_OK) {
@@ -346,7 +361,35 @@ static vg_status run_pieces(vg_runner *r, const vg_batch_desc *padded, int first
             return vg_error_prefix("runner: piece '%s': ", p->name ? p->name : "?");
         }
     }
+    if (timed) {
+        r->b->event_record(r->dev, r->piece_events[last + 1], r->stream);
+        r->b->event_sync(r->dev, r->piece_events[last + 1]);
+        for (int i = first; i <= last; i++) {
+            float ms = 0;
+            if (r->b->event_elapsed_ms(r->dev, r->piece_events[i], r->piece_events[i + 1], &ms) == VG_OK)
+                r->piece_ms[i] += ms;
+        }
+    }
     return VG_OK;
+}
+
+static vg_status run_pieces(vg_runner *r, const vg_batch_desc *padded, int first, int last)
+{
+    return run_pieces_impl(r, padded, first, last, 1);
+}
+
+const char *vg_runner_piece_name(const vg_runner *r, int i, int64_t *arg)
+{
+    if (!r || i < 0 || i >= r->model.num_pieces) return NULL;
+    if (arg) *arg = r->model.pieces[i].arg;
+    return r->model.pieces[i].name ? r->model.pieces[i].name : "?";
+}
+
+int vg_runner_piece_times(vg_runner *r, double *ms, int max)
+{
+    if (!r) return 0;
+    for (int i = 0; ms && r->piece_ms && i < r->model.num_pieces && i < max; i++) ms[i] = r->piece_ms[i];
+    return r->model.num_pieces;
 }
 
 static int record_addresses(vg_runner *r, const void **out)
@@ -404,7 +447,7 @@ static vg_status capture(vg_runner *r, graph_entry *e, double *ms)
     vg_bk_graph *graph = NULL;
     vg_status st = r->b->capture_begin(r->dev, r->stream);
     if (st == VG_OK) {
-        vg_status run_st = run_pieces(r, &e->key, e->first, e->last);
+        vg_status run_st = run_pieces_impl(r, &e->key, e->first, e->last, 0);
         char why[1024];
         snprintf(why, sizeof why, "%s", vg_last_error());
         st = r->b->capture_end(r->dev, r->stream, &graph); /* always end, also after a failure */

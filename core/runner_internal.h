@@ -62,6 +62,8 @@ struct vg_runner {
     uint64_t budget;
     int debug_addresses;
     int eager_first;
+    vg_bk_event **piece_events; /* profile_pieces: num_pieces + 1 events */
+    double *piece_ms;
     uint64_t op_capturable; /* capturable op mask of the device, 0 without graphs */
 
     /* Graphs only ever see the graph set, sized for the largest bucket. Eager calls above

@@ -7,10 +7,10 @@ set -euo pipefail
 build=${1:?usage: profile-vit.sh BUILD_DIR [SIZE]}
 size=${2:-224}
 csv=$(mktemp)
-# --iters 1: three warm-up calls and one timed; skip the first call (cuBLASLt planning).
+# --iters 2: past the first calls (cuBLASLt planning and tuning), one whole eager forward.
 ncu --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
-    --launch-skip 400 --launch-count 400 \
-    "$build/bin/vg" vit bench --sizes "$size" --iters 1 >"$csv" 2>/dev/null || true
+    --launch-skip 1500 --launch-count 330 \
+    "$build/bin/vg" vit bench --sizes "$size" --iters 2 >"$csv" 2>/dev/null || true
 python3 - "$csv" <<'PY'
 import csv, sys, collections
 rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]

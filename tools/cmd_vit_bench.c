@@ -14,7 +14,7 @@
 static const char k_help[] =
     "usage: vg vit bench [--config qwen2.5-vl-7b | --model DIR] [--sizes 224,448,896]\n"
     "           [--iters N] [--mode full|piecewise|full_and_piecewise] [--backend B]\n"
-    "           [--dtype bf16|f16|f32] [--peer PEER.jsonl] [--json] [--plot FILE.svg]\n"
+    "           [--dtype bf16|f16|f32] [--peer PEER.jsonl] [--json] [--plot FILE.svg] [--pieces]\n"
     "\n"
     "Sizes are square image sides in pixels (224) or patch counts with a 't' suffix (1024t).\n"
     "For each size: eager and graph latency (median, p10, p90 of --iters runs, device events,\n"
@@ -22,7 +22,9 @@ static const char k_help[] =
     "achieved TFLOP/s (GEMMs and attention). Then the graph memory of a 16-bucket warm-up.\n"
     "--config builds the model with deterministic synthetic weights (no download);\n"
     "--peer reads the JSON lines of the PyTorch peer measured in the same session and prints\n"
-    "it beside vg, with the ratio. Defaults: qwen2.5-vl-7b, BF16, 30 iterations, mode full.\n";
+    "it beside vg, with the ratio. --pieces times every piece of the eager runs with device\n"
+    "events and prints where the time goes. Defaults: qwen2.5-vl-7b, BF16, 30 iterations,\n"
+    "mode full.\n";
 
 #define MAX_SIZES 32
 
@@ -39,7 +41,7 @@ typedef struct bench_args {
     const char *config, *model, *backend, *peer, *plot;
     vg_graph_mode mode;
     vg_dtype dtype;
-    int iters, json, nsizes;
+    int iters, json, nsizes, pieces;
     int64_t side_patches[MAX_SIZES];
     int side_px[MAX_SIZES];
 } bench_args;
@@ -79,6 +81,7 @@ static int parse_args(int argc, char **argv, bench_args *a)
         const char *k = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
         if (!strcmp(k, "--json")) a->json = 1;
+        else if (!strcmp(k, "--pieces")) a->pieces = 1;
         else if (!v) return vg_cli_fail("vit", "option '%s' needs a value or is unknown", k);
         else if (!strcmp(k, "--config")) a->config = v, a->model = NULL, i++;
         else if (!strcmp(k, "--model")) a->model = v, i++;
@@ -270,6 +273,37 @@ static int report(const bench_args *a, vg_runtime *rt, const vg_vit_info *info, 
     return 0;
 }
 
+/* Per-piece device time of the eager runs of one size, grouped by piece name. */
+static void print_pieces(vg_vit *v, int64_t patches, int calls)
+{
+    vg_runner *r = vg_vit_runner(v);
+    int n = vg_runner_piece_times(r, NULL, 0);
+    double *ms = calloc((size_t)n, sizeof *ms);
+    if (!ms) return;
+    vg_runner_piece_times(r, ms, n);
+    double total = 0;
+    for (int i = 0; i < n; i++) total += ms[i] / calls;
+    printf("pieces of an eager forward at %lld patches (%d calls): %.3f ms\n", (long long)patches, calls, total);
+    for (int i = 0; i < n; i++) { /* the first piece of each name prints its group */
+        int64_t arg;
+        const char *name = vg_runner_piece_name(r, i, &arg);
+        int first = 1;
+        for (int j = 0; j < i; j++) first &= strcmp(vg_runner_piece_name(r, j, NULL), name) != 0;
+        if (!first) continue;
+        double sum = 0, worst = 0;
+        int count = 0;
+        int64_t worst_arg = 0;
+        for (int j = 0; j < n; j++) {
+            if (strcmp(vg_runner_piece_name(r, j, &arg), name)) continue;
+            sum += ms[j] / calls, count++;
+            if (ms[j] / calls > worst) worst = ms[j] / calls, worst_arg = arg;
+        }
+        printf("  %-14s %3dx %8.3f ms %5.1f%%   slowest: #%lld %.3f ms\n", name, count, sum,
+               100 * sum / total, (long long)worst_arg, worst);
+    }
+    free(ms);
+}
+
 static double free_mib(vg_runtime *rt)
 {
     vg_device_info d = {.struct_size = sizeof d};
@@ -295,6 +329,7 @@ int vg_vit_bench(int argc, char **argv)
     vg_vit_options_init(&o);
     o.mode = VG_MODE_NONE;
     o.compute_dtype = a.dtype;
+    o.profile_pieces = a.pieces;
     vg_vit *v = NULL;
     vg_status st = a.model ? vg_vit_load(rt, a.model, &o, &v)
                            : vg_vit_create_synthetic(rt, a.config, 1234, a.dtype, &o, &v);
@@ -306,7 +341,7 @@ int vg_vit_bench(int argc, char **argv)
     vg_vit_get_info(v, &info);
     row rows[MAX_SIZES];
     memset(rows, 0, sizeof rows);
-    int64_t max_patches = 0;
+    int64_t max_patches = 1024; /* the 16-bucket warm-up encodes 1024 patches */
     for (int i = 0; i < a.nsizes; i++) {
         rows[i].side = a.side_px[i];
         rows[i].patches = a.side_patches[i] * a.side_patches[i];
@@ -330,8 +365,11 @@ int vg_vit_bench(int argc, char **argv)
     for (int i = 0; i < a.nsizes && st == VG_OK; i++) {
         int64_t grid[3] = {1, a.side_patches[i], a.side_patches[i]};
         st = vg_vit_flops(v, grid, 1, &rows[i].flops);
+        if (st == VG_OK && a.pieces) st = vg_vit_reconfigure(v, &o); /* fresh piece totals */
         if (st == VG_OK) st = time_calls(v, pixels, rows[i].patches, grid, a.iters, &rows[i].eager, NULL);
+        if (st == VG_OK && a.pieces) print_pieces(v, rows[i].patches, a.iters + 3);
     }
+    o.profile_pieces = 0;
     int64_t sizes[MAX_SIZES];
     for (int i = 0; i < a.nsizes; i++) sizes[i] = rows[i].patches;
     for (int i = 0; i < a.nsizes; i++) /* ascending, unique */

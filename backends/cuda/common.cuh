@@ -26,6 +26,7 @@ struct vgc_gemm_cache; /* gemm.cu */
 struct vg_bk_device {
     int index;
     int simple_attention; /* VG_CUDA_ATTENTION=simple: the CUDA-core kernel for every dtype */
+    int gemm_tune;        /* VG_CUDA_GEMM_TUNE=0 keeps cuBLASLt's first heuristic pick */
     cudaDeviceProp prop;
     cudaStream_t upload_stream; /* for graph uploads at instantiate */
     void *blas;                 /* cublasLtHandle_t (hipBLASLt or none under HIP) */

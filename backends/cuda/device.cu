@@ -80,6 +80,8 @@ extern "C" vg_status vgc_device_open(int index, vg_bk_device **out)
     }
     const char *att = getenv("VG_CUDA_ATTENTION");
     dev->simple_attention = att && strcmp(att, "simple") == 0;
+    const char *tune = getenv("VG_CUDA_GEMM_TUNE");
+    dev->gemm_tune = !(tune && strcmp(tune, "0") == 0);
     st = vgc_attention_tc_prepare();
     if (st == VG_OK) st = vgc_gemm_device_init(dev);
     if (st != VG_OK) {

@@ -2,23 +2,37 @@
  * Attention lives in attention.cu. Every kernel accumulates in fp32. */
 #include "kernels.cuh"
 
-/* One warp per row: no block barriers; statistics in fp32 with warp shuffles. */
-template <typename T>
+/* Up to 16 bytes of T at once: loads and stores of V consecutive elements. */
+template <typename T, int V> struct vec { T v[V]; };
+
+/* One warp per row, 16-byte vectors when the row allows (VEC > 1): no block barriers;
+ * statistics in fp32 with warp shuffles. */
+template <typename T, int VEC>
 __global__ void k_rmsnorm(const T *x, const T *w, T *out, int rows, int cols, float eps)
 {
-    int lane = threadIdx.x % 32;
+    typedef vec<T, VEC> V;
+    int lane = threadIdx.x % 32, nv = cols / VEC;
     for (int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; r < rows;
          r += gridDim.x * (blockDim.x / 32)) {
-        const T *xr = x + (int64_t)r * cols;
-        T *orow = out + (int64_t)r * cols;
+        const V *xr = (const V *)(x + (int64_t)r * cols);
+        V *orow = (V *)(out + (int64_t)r * cols);
         float ss = 0.0f;
-        for (int c = lane; c < cols; c += 32) {
-            float v = vgk_to_f(xr[c]);
-            ss += v * v;
+        for (int c = lane; c < nv; c += 32) {
+            V a = xr[c];
+#pragma unroll
+            for (int e = 0; e < VEC; e++) {
+                float v = vgk_to_f(a.v[e]);
+                ss += v * v;
+            }
         }
         for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
         float inv = rsqrtf(ss / (float)cols + eps);
-        for (int c = lane; c < cols; c += 32) orow[c] = vgk_from_f<T>(vgk_to_f(w[c]) * (vgk_to_f(xr[c]) * inv));
+        for (int c = lane; c < nv; c += 32) {
+            V a = xr[c], g = ((const V *)w)[c], o;
+#pragma unroll
+            for (int e = 0; e < VEC; e++) o.v[e] = vgk_from_f<T>(vgk_to_f(g.v[e]) * (vgk_to_f(a.v[e]) * inv));
+            orow[c] = o;
+        }
     }
 }
 
@@ -29,29 +43,42 @@ vg_status vgc_op_rmsnorm(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void
         return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": rmsnorm: bad argument");
     if (!rows) return VG_OK;
     unsigned blocks = (unsigned)((rows + 7) / 8 < 65535 * 4 ? (rows + 7) / 8 : 65535 * 4);
-    VGK_FLOAT_DISPATCH(t, T, k_rmsnorm<T><<<blocks, 256, 0, s->s>>>(
-                                 (const T *)x, (const T *)w, (T *)out, (int)rows, (int)cols, eps));
+    int elem = t == VG_DTYPE_F32 ? 4 : 2, vecn = 16 / elem;
+    int vec_ok = cols % vecn == 0 && ((uintptr_t)x | (uintptr_t)w | (uintptr_t)out) % 16 == 0;
+    if (vec_ok && t == VG_DTYPE_F32)
+        k_rmsnorm<float, 4><<<blocks, 256, 0, s->s>>>((const float *)x, (const float *)w, (float *)out, (int)rows, (int)cols, eps);
+    else if (vec_ok && t == VG_DTYPE_BF16)
+        k_rmsnorm<vg_bf16, 8><<<blocks, 256, 0, s->s>>>((const vg_bf16 *)x, (const vg_bf16 *)w, (vg_bf16 *)out, (int)rows, (int)cols, eps);
+    else if (vec_ok)
+        k_rmsnorm<vg_f16, 8><<<blocks, 256, 0, s->s>>>((const vg_f16 *)x, (const vg_f16 *)w, (vg_f16 *)out, (int)rows, (int)cols, eps);
+    else
+        VGK_FLOAT_DISPATCH(t, T, k_rmsnorm<T, 1><<<blocks, 256, 0, s->s>>>(
+                                     (const T *)x, (const T *)w, (T *)out, (int)rows, (int)cols, eps));
     VGC_CHECK_LAUNCH("rmsnorm");
     return VG_OK;
 }
 
-/* One thread per (row, i < half): the angle's sine and cosine are computed once and applied to
- * the pair (i, i + half) of every head slice of the row. */
+/* A block per row: its half sine/cosine pairs are computed once into shared memory, then the
+ * block rotates every (head, i) pair of the row with coalesced accesses. */
 template <typename T>
 __global__ void k_rotary_2d(T *x, int64_t ld, int rows, int heads, int head_dim, const int32_t *pos,
                             float log2_theta)
 {
+    extern __shared__ float cs[]; /* [half] cosines, then [half] sines */
     int half = head_dim / 2, quarter = head_dim / 4;
-    int64_t total = (int64_t)rows * half;
-    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < total;
-         t += (int64_t)gridDim.x * blockDim.x) {
-        int r = (int)(t / half), i = (int)(t - (int64_t)r * half);
-        int j = i < quarter ? i : i - quarter;
-        float p = (float)pos[2 * r + (i < quarter ? 0 : 1)];
-        float sn, c;
-        sincosf(p * exp2f(-log2_theta * (float)(2 * j) / (float)half), &sn, &c);
-        T *base = x + (int64_t)r * ld + i;
-        for (int h = 0; h < heads; h++, base += head_dim) {
+    for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+        __syncthreads(); /* the previous row's table is no longer read */
+        for (int i = threadIdx.x; i < half; i += blockDim.x) {
+            int j = i < quarter ? i : i - quarter;
+            float p = (float)pos[2 * r + (i < quarter ? 0 : 1)];
+            sincosf(p * exp2f(-log2_theta * (float)(2 * j) / (float)half), &cs[half + i], &cs[i]);
+        }
+        __syncthreads();
+        T *row = x + (int64_t)r * ld;
+        for (int t = threadIdx.x; t < heads * half; t += blockDim.x) {
+            int h = t / half, i = t - h * half;
+            T *base = row + h * head_dim + i;
+            float c = cs[i], sn = cs[half + i];
             float x0 = vgk_to_f(base[0]), x1 = vgk_to_f(base[half]);
             base[0] = vgk_from_f<T>(x0 * c - x1 * sn);
             base[half] = vgk_from_f<T>(x1 * c + x0 * sn);
@@ -67,23 +94,30 @@ vg_status vgc_op_rotary_2d(vg_bk_device *, vg_bk_stream *s, vg_dtype t, void *x,
         return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": rotary_2d: bad argument (head_dim "
                                            "must be a multiple of 4)");
     if (!rows) return VG_OK;
-    size_t total = (size_t)rows * (size_t)(head_dim / 2);
-    VGK_FLOAT_DISPATCH(t, T, k_rotary_2d<T><<<vgk_blocks(total), 256, 0, s->s>>>(
+    unsigned blocks = (unsigned)(rows < 65535 * 8 ? rows : 65535 * 8);
+    size_t smem = (size_t)head_dim * sizeof(float);
+    VGK_FLOAT_DISPATCH(t, T, k_rotary_2d<T><<<blocks, 256, smem, s->s>>>(
                                  (T *)x, ld, (int)rows, heads, head_dim, pos, log2f(theta)));
     VGC_CHECK_LAUNCH("rotary_2d");
     return VG_OK;
 }
 
-/* Rows across blocks, columns across threads: no per-element division. */
-template <typename T>
+/* Rows across blocks, columns across threads (VEC at a time): no per-element division. */
+template <typename T, int VEC>
 __global__ void k_silu_mul(const T *in, int64_t ld_in, T *out, int64_t ld_out, int rows, int cols)
 {
+    typedef vec<T, VEC> V;
     for (int r = blockIdx.x; r < rows; r += gridDim.x) {
-        const T *g = in + (int64_t)r * ld_in, *u = g + cols;
-        T *o = out + (int64_t)r * ld_out;
-        for (int c = threadIdx.x; c < cols; c += blockDim.x) {
-            float gv = vgk_to_f(g[c]);
-            o[c] = vgk_from_f<T>(gv / (1.0f + __expf(-gv)) * vgk_to_f(u[c]));
+        const V *g = (const V *)(in + (int64_t)r * ld_in), *u = (const V *)(in + (int64_t)r * ld_in + cols);
+        V *o = (V *)(out + (int64_t)r * ld_out);
+        for (int c = threadIdx.x; c < cols / VEC; c += blockDim.x) {
+            V gv = g[c], uv = u[c], ov;
+#pragma unroll
+            for (int e = 0; e < VEC; e++) {
+                float x = vgk_to_f(gv.v[e]);
+                ov.v[e] = vgk_from_f<T>(x / (1.0f + __expf(-x)) * vgk_to_f(uv.v[e]));
+            }
+            o[c] = ov;
         }
     }
 }
@@ -96,8 +130,18 @@ vg_status vgc_op_silu_mul(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const voi
         return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": silu_mul: bad argument");
     if (!rows) return VG_OK;
     unsigned blocks = (unsigned)(rows < 65535 * 8 ? rows : 65535 * 8);
-    VGK_FLOAT_DISPATCH(t, T, k_silu_mul<T><<<blocks, 256, 0, s->s>>>(
-                                 (const T *)in, ld_in, (T *)out, ld_out, (int)rows, (int)cols));
+    int elem = t == VG_DTYPE_F32 ? 4 : 2, vecn = 16 / elem;
+    int vec_ok = cols % vecn == 0 && ld_in % vecn == 0 && ld_out % vecn == 0 &&
+                 ((uintptr_t)in | (uintptr_t)out) % 16 == 0;
+    if (vec_ok && t == VG_DTYPE_F32)
+        k_silu_mul<float, 4><<<blocks, 256, 0, s->s>>>((const float *)in, ld_in, (float *)out, ld_out, (int)rows, (int)cols);
+    else if (vec_ok && t == VG_DTYPE_BF16)
+        k_silu_mul<vg_bf16, 8><<<blocks, 256, 0, s->s>>>((const vg_bf16 *)in, ld_in, (vg_bf16 *)out, ld_out, (int)rows, (int)cols);
+    else if (vec_ok)
+        k_silu_mul<vg_f16, 8><<<blocks, 256, 0, s->s>>>((const vg_f16 *)in, ld_in, (vg_f16 *)out, ld_out, (int)rows, (int)cols);
+    else
+        VGK_FLOAT_DISPATCH(t, T, k_silu_mul<T, 1><<<blocks, 256, 0, s->s>>>(
+                                     (const T *)in, ld_in, (T *)out, ld_out, (int)rows, (int)cols));
     VGC_CHECK_LAUNCH("silu_mul");
     return VG_OK;
 }

@@ -104,6 +104,9 @@ typedef struct vg_runner_options {
      * capture. During warm-up the model's prepare then receives inputs == NULL and must fill
      * its buffers with any valid call. */
     int eager_first;
+    /* Time every piece of eager runs with device events (a synchronisation per call: for
+     * profiling, not for serving). Read with vg_runner_piece_times. */
+    int profile_pieces;
 } vg_runner_options;
 
 VG_API void vg_runner_options_init(vg_runner_options *opts);
@@ -190,6 +193,12 @@ VG_API int vg_runner_stats(vg_runner *r, vg_bucket_stats *out, int max, vg_bucke
 VG_API vg_status vg_runner_stats_text(vg_runner *r, char **out);
 VG_API vg_status vg_runner_stats_json(vg_runner *r, char **out);
 VG_API void vg_free(void *p);
+
+/* With profile_pieces: device milliseconds spent in each piece over all eager runs so far
+ * (ms[i] for piece i, at most max). Returns the number of pieces. */
+VG_API int vg_runner_piece_times(vg_runner *r, double *ms, int max);
+/* Name and arg of piece i (NULL for an index out of range). */
+VG_API const char *vg_runner_piece_name(const vg_runner *r, int i, int64_t *arg);
 
 #ifdef __cplusplus
 }

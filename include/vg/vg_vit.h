@@ -24,6 +24,7 @@ typedef struct vg_vit_options {
     int64_t max_capture_size;      /* 0: the largest capture size */
     int warmup;                    /* capture every bucket at load time */
     vg_dtype compute_dtype;        /* VG_DTYPE_COUNT_ (default): the checkpoint's dtype */
+    int profile_pieces;            /* time each piece of eager runs (vg_runner_piece_times) */
 } vg_vit_options;
 
 typedef struct vg_vit_info {

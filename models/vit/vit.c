@@ -38,6 +38,7 @@ static vg_status make_runner(vg_vit *m)
     ro.num_capture_sizes = m->opts.num_capture_sizes;
     ro.max_capture_size = m->opts.max_capture_size;
     ro.eager_first = 1; /* GEMM plans get tuned on the first call of each bucket */
+    ro.profile_pieces = m->opts.profile_pieces;
     vg_status st = vg_runner_create(m->rt, &m->iface, &ro, &m->runner);
     if (st == VG_OK && m->opts.warmup) {
         vg_batch_desc like = {.num_tokens = 0};
