@@ -133,8 +133,10 @@ static void read_peer(const char *path, row *rows, int n)
     fclose(fp);
 }
 
+/* Time `iters` calls after three warm-up calls (capture, tuning, caches). With piece timing
+ * on, warm_pieces receives the per-piece totals after the warm-up, to be subtracted. */
 static vg_status time_calls(vg_vit *v, const float *pixels, int64_t patches, const int64_t *grid,
-                            int iters, vg_sample_stats *out, double *first_ms)
+                            int iters, vg_sample_stats *out, double *warm_pieces)
 {
     double *x = calloc((size_t)iters, sizeof *x);
     if (!x) return VG_ERR_OUT_OF_MEMORY;
@@ -143,7 +145,7 @@ static vg_status time_calls(vg_vit *v, const float *pixels, int64_t patches, con
         vg_vit_output o;
         st = vg_vit_encode(v, pixels, VG_DTYPE_F32, patches, 1176, grid, 1, &o);
         if (st != VG_OK) break;
-        if (i == -3 && first_ms) *first_ms = o.total_ms;
+        if (i == -1 && warm_pieces) vg_runner_piece_times(vg_vit_runner(v), warm_pieces, 4096);
         if (i >= 0) x[i] = o.device_ms;
         vg_free(o.embeddings);
     }
@@ -273,14 +275,16 @@ static int report(const bench_args *a, vg_runtime *rt, const vg_vit_info *info, 
     return 0;
 }
 
-/* Per-piece device time of the eager runs of one size, grouped by piece name. */
-static void print_pieces(vg_vit *v, int64_t patches, int calls)
+/* Per-piece device time of the timed eager runs of one size (the warm-up's subtracted),
+ * grouped by piece name. */
+static void print_pieces(vg_vit *v, int64_t patches, int calls, const double *warm)
 {
     vg_runner *r = vg_vit_runner(v);
     int n = vg_runner_piece_times(r, NULL, 0);
     double *ms = calloc((size_t)n, sizeof *ms);
     if (!ms) return;
     vg_runner_piece_times(r, ms, n);
+    for (int i = 0; i < n; i++) ms[i] -= warm[i];
     double total = 0;
     for (int i = 0; i < n; i++) total += ms[i] / calls;
     printf("pieces of an eager forward at %lld patches (%d calls): %.3f ms\n", (long long)patches, calls, total);
@@ -341,6 +345,7 @@ int vg_vit_bench(int argc, char **argv)
     vg_vit_get_info(v, &info);
     row rows[MAX_SIZES];
     memset(rows, 0, sizeof rows);
+    static double warm_pieces[4096];
     int64_t max_patches = 1024; /* the 16-bucket warm-up encodes 1024 patches */
     for (int i = 0; i < a.nsizes; i++) {
         rows[i].side = a.side_px[i];
@@ -365,9 +370,9 @@ int vg_vit_bench(int argc, char **argv)
     for (int i = 0; i < a.nsizes && st == VG_OK; i++) {
         int64_t grid[3] = {1, a.side_patches[i], a.side_patches[i]};
         st = vg_vit_flops(v, grid, 1, &rows[i].flops);
-        if (st == VG_OK && a.pieces) st = vg_vit_reconfigure(v, &o); /* fresh piece totals */
-        if (st == VG_OK) st = time_calls(v, pixels, rows[i].patches, grid, a.iters, &rows[i].eager, NULL);
-        if (st == VG_OK && a.pieces) print_pieces(v, rows[i].patches, a.iters + 3);
+        if (st == VG_OK) st = time_calls(v, pixels, rows[i].patches, grid, a.iters, &rows[i].eager,
+                                         a.pieces ? warm_pieces : NULL);
+        if (st == VG_OK && a.pieces) print_pieces(v, rows[i].patches, a.iters, warm_pieces);
     }
     o.profile_pieces = 0;
     int64_t sizes[MAX_SIZES];
