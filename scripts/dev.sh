@@ -15,8 +15,10 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${VG_BUILD_DIR:-$root/build}
 jobs=${VG_JOBS:-$(nproc 2>/dev/null || echo 2)}
 
-# Debian packages the build and the tests need.
+# Debian packages the build needs; the test command adds ROCm's compiler, so that the hip
+# backend is built (and its GPU tests skip) on every machine.
 packages=(build-essential cmake pkgconf libcmocka-dev libopenblas-dev libcjson-dev)
+test_packages=(hipcc libamdhip64-dev)
 
 deps() {
     [ "${VG_SKIP_DEPS:-0}" = 1 ] && return 0 # dependencies provided another way (offline-deps.sh)
@@ -63,10 +65,12 @@ run)
         --output "$build/two_images.embeddings.safetensors" --repeat 3 --stats "$@"
     ;;
 test)
+    packages+=("${test_packages[@]}")
     configure_and_build
     cd "$build" && ctest --output-on-failure -j "$jobs" "$@"
     ;;
 gpu-test)
+    packages+=("${test_packages[@]}")
     configure_and_build
     "$root/scripts/gpu-suite.sh" "$build" "$@"
     ;;

@@ -1,6 +1,4 @@
 /* The CUDA backend's interface table and entry symbol. */
-#include <stdio.h>
-
 #include "common.cuh"
 
 const vg_host_services *vgc_host;
@@ -86,11 +84,7 @@ extern "C" VG_BACKEND_EXPORT const vg_backend_iface *vg_backend_query(const vg_h
         host->struct_size < offsetof(vg_host_services, set_error) + sizeof(void *))
         return NULL;
     vgc_host = host;
-    int rt = 0, drv = 0;
-    cudaRuntimeGetVersion(&rt);
-    cudaDriverGetVersion(&drv); /* 0 when no driver is installed */
-    snprintf(g_version, sizeof g_version, "vg " VG_VENDOR_NAME " backend, runtime %d.%d, driver %d.%d",
-             rt / 1000, (rt % 1000) / 10, drv / 1000, (drv % 1000) / 10);
+    vg_runtime_version_text(g_version, sizeof g_version);
     g_iface = make_iface();
     return &g_iface;
 }

@@ -21,12 +21,17 @@ vg_status vgc_fail(cudaError_t err, const char *what, const char *file, int line
 #define VGC_CHECK_LAUNCH(name) VGC_CHECK(cudaGetLastError())
 #define VGC_ERR(status, ...) (vgc_host->set_error((status), __VA_ARGS__), (status))
 
-struct vgc_gemm_cache; /* gemm.cu */
+struct vgc_gemm_cache; /* gemm_tiled.cu: the portable GEMM kernel and the argument checks every GEMM applies */
+vg_status vgc_gemm_tiled(vg_bk_stream *s, const vg_gemm_args *a);
+vg_status vgc_gemm_check(const vg_gemm_args *a);
+
+/* gemm.cu (cuBLASLt) on CUDA; backends/hip/hip_gemm.cu on HIP */
 
 struct vg_bk_device {
     int index;
     int simple_attention; /* VG_CUDA_ATTENTION=simple: the CUDA-core kernel for every dtype */
     int gemm_tune;        /* VG_CUDA_GEMM_TUNE=0 keeps cuBLASLt's first heuristic pick */
+    int gemm_tiled;       /* VG_CUDA_GEMM=tiled: the portable kernel instead of cuBLASLt */
     cudaDeviceProp prop;
     cudaStream_t upload_stream; /* for graph uploads at instantiate */
     void *blas;                 /* cublasLtHandle_t (hipBLASLt or none under HIP) */
@@ -52,7 +57,11 @@ struct vg_bk_exec {
     cudaGraphExec_t x;
 };
 
-/* gemm.cu */
+/* gemm_tiled.cu: the portable GEMM kernel and the argument checks every GEMM applies */
+vg_status vgc_gemm_tiled(vg_bk_stream *s, const vg_gemm_args *a);
+vg_status vgc_gemm_check(const vg_gemm_args *a);
+
+/* gemm.cu (cuBLASLt) on CUDA; backends/hip/hip_gemm.cu on HIP */
 vg_status vgc_gemm_device_init(vg_bk_device *dev);
 void vgc_gemm_device_fini(vg_bk_device *dev);
 vg_status vgc_gemm_stream_init(vg_bk_stream *s);
@@ -62,7 +71,7 @@ vg_status vgc_op_gemm(vg_bk_device *dev, vg_bk_stream *s, const vg_gemm_args *a)
 vg_status vgc_epilogue(vg_bk_stream *s, const vg_gemm_args *a, int add_bias, int add_residual);
 
 /* ops.cu, ops_vit.cu, attention.cu */
-extern const vg_op_table vgc_ops;
+extern vg_op_table vgc_ops;
 vg_status vgc_op_rmsnorm(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, const void *,
                          void *, int64_t, int64_t, float);
 vg_status vgc_op_rotary_2d(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, int64_t, int64_t,

@@ -21,7 +21,13 @@ vg_status vgc_fail(cudaError_t err, const char *what, const char *file, int line
     default: break;
     }
     const char *base = strrchr(file, '/');
-    vgc_host->set_error(st, VG_VENDOR_NAME ": %s failed: %s: %s (%s:%d)", what,
+    /* the shared sources spell every runtime call cuda*: name the vendor's own */
+    const char *prefix = "";
+    if (strncmp(what, "cuda", 4) == 0 && strcmp(VG_VENDOR_NAME, "cuda") != 0) {
+        prefix = VG_VENDOR_NAME;
+        what += 4;
+    }
+    vgc_host->set_error(st, VG_VENDOR_NAME ": %s%s failed: %s: %s (%s:%d)", prefix, what,
                         cudaGetErrorName(err), cudaGetErrorString(err), base ? base + 1 : file,
                         line);
     (void)cudaGetLastError(); /* clear a non-sticky error so the next call starts clean */
@@ -82,10 +88,12 @@ extern "C" vg_status vgc_device_open(int index, vg_bk_device **out)
     dev->simple_attention = att && strcmp(att, "simple") == 0;
     const char *tune = getenv("VG_CUDA_GEMM_TUNE");
     dev->gemm_tune = !(tune && strcmp(tune, "0") == 0);
+    const char *gemm = getenv("VG_CUDA_GEMM");
+    dev->gemm_tiled = gemm && strcmp(gemm, "tiled") == 0;
     st = vgc_attention_tc_prepare();
     if (st == VG_OK) st = vgc_gemm_device_init(dev);
     if (st != VG_OK) {
-        cudaStreamDestroy(dev->upload_stream);
+        (void)cudaStreamDestroy(dev->upload_stream);
         free(dev);
         return st;
     }
@@ -96,7 +104,7 @@ extern "C" vg_status vgc_device_open(int index, vg_bk_device **out)
 extern "C" vg_status vgc_device_close(vg_bk_device *dev)
 {
     if (!dev) return VG_OK;
-    cudaSetDevice(dev->index);
+    (void)cudaSetDevice(dev->index);
     vgc_gemm_device_fini(dev);
     cudaError_t e = cudaStreamDestroy(dev->upload_stream);
     free(dev);
@@ -164,7 +172,7 @@ extern "C" vg_status vgc_host_free(vg_bk_device *dev, void *ptr)
 }
 
 static vg_status copy(vg_bk_stream *s, void *dst, const void *src, size_t bytes,
-                      enum cudaMemcpyKind kind, const char *name)
+                      cudaMemcpyKind kind, const char *name)
 {
     if (!s || ((!dst || !src) && bytes))
         return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": %s: NULL argument", name);

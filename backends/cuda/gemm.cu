@@ -243,21 +243,12 @@ static vg_status plan_get(vg_bk_stream *s, const gemm_key *k, const vg_gemm_args
     return VG_OK;
 }
 
-static int is_float(vg_dtype t) { return t == VG_DTYPE_F32 || t == VG_DTYPE_BF16 || t == VG_DTYPE_F16; }
-
 vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
 {
-    if (!s || !a || a->struct_size < sizeof(vg_gemm_args))
-        return VGC_ERR(VG_ERR_INVALID_ARG, "cuda: gemm: NULL or short argument struct");
-    if (!is_float(a->dtype_ab) || !is_float(a->dtype_c))
-        return VGC_ERR(VG_ERR_UNSUPPORTED, "cuda: gemm: dtypes must be F32, BF16 or F16");
-    if (a->m <= 0 || a->n <= 0 || a->k <= 0 || a->lda < a->k || a->ldb < a->k || a->ldc < a->n ||
-        (a->residual && a->ldr < a->n) || !a->a || !a->b || !a->c)
-        return VGC_ERR(VG_ERR_INVALID_ARG, "cuda: gemm: bad shape m=%lld n=%lld k=%lld",
-                       (long long)a->m, (long long)a->n, (long long)a->k);
-    if (a->act != VG_ACT_NONE && a->residual == a->c)
-        return VGC_ERR(VG_ERR_INVALID_ARG, "cuda: gemm: an activation with an in-place residual "
-                                           "is not defined (residual must not alias c)");
+    if (!s) return VGC_ERR(VG_ERR_INVALID_ARG, "cuda: gemm: NULL stream");
+    vg_status cst = vgc_gemm_check(a);
+    if (cst != VG_OK) return cst;
+    if (s->dev->gemm_tiled) return vgc_gemm_tiled(s, a); /* the portable kernel, for testing it */
     /* Decide what cuBLASLt fuses. Its bias must have C's type; its epilogue applies the
      * activation after beta·C, so a residual is fused only when there is no activation. */
     int lt_bias = a->bias && a->dtype_ab == a->dtype_c;

@@ -108,7 +108,9 @@ vg_status vgc_epilogue(vg_bk_stream *s, const vg_gemm_args *a, int add_bias, int
     return VG_OK;
 }
 
-const vg_op_table vgc_ops = {
+/* Not const: clang's HIP mode would also emit a const global with a constant initializer for
+ * the device, where the host functions it points to do not exist. */
+vg_op_table vgc_ops = {
     VG_OP_TABLE_VERSION,
     sizeof(vg_op_table),
     op_fill,

@@ -18,7 +18,7 @@ extern "C" vg_status vgc_stream_create(vg_bk_device *dev, vg_bk_stream **out)
     }
     vg_status st = vgc_gemm_stream_init(s);
     if (st != VG_OK) {
-        cudaStreamDestroy(s->s);
+        (void)cudaStreamDestroy(s->s);
         free(s);
         return st;
     }
@@ -29,7 +29,7 @@ extern "C" vg_status vgc_stream_create(vg_bk_device *dev, vg_bk_stream **out)
 extern "C" vg_status vgc_stream_destroy(vg_bk_device *dev, vg_bk_stream *s)
 {
     if (!s) return VG_OK;
-    cudaSetDevice(dev->index);
+    (void)cudaSetDevice(dev->index);
     cudaError_t e = cudaStreamSynchronize(s->s); /* the gemm workspace must outlive pending work */
     vgc_gemm_stream_fini(s);
     cudaError_t e2 = cudaStreamDestroy(s->s);
@@ -119,14 +119,14 @@ extern "C" vg_status vgc_capture_end(vg_bk_device *, vg_bk_stream *s, vg_bk_grap
      * invalidated; then g is NULL and the partial work is discarded. */
     cudaError_t e = cudaStreamEndCapture(s->s, &g);
     if (e != cudaSuccess || !g) {
-        if (g) cudaGraphDestroy(g);
+        if (g) (void)cudaGraphDestroy(g);
         if (e == cudaSuccess) return VGC_ERR(VG_ERR_CAPTURE, VG_VENDOR_NAME ": capture produced no graph");
         vgc_fail(e, "cudaStreamEndCapture", __FILE__, __LINE__);
         return VG_ERR_CAPTURE;
     }
     vg_bk_graph *graph = (vg_bk_graph *)malloc(sizeof *graph);
     if (!graph) {
-        cudaGraphDestroy(g);
+        (void)cudaGraphDestroy(g);
         return VGC_ERR(VG_ERR_OUT_OF_MEMORY, VG_VENDOR_NAME ": out of host memory");
     }
     graph->g = g;
@@ -160,7 +160,7 @@ extern "C" vg_status vgc_graph_instantiate(vg_bk_device *dev, vg_bk_graph *graph
     e = vg_graph_upload(x->x, dev->upload_stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(dev->upload_stream);
     if (e != cudaSuccess) {
-        cudaGraphExecDestroy(x->x);
+        (void)cudaGraphExecDestroy(x->x);
         free(x);
         return vgc_fail(e, "cudaGraphUpload", __FILE__, __LINE__);
     }

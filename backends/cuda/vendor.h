@@ -7,8 +7,18 @@
 
 #if defined(VG_VENDOR_HIP)
 #include <hip/hip_runtime.h>
-#include <hip/hip_bf16.h>
 #include <hip/hip_fp16.h>
+#include <stdio.h>
+#if __has_include(<hip/hip_bf16.h>)
+#include <hip/hip_bf16.h>
+typedef __hip_bfloat16 vg_bf16;
+#else
+/* ROCm before 5.7 (Debian 12 ships 5.2) has only hip_bfloat16, a class with conversions. */
+#include <hip/hip_bfloat16.h>
+typedef hip_bfloat16 vg_bf16;
+static __host__ __device__ inline float __bfloat162float(hip_bfloat16 x) { return (float)x; }
+static __host__ __device__ inline hip_bfloat16 __float2bfloat16(float f) { return hip_bfloat16(f); }
+#endif
 
 #define VG_VENDOR_NAME "hip"
 #define cudaError_t hipError_t
@@ -69,8 +79,20 @@
 #define cudaGraphInstantiateWithFlags hipGraphInstantiateWithFlags
 #define cudaGraphGetNodes hipGraphGetNodes
 #define cudaGraphNode_t hipGraphNode_t
-typedef __hip_bfloat16 vg_bf16;
+#define cudaMemcpyKind hipMemcpyKind
 typedef __half vg_f16;
+/* HIP's shuffles take no mask; vg's kernels use 32-lane groups, which wave64 hardware runs as
+ * two independent halves (the xor offsets stay below 32). */
+#define __shfl_xor_sync(mask, value, offset) __shfl_xor((value), (offset))
+
+static inline void vg_runtime_version_text(char *buf, size_t cap)
+{
+    int rt = 0, drv = 0;
+    (void)hipRuntimeGetVersion(&rt);
+    (void)hipDriverGetVersion(&drv); /* 0 when no driver is installed */
+    snprintf(buf, cap, "vg hip backend, HIP runtime %d.%d.%d, driver %d", rt / 10000000,
+             (rt / 100000) % 100, rt % 100000, drv);
+}
 
 /* HIP keeps CUDA 11's cudaGraphExecUpdate(exec, graph, &errorNode, &result). */
 static inline hipError_t vg_graph_exec_update(hipGraphExec_t exec, hipGraph_t graph)
@@ -91,9 +113,20 @@ static inline hipError_t vg_graph_exec_update(hipGraphExec_t exec, hipGraph_t gr
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <stdio.h>
+
 #define VG_VENDOR_NAME "cuda"
 typedef __nv_bfloat16 vg_bf16;
 typedef __half vg_f16;
+
+static inline void vg_runtime_version_text(char *buf, size_t cap)
+{
+    int rt = 0, drv = 0;
+    (void)cudaRuntimeGetVersion(&rt);
+    (void)cudaDriverGetVersion(&drv); /* 0 when no driver is installed */
+    snprintf(buf, cap, "vg cuda backend, runtime %d.%d, driver %d.%d", rt / 1000, (rt % 1000) / 10,
+             drv / 1000, (drv % 1000) / 10);
+}
 
 static inline cudaError_t vg_graph_exec_update(cudaGraphExec_t exec, cudaGraph_t graph)
 {

@@ -1,0 +1,87 @@
+/* A portable GEMM kernel: C[m,n] = act(alpha·A[m,k]·B[n,k]ᵀ + bias) + residual, fp32
+ * accumulation, 64x64 output tiles of 256 threads (4x4 outputs each), 16-deep k slices staged
+ * in shared memory. No tensor cores and no vendor library: it is the GEMM of the hip backend
+ * when no hipBLAS(Lt) is available (Debian's ROCm has none), and the CUDA backend runs it under
+ * VG_CUDA_GEMM=tiled, which is how the GPU suite verifies it on real hardware. */
+#include "kernels.cuh"
+
+#define TG_BM 64
+#define TG_BN 64
+#define TG_BK 16
+
+template <typename TA, typename TC>
+__global__ void __launch_bounds__(256)
+k_gemm_tiled(const TA *A, int64_t lda, const TA *B, int64_t ldb, TC *C, int64_t ldc, const TA *bias,
+             const TC *res, int64_t ldr, int m, int n, int k, float alpha, vg_activation act)
+{
+    __shared__ float as[TG_BK][TG_BM + 1]; /* transposed: as[kk][row] */
+    __shared__ float bs[TG_BK][TG_BN + 1];
+    const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+    const int row0 = blockIdx.y * TG_BM, col0 = blockIdx.x * TG_BN;
+    float acc[4][4] = {};
+    for (int k0 = 0; k0 < k; k0 += TG_BK) {
+        /* 64 rows x 16 k of A and of B: 1024 elements each, 4 per thread */
+        for (int i = threadIdx.x; i < TG_BM * TG_BK; i += 256) {
+            int r = i / TG_BK, kk = i % TG_BK;
+            int gr = row0 + r, gc = col0 + r, gk = k0 + kk;
+            as[kk][r] = gr < m && gk < k ? vgk_to_f(A[(int64_t)gr * lda + gk]) : 0.0f;
+            bs[kk][r] = gc < n && gk < k ? vgk_to_f(B[(int64_t)gc * ldb + gk]) : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < TG_BK; kk++) {
+            float a[4], b[4];
+#pragma unroll
+            for (int i = 0; i < 4; i++) a[i] = as[kk][ty + 16 * i], b[i] = bs[kk][tx + 16 * i];
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++) acc[i][j] += a[i] * b[j];
+        }
+        __syncthreads();
+    }
+    for (int i = 0; i < 4; i++) {
+        int r = row0 + ty + 16 * i;
+        if (r >= m) continue;
+        for (int j = 0; j < 4; j++) {
+            int c = col0 + tx + 16 * j;
+            if (c >= n) continue;
+            float v = alpha * acc[i][j];
+            if (bias) v += vgk_to_f(bias[c]);
+            v = vgk_activate(act, v);
+            if (res) v += vgk_to_f(res[(int64_t)r * ldr + c]); /* read before the write below */
+            C[(int64_t)r * ldc + c] = vgk_from_f<TC>(v);
+        }
+    }
+}
+
+vg_status vgc_gemm_tiled(vg_bk_stream *s, const vg_gemm_args *a)
+{
+    if (a->m > 0x7fffffff || a->n > 0x7fffffff || a->k > 0x7fffffff)
+        return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": gemm: dimensions beyond 2^31");
+    dim3 grid((unsigned)((a->n + TG_BN - 1) / TG_BN), (unsigned)((a->m + TG_BM - 1) / TG_BM));
+    VGK_FLOAT_DISPATCH(a->dtype_ab, TA, VGK_FLOAT_DISPATCH(a->dtype_c, TC,
+        k_gemm_tiled<TA, TC><<<grid, 256, 0, s->s>>>((const TA *)a->a, a->lda, (const TA *)a->b,
+            a->ldb, (TC *)a->c, a->ldc, (const TA *)a->bias, (const TC *)a->residual, a->ldr,
+            (int)a->m, (int)a->n, (int)a->k, a->alpha, a->act)));
+    VGC_CHECK_LAUNCH("gemm_tiled");
+    return VG_OK;
+}
+
+/* The checks every GEMM implementation applies before launching. */
+vg_status vgc_gemm_check(const vg_gemm_args *a)
+{
+    if (!a || a->struct_size < sizeof(vg_gemm_args))
+        return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": gemm: NULL or short argument struct");
+    int fa = a->dtype_ab == VG_DTYPE_F32 || a->dtype_ab == VG_DTYPE_BF16 || a->dtype_ab == VG_DTYPE_F16;
+    int fc = a->dtype_c == VG_DTYPE_F32 || a->dtype_c == VG_DTYPE_BF16 || a->dtype_c == VG_DTYPE_F16;
+    if (!fa || !fc) return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": gemm: dtypes must be F32, BF16 or F16");
+    if (a->m <= 0 || a->n <= 0 || a->k <= 0 || a->lda < a->k || a->ldb < a->k || a->ldc < a->n ||
+        (a->residual && a->ldr < a->n) || !a->a || !a->b || !a->c)
+        return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": gemm: bad shape m=%lld n=%lld k=%lld",
+                       (long long)a->m, (long long)a->n, (long long)a->k);
+    if (a->act != VG_ACT_NONE && a->residual == a->c)
+        return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": gemm: an activation with an in-place "
+                                           "residual is not defined (residual must not alias c)");
+    return VG_OK;
+}

@@ -1,0 +1,40 @@
+/* What the hip backend provides instead of the CUDA-only files of backends/cuda:
+ *  - GEMM: the portable kernel of gemm_tiled.cu (Debian's ROCm has no hipBLAS or hipBLASLt);
+ *  - attention: no tensor-core kernel yet (attention_tc.cu is written with NVIDIA's mma.sync,
+ *    ldmatrix and cp.async), so attention.cu uses its portable kernel for every dtype.
+ * Everything else is the CUDA backend's source, compiled through vendor.h. */
+#include "common.cuh"
+
+vg_status vgc_gemm_device_init(vg_bk_device *dev)
+{
+    dev->blas = NULL;
+    dev->gemm_tiled = 1;
+    return VG_OK;
+}
+
+void vgc_gemm_device_fini(vg_bk_device *dev) { (void)dev; }
+
+vg_status vgc_gemm_stream_init(vg_bk_stream *s)
+{
+    s->gemm_cache = NULL;
+    s->gemm_workspace = NULL;
+    s->gemm_workspace_bytes = 0;
+    return VG_OK;
+}
+
+void vgc_gemm_stream_fini(vg_bk_stream *s) { (void)s; }
+
+vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
+{
+    if (!s) return VGC_ERR(VG_ERR_INVALID_ARG, "hip: gemm: NULL stream");
+    vg_status st = vgc_gemm_check(a);
+    return st == VG_OK ? vgc_gemm_tiled(s, a) : st;
+}
+
+vg_status vgc_attention_tc_prepare(void) { return VG_OK; }
+
+vg_status vgc_attention_tc(vg_bk_stream *, vg_dtype, const void *, int64_t, void *, int64_t, int, int,
+                           int, const int32_t *, int, float)
+{
+    return VG_ERR_UNSUPPORTED; /* the caller falls back to the portable kernel */
+}
