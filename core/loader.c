@@ -73,7 +73,8 @@ static int same_dir(const char *a, const char *b)
 }
 
 /* dlopen one file and validate its table; on failure the reason goes to the trace. */
-static vg_status try_file(const char *path, vg_plugin *out, trace *t)
+static vg_status try_file(const char *path, vg_plugin *out, vg_backend_iface *iface,
+                          vg_op_table *ops, trace *t)
 {
     if (!file_exists(path)) {
         trace_add(t, path, "not found");
@@ -100,10 +101,8 @@ static vg_status try_file(const char *path, vg_plugin *out, trace *t)
         return VG_ERR_LOAD;
     }
     const vg_backend_iface *raw = query(vg_host_services_get());
-    vg_backend_iface scratch;
-    vg_op_table ops;
     vg_error_clear();
-    vg_status st = vg_iface_validate(raw, path, &scratch, &ops);
+    vg_status st = vg_iface_validate(raw, path, iface, ops);
     if (st != VG_OK) {
         /* vg_iface_validate prefixes the path already; keep only its reason here. */
         const char *msg = vg_last_error();
@@ -114,7 +113,6 @@ static vg_status try_file(const char *path, vg_plugin *out, trace *t)
         return st;
     }
     out->handle = h;
-    out->raw = raw;
     snprintf(out->path, sizeof out->path, "%s", path);
     return VG_OK;
 }
@@ -138,7 +136,7 @@ static vg_status finish(vg_status worst, const char *request, trace *t)
     return vg_set_error(worst, "backend '%s' could not be loaded; tried:%s", request, t->text);
 }
 
-vg_status vg_plugin_load(const char *req, vg_plugin *out)
+vg_status vg_plugin_load(const char *req, vg_plugin *out, vg_backend_iface *iface, vg_op_table *ops)
 {
     trace t = {.len = 0, .count = 0};
     t.text[0] = '\0';
@@ -146,7 +144,7 @@ vg_status vg_plugin_load(const char *req, vg_plugin *out)
     if (!req || !*req) return vg_set_error(VG_ERR_INVALID_ARG, "empty backend name");
 
     if (strchr(req, '/')) {
-        vg_status st = try_file(req, out, &t);
+        vg_status st = try_file(req, out, iface, ops, &t);
         if (st == VG_OK) return VG_OK;
         return finish(st, req, &t);
     }
@@ -193,7 +191,7 @@ vg_status vg_plugin_load(const char *req, vg_plugin *out)
             trace_add(&t, dirs[i], "path too long");
             continue;
         }
-        vg_status st = try_file(path, out, &t);
+        vg_status st = try_file(path, out, iface, ops, &t);
         if (st == VG_OK) goto found;
         if (st != VG_ERR_NOT_FOUND) worst = st;
     }

@@ -6,21 +6,29 @@
 
 #include "runner_internal.h"
 
+/* The counters of s added into t (not graph_bytes and live_graphs when counters_only). */
+static void accumulate(vg_bucket_stats *t, const vg_bucket_stats *s, int counters_only)
+{
+    t->hits += s->hits;
+    t->captures += s->captures;
+    t->replays += s->replays;
+    t->eager_runs += s->eager_runs;
+    t->updates += s->updates;
+    t->capture_failures += s->capture_failures;
+    t->evictions += s->evictions;
+    t->real_tokens += s->real_tokens;
+    t->padded_tokens += s->padded_tokens;
+    t->capture_ms += s->capture_ms;
+    if (counters_only) return;
+    t->graph_bytes += s->graph_bytes;
+    t->live_graphs += s->live_graphs;
+}
+
 void vg_runner_stats_add(vg_runner *r, int bucket, const vg_bucket_stats *d)
 {
     int row = bucket < 0 ? r->nsizes : bucket;
     pthread_mutex_lock(&r->stats_lock);
-    vg_bucket_stats *s = &r->stats[row];
-    s->hits += d->hits;
-    s->captures += d->captures;
-    s->replays += d->replays;
-    s->eager_runs += d->eager_runs;
-    s->updates += d->updates;
-    s->capture_failures += d->capture_failures;
-    s->evictions += d->evictions;
-    s->real_tokens += d->real_tokens;
-    s->padded_tokens += d->padded_tokens;
-    s->capture_ms += d->capture_ms;
+    accumulate(&r->stats[row], d, 1);
     pthread_mutex_unlock(&r->stats_lock);
 }
 
@@ -33,21 +41,6 @@ void vg_runner_stats_graphs(vg_runner *r, int bucket, int64_t bytes, int live)
     pthread_mutex_unlock(&r->stats_lock);
 }
 
-static void accumulate(vg_bucket_stats *t, const vg_bucket_stats *s)
-{
-    t->hits += s->hits;
-    t->captures += s->captures;
-    t->replays += s->replays;
-    t->eager_runs += s->eager_runs;
-    t->updates += s->updates;
-    t->capture_failures += s->capture_failures;
-    t->evictions += s->evictions;
-    t->real_tokens += s->real_tokens;
-    t->padded_tokens += s->padded_tokens;
-    t->capture_ms += s->capture_ms;
-    t->graph_bytes += s->graph_bytes;
-    t->live_graphs += s->live_graphs;
-}
 
 int vg_runner_stats(vg_runner *r, vg_bucket_stats *out, int max, vg_bucket_stats *total)
 {
@@ -59,7 +52,7 @@ int vg_runner_stats(vg_runner *r, vg_bucket_stats *out, int max, vg_bucket_stats
     if (total) {
         memset(total, 0, sizeof *total);
         total->size = 0;
-        for (int i = 0; i < rows; i++) accumulate(total, &r->stats[i]);
+        for (int i = 0; i < rows; i++) accumulate(total, &r->stats[i], 0);
     }
     pthread_mutex_unlock(&r->stats_lock);
     return rows;

@@ -82,10 +82,9 @@ static vg_status open_device(vg_runtime *rt, int index, const char *origin)
 
 static vg_status open_plugin(const char *req, int index, vg_runtime *rt)
 {
-    vg_status st = vg_plugin_load(req, &rt->plugin);
+    vg_status st = vg_plugin_load(req, &rt->plugin, &rt->iface, &rt->ops);
     if (st != VG_OK) return st;
-    st = vg_iface_validate(rt->plugin.raw, rt->plugin.path, &rt->iface, &rt->ops);
-    if (st == VG_OK) st = open_device(rt, index, rt->plugin.path);
+    st = open_device(rt, index, rt->plugin.path);
     if (st != VG_OK) vg_plugin_unload(&rt->plugin);
     return st;
 }
@@ -203,8 +202,7 @@ vg_status vg_backend_probe(const char *req, vg_probe_report *r)
     vg_plugin p;
     vg_backend_iface b;
     vg_op_table ops;
-    vg_status st = vg_plugin_load(req, &p);
-    if (st == VG_OK) st = vg_iface_validate(p.raw, p.path, &b, &ops);
+    vg_status st = vg_plugin_load(req, &p, &b, &ops);
     if (st != VG_OK) {
         r->status = st;
         snprintf(r->error, sizeof r->error, "%s", vg_last_error());

@@ -26,10 +26,11 @@ vg_status vg_iface_validate(const vg_backend_iface *in, const char *origin, vg_b
 /* Loader: resolve and dlopen a name or path; the message of a failure names every attempt. */
 typedef struct vg_plugin {
     void *handle;
-    const vg_backend_iface *raw;
     char path[1024];
 } vg_plugin;
-vg_status vg_plugin_load(const char *name_or_path, vg_plugin *out);
+/* On success *iface and *ops hold the validated, zero-extended table (iface->ops == ops). */
+vg_status vg_plugin_load(const char *name_or_path, vg_plugin *out, vg_backend_iface *iface,
+                         vg_op_table *ops);
 void vg_plugin_unload(vg_plugin *p);
 
 /* Reading an environment variable as a bounded value; malformed values are logged and ignored. */

@@ -11,17 +11,6 @@
 #define ATT_BQ 64
 #define ATT_BK 32
 
-/* Index of the segment holding `row`: the last s with cu[s] <= row (empty segments skipped). */
-__device__ __forceinline__ int segment_of(const int32_t *cu, int nseg, int row)
-{
-    int lo = 0, hi = nseg - 1;
-    while (lo < hi) {
-        int mid = (lo + hi + 1) / 2;
-        if (cu[mid] <= row) lo = mid;
-        else hi = mid - 1;
-    }
-    return lo;
-}
 
 template <typename T, int HD>
 __global__ void __launch_bounds__(ATT_BQ)
@@ -35,11 +24,11 @@ k_attention(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, int 
     const int last = min(row0 + ATT_BQ, rows) - 1;
     const bool active = row < rows;
     /* The key range of the whole block: from the first row's segment start to the last's end. */
-    int kbeg = cu[segment_of(cu, nseg, row0)];
-    int kend = cu[segment_of(cu, nseg, last) + 1];
+    int kbeg = cu[vgk_segment_of(cu, nseg, row0)];
+    int kend = cu[vgk_segment_of(cu, nseg, last) + 1];
     int lo = 0, hi = 0;
     if (active) {
-        int sg = segment_of(cu, nseg, row);
+        int sg = vgk_segment_of(cu, nseg, row);
         lo = cu[sg];
         hi = cu[sg + 1];
     }

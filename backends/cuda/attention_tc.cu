@@ -62,16 +62,6 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi)
     return (uint32_t)(*(uint16_t *)&l) | ((uint32_t)(*(uint16_t *)&h) << 16);
 }
 
-__device__ __forceinline__ int tc_segment_of(const int32_t *cu, int nseg, int row)
-{
-    int lo = 0, hi = nseg - 1;
-    while (lo < hi) {
-        int mid = (lo + hi + 1) / 2;
-        if (cu[mid] <= row) lo = mid;
-        else hi = mid - 1;
-    }
-    return lo;
-}
 
 /* Start copying `nrows` rows of HD elements into a shared tile of stride LDS with cp.async
  * (16-byte vectors), zero-filling rows past nrows and columns past HD up to HDP. */
@@ -121,15 +111,15 @@ k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, i
 
     const int h = blockIdx.y, hidden = heads * HD, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int row0 = blockIdx.x * TC_BQ, last = min(row0 + TC_BQ, rows) - 1;
-    const int kbeg = cu[tc_segment_of(cu, nseg, row0)];
-    const int kend = cu[tc_segment_of(cu, nseg, last) + 1];
+    const int kbeg = cu[vgk_segment_of(cu, nseg, row0)];
+    const int kend = cu[vgk_segment_of(cu, nseg, last) + 1];
 
     /* this thread's two rows (lane/4 and lane/4 + 8 of its warp's 16) and their segments */
     int r_lo[2], r_hi[2];
     for (int i = 0; i < 2; i++) {
         int r = row0 + warp * 16 + lane / 4 + 8 * i;
         if (r < rows) {
-            int sg = tc_segment_of(cu, nseg, r);
+            int sg = vgk_segment_of(cu, nseg, r);
             r_lo[i] = cu[sg], r_hi[i] = cu[sg + 1];
         } else {
             r_lo[i] = r_hi[i] = 0; /* no keys: the row is never written */

@@ -254,7 +254,6 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
     int lt_bias = a->bias && a->dtype_ab == a->dtype_c;
     int lt_gelu = a->act == VG_ACT_GELU_TANH && !a->residual;
     int lt_residual = a->residual && a->act == VG_ACT_NONE;
-    if (!lt_gelu && a->act != VG_ACT_NONE && !lt_bias) lt_bias = 0;
     cublasLtEpilogue_t epi = lt_gelu ? (lt_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
                                      : (lt_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
     size_t eab = a->dtype_ab == VG_DTYPE_F32 ? 4 : 2, ec = a->dtype_c == VG_DTYPE_F32 ? 4 : 2;

@@ -25,6 +25,19 @@ __device__ __forceinline__ float vgk_activate(vg_activation act, float x)
     }
 }
 
+/* Index of the segment holding `row` in an ascending cu_seqlens of nseg + 1 entries: the last
+ * s with cu[s] <= row, so empty segments are skipped. Shared by both attention kernels. */
+__device__ __forceinline__ int vgk_segment_of(const int32_t *cu, int nseg, int row)
+{
+    int lo = 0, hi = nseg - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (cu[mid] <= row) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
 /* Grid size for a grid-stride loop over n items with 256-thread blocks. */
 static inline unsigned vgk_blocks(size_t n)
 {
