@@ -37,11 +37,14 @@ sanitize() {
     VG_BACKEND=cuda VG_REQUIRE_DEVICE=1 compute-sanitizer --tool "$tool" --report-api-errors no \
         --error-exitcode 99 "$@"
 }
+# The 128-row attention blocks reuse Q's shared memory as a K/V stage: race-check them too.
+racecheck_attention128() { VG_CUDA_ATTENTION_ROWS=128 sanitize racecheck "$build/tests/test_conformance"; }
 step "vg info picks cuda" auto_selects_cuda
 step "ctest -L gpu" gpu_ctest
 step "memcheck: conformance on cuda" sanitize memcheck --leak-check full "$build/tests/test_conformance"
 step "memcheck: vision encoder on cuda" sanitize memcheck --leak-check full "$build/tests/test_vit"
 step "racecheck: conformance on cuda" sanitize racecheck "$build/tests/test_conformance"
+step "racecheck: conformance, 128-row attention" racecheck_attention128
 step "vg bench launch" "$build/bin/vg" bench launch --backend cuda
 echo "gpu-suite: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -637,6 +637,9 @@ static void test_rotary_2d(void **state)
     rotary_case(VG_DTYPE_F32, 4, 32);
     rotary_case(VG_DTYPE_F32, 2, 80);
     rotary_case(VG_DTYPE_BF16, 2, 80);
+    rotary_case(VG_DTYPE_F16, 2, 80);
+    rotary_case(VG_DTYPE_BF16, 3, 12); /* half-heads of 6: narrower vectors */
+    rotary_case(VG_DTYPE_F32, 2, 20);
 }
 
 /* Attention reference for one segmentation, in double. */
@@ -731,6 +734,10 @@ static void test_attention(void **state)
     attention_case(VG_DTYPE_F32, 2, 80, 300);
     attention_case(VG_DTYPE_BF16, 2, 80, 300);
     attention_case(VG_DTYPE_BF16, 3, 64, 97);
+    /* segments of hundreds of rows: key tiles wholly inside every row's segment (the unmasked
+     * path of the tensor-core kernel) next to partial ones */
+    attention_case(VG_DTYPE_BF16, 2, 80, 600);
+    attention_case(VG_DTYPE_F16, 2, 72, 600);
 }
 
 static void silu_mul_case(vg_dtype t)

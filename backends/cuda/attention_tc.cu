@@ -1,17 +1,18 @@
 /* Tensor-core attention for BF16 and F16 (mma.sync m16n8k16, fp32 accumulation), the
- * flash-attention-2 scheme: a block of 4 warps owns 64 query rows of one head, each warp 16 of
- * them; key/value tiles of 64 rows are staged in shared memory, two stages deep with cp.async so
- * the next tile loads while this one is used; scores and the output stay in registers, with an
- * online softmax. Segment bounds come from cu_seqlens in device memory and
- * are applied per row as a mask, so one launch serves any segmentation (window or full). */
+ * flash-attention-2 scheme: a block of 4 warps owns 64 or 128 query rows of one head, each warp
+ * 16 or 32 of them; key/value tiles of 64 rows are staged in shared memory, two stages deep with
+ * cp.async so the next tile loads while this one is used; scores and the output stay in
+ * registers, with an online softmax. Segment bounds come from cu_seqlens in device memory and
+ * are applied per row as a mask (skipped for tiles inside every row's segment), so one launch
+ * serves any segmentation (window or full). */
 #include "kernels.cuh"
 
 #include <stdint.h>
 
-#define TC_BQ 64
 #define TC_BK 64
 #define TC_WARPS 4
 #define TC_PAD 8 /* elements of padding per shared row: conflict-free ldmatrix */
+#define TC_MT2_MAX_HD 80 /* 32 rows per warp fit the registers up to this head dim */
 
 template <typename T> struct mma_type;
 template <> struct mma_type<vg_bf16> { static constexpr bool bf16 = true; };
@@ -43,16 +44,10 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *p)
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
 }
 
-__device__ __forceinline__ void ldmatrix_x2(uint32_t r[2], const void *p)
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void *p)
 {
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
-                 : "=r"(r[0]), "=r"(r[1]) : "r"(smem_addr(p)));
-}
-
-__device__ __forceinline__ void ldmatrix_x2_trans(uint32_t r[2], const void *p)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0,%1}, [%2];\n"
-                 : "=r"(r[0]), "=r"(r[1]) : "r"(smem_addr(p)));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
 }
 
 template <typename T>
@@ -69,6 +64,7 @@ template <typename T, int HD, int HDP, int LDS, int ROWS>
 __device__ __forceinline__ void load_tile_async(T *dst, const T *src, int64_t ld, int nrows)
 {
     constexpr int VPR = HDP / 8;
+#pragma unroll 4
     for (int i = threadIdx.x; i < ROWS * VPR; i += TC_WARPS * 32) {
         int r = i / VPR, v = i % VPR;
         bool in = r < nrows && v * 8 < HD;
@@ -82,155 +78,218 @@ __device__ __forceinline__ void load_tile_async(T *dst, const T *src, int64_t ld
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
-/* Copy `nrows` rows of HD elements (16-byte vectors) from global into a shared tile of
- * stride LDS, zero-filling rows past nrows and columns past HD up to HDP. */
-template <typename T, int HD, int HDP, int LDS, int ROWS>
-__device__ __forceinline__ void load_tile(T *dst, const T *src, int64_t ld, int nrows)
+/* Segment of `row` (the last s with cu[s] <= row, as vgk_segment_of), searched by a whole warp:
+ * 32 probes per step, so a capacity of n segments costs log32(n) dependent loads, not log2(n).
+ * Every lane passes the same row. */
+__device__ __forceinline__ int segment_of_warp(const int32_t *cu, int nseg, int row)
 {
-    constexpr int VPR = HDP / 8; /* 16-byte vectors per padded row */
-    for (int i = threadIdx.x; i < ROWS * VPR; i += TC_WARPS * 32) {
-        int r = i / VPR, v = i % VPR;
-        uint4 x = make_uint4(0, 0, 0, 0);
-        if (r < nrows && v * 8 < HD) x = *(const uint4 *)(src + (int64_t)r * ld + v * 8);
-        *(uint4 *)(dst + r * LDS + v * 8) = x;
+    const int lane = threadIdx.x % 32;
+    int lo = 0, hi = nseg - 1; /* cu[lo] <= row holds throughout */
+    while (lo < hi) {
+        int step = (hi - lo + 32) / 32, probe = lo + lane * step;
+        unsigned ok = __ballot_sync(0xffffffffu, probe <= hi && cu[probe] <= row);
+        int k = 31 - __clz(ok); /* the probes are ascending: the last one that fits */
+        lo += k * step;
+        hi = min(hi, lo + step - 1);
     }
+    return lo;
 }
 
-template <typename T, int HD>
+__device__ __forceinline__ float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+/* MT m-tiles of 16 rows per warp: a block owns BQ = 64·MT query rows of one head. With MT = 2
+ * every K and V fragment read from shared memory feeds two MMAs, and the Q tile's shared memory
+ * (then 128 rows, one K/V stage) is reused as the second stage once Q sits in registers. */
+template <typename T, int HD, int MT>
 __global__ void __launch_bounds__(TC_WARPS * 32)
 k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, int heads,
                const int32_t *cu, int nseg, float scale_log2)
 {
+    constexpr int BQ = TC_WARPS * 16 * MT;
     constexpr int HDP = (HD + 15) / 16 * 16; /* head dim padded to the mma k-step */
     constexpr int LDS = HDP + TC_PAD;
     constexpr int KS = HDP / 16; /* k-steps of Q·Kᵀ */
-    constexpr int NT = HDP / 8;  /* n-tiles of the output */
+    constexpr int NT = HDP / 8;  /* n-tiles of the output (even: HDP is a multiple of 16) */
+    constexpr int NB = TC_BK / 8; /* key n-tiles of a K tile */
+    constexpr int STAGE = 2 * TC_BK * LDS; /* elements of one [K tile, V tile] stage */
+    constexpr bool REUSE_Q = BQ * LDS >= STAGE;
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    /* Q, then two stages of [K tile, V tile] */
-    T *qs = (T *)smem_raw, *stages = qs + TC_BQ * LDS;
+    /* Q, then stage 0; stage 1 after it, or in Q's place once Q is in registers */
+    T *qs = (T *)smem_raw, *stage0 = qs + BQ * LDS, *stage1 = REUSE_Q ? qs : stage0 + STAGE;
 
     const int h = blockIdx.y, hidden = heads * HD, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int row0 = blockIdx.x * TC_BQ, last = min(row0 + TC_BQ, rows) - 1;
-    const int kbeg = cu[vgk_segment_of(cu, nseg, row0)];
-    const int kend = cu[vgk_segment_of(cu, nseg, last) + 1];
+    const int row0 = blockIdx.x * BQ, last = min(row0 + BQ, rows) - 1;
+    /* Q first: it needs no segment bounds */
+    load_tile_async<T, HD, HDP, LDS, BQ>(qs, qkv + (int64_t)row0 * ld_qkv + h * HD, ld_qkv, last - row0 + 1);
+    const int seg0 = segment_of_warp(cu, nseg, row0), seg1 = segment_of_warp(cu, nseg, last);
+    const int kbeg = cu[seg0], kend = cu[seg1 + 1];
 
-    /* this thread's two rows (lane/4 and lane/4 + 8 of its warp's 16) and their segments */
-    int r_lo[2], r_hi[2];
-    for (int i = 0; i < 2; i++) {
-        int r = row0 + warp * 16 + lane / 4 + 8 * i;
-        if (r < rows) {
-            int sg = vgk_segment_of(cu, nseg, r);
-            r_lo[i] = cu[sg], r_hi[i] = cu[sg + 1];
-        } else {
-            r_lo[i] = r_hi[i] = 0; /* no keys: the row is never written */
-        }
-    }
-
-    load_tile<T, HD, HDP, LDS, TC_BQ>(qs, qkv + (int64_t)row0 * ld_qkv + h * HD, ld_qkv, last - row0 + 1);
-    __syncthreads();
-    uint32_t qf[KS][4];
-    for (int k = 0; k < KS; k++)
-        ldmatrix_x4(qf[k], qs + (warp * 16 + lane % 16) * LDS + k * 16 + (lane / 16) * 8);
-
-    float o[NT][4];
-    for (int n = 0; n < NT; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-
-    auto issue = [&](int k0, int stage) {
+    auto issue = [&](int k0, T *dst) {
         const T *base = qkv + (int64_t)k0 * ld_qkv + h * HD;
         int nk = min(TC_BK, kend - k0);
-        T *kdst = stages + stage * 2 * TC_BK * LDS;
-        load_tile_async<T, HD, HDP, LDS, TC_BK>(kdst, base + hidden, ld_qkv, nk);
-        load_tile_async<T, HD, HDP, LDS, TC_BK>(kdst + TC_BK * LDS, base + 2 * hidden, ld_qkv, nk);
+        load_tile_async<T, HD, HDP, LDS, TC_BK>(dst, base + hidden, ld_qkv, nk);
+        load_tile_async<T, HD, HDP, LDS, TC_BK>(dst + TC_BK * LDS, base + 2 * hidden, ld_qkv, nk);
     };
-    if (kbeg < kend) issue(kbeg, 0);
+    if (kbeg < kend) issue(kbeg, stage0);
+
+    /* this thread's rows (lane/4 and lane/4 + 8 of each of its warp's m-tiles) and their
+     * segments: a short walk from the block's first segment */
+    int r_lo[MT][2], r_hi[MT][2];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            int r = row0 + warp * 16 * MT + mt * 16 + lane / 4 + 8 * i;
+            if (r < rows) {
+                int sg = seg0;
+                while (sg < seg1 && cu[sg + 1] <= r) sg++;
+                r_lo[mt][i] = cu[sg], r_hi[mt][i] = cu[sg + 1];
+            } else {
+                r_lo[mt][i] = r_hi[mt][i] = 0; /* no keys: the row is never written */
+            }
+        }
+
+    if (kbeg < kend) cp_async_wait<2>(); /* Q's group is done; the first K/V may fly */
+    else cp_async_wait<0>();
+    __syncthreads();
+    uint32_t qf[MT][KS][4];
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int k = 0; k < KS; k++)
+            ldmatrix_x4(qf[mt][k], qs + (warp * 16 * MT + mt * 16 + lane % 16) * LDS + k * 16 + (lane / 16) * 8);
+    if (REUSE_Q) __syncthreads(); /* Q's shared memory becomes stage 1 */
+
+    float o[MT][NT][4];
+    float m[MT][2], l[MT][2]; /* running maximum (raw score units) and sum of each row */
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++) {
+#pragma unroll
+        for (int n = 0; n < NT; n++) o[mt][n][0] = o[mt][n][1] = o[mt][n][2] = o[mt][n][3] = 0.0f;
+        m[mt][0] = m[mt][1] = -INFINITY;
+        l[mt][0] = l[mt][1] = 0.0f;
+    }
+
     for (int k0 = kbeg, stage = 0; k0 < kend; k0 += TC_BK, stage ^= 1) {
         if (k0 + TC_BK < kend) { /* prefetch the next tile into the other stage */
-            issue(k0 + TC_BK, stage ^ 1);
+            issue(k0 + TC_BK, stage ? stage0 : stage1);
             cp_async_wait<2>(); /* this tile's two groups are done; the next two may fly */
         } else {
             cp_async_wait<0>();
         }
         __syncthreads();
-        const T *ks = stages + stage * 2 * TC_BK * LDS, *vs = ks + TC_BK * LDS;
+        const T *ks = stage ? stage1 : stage0, *vs = ks + TC_BK * LDS;
 
-        float s[TC_BK / 8][4];
-        for (int n = 0; n < TC_BK / 8; n++) {
-            s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+        float s[MT][NB][4];
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int n = 0; n < NB; n++) s[mt][n][0] = s[mt][n][1] = s[mt][n][2] = s[mt][n][3] = 0.0f;
+#pragma unroll
+        for (int np = 0; np < NB / 2; np++)
+#pragma unroll
             for (int k = 0; k < KS; k++) {
-                uint32_t b[2];
-                /* Kᵀ as the col-major B operand: rows of K are its columns */
-                ldmatrix_x2(b, ks + (n * 8 + lane % 8) * LDS + k * 16 + ((lane / 8) % 2) * 8);
-                mma16816<T>(s[n], qf[k], b);
+                uint32_t b[4]; /* Kᵀ as the col-major B operand of key n-tiles 2np and 2np+1 */
+                ldmatrix_x4(b, ks + (np * 16 + (lane / 16) * 8 + lane % 8) * LDS + k * 16 + ((lane / 8) % 2) * 8);
+#pragma unroll
+                for (int mt = 0; mt < MT; mt++) {
+                    mma16816<T>(s[mt][2 * np], qf[mt][k], b);
+                    mma16816<T>(s[mt][2 * np + 1], qf[mt][k], b + 2);
+                }
             }
+        /* Keys outside a row's segment are masked; a warp whose rows all cover the whole tile
+         * (the interior of a long segment) skips the test. */
+        bool inside = true;
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+            for (int i = 0; i < 2; i++) inside &= r_lo[mt][i] <= k0 && k0 + TC_BK <= r_hi[mt][i];
+        if (!__all_sync(0xffffffffu, inside)) {
+#pragma unroll
+            for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+                for (int n = 0; n < NB; n++)
+#pragma unroll
+                    for (int e = 0; e < 4; e++) {
+                        int i = e / 2, key = k0 + n * 8 + (lane % 4) * 2 + (e % 2);
+                        if (key < r_lo[mt][i] || key >= r_hi[mt][i]) s[mt][n][e] = -INFINITY;
+                    }
         }
-        /* mask keys outside each row's segment, then the online softmax in base 2 */
-        float mx[2] = {-INFINITY, -INFINITY};
-        for (int n = 0; n < TC_BK / 8; n++)
-            for (int e = 0; e < 4; e++) {
-                int i = e / 2, key = k0 + n * 8 + (lane % 4) * 2 + (e % 2);
-                float v = key >= r_lo[i] && key < r_hi[i] ? s[n][e] * scale_log2 : -INFINITY;
-                s[n][e] = v;
-                mx[i] = fmaxf(mx[i], v);
+        /* the online softmax, in base 2: p = 2^(s·scale - m·scale) */
+#pragma unroll
+        for (int mt = 0; mt < MT; mt++) {
+            float ms[2];
+#pragma unroll
+            for (int i = 0; i < 2; i++) {
+                float mx = -INFINITY;
+#pragma unroll
+                for (int n = 0; n < NB; n++) mx = fmaxf(mx, fmaxf(s[mt][n][2 * i], s[mt][n][2 * i + 1]));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+                float mn = fmaxf(m[mt][i], mx);
+                /* a row with no key yet keeps m = -inf: nothing to rescale, every p is 0 */
+                float corr = m[mt][i] == -INFINITY ? 1.0f : ex2((m[mt][i] - mn) * scale_log2);
+                ms[i] = mn == -INFINITY ? 0.0f : mn * scale_log2;
+                m[mt][i] = mn;
+                l[mt][i] *= corr;
+#pragma unroll
+                for (int n = 0; n < NT; n++) o[mt][n][2 * i] *= corr, o[mt][n][2 * i + 1] *= corr;
             }
-        float corr[2];
-        for (int i = 0; i < 2; i++) {
-            mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 1));
-            mx[i] = fmaxf(mx[i], __shfl_xor_sync(0xffffffffu, mx[i], 2));
-            float mn = fmaxf(m[i], mx[i]);
-            /* a row with no key yet keeps m = -inf: nothing to rescale, nothing to add */
-            corr[i] = mn == -INFINITY ? 1.0f : exp2f(m[i] - mn);
-            m[i] = mn;
-            l[i] *= corr[i];
-        }
-        for (int n = 0; n < NT; n++) {
-            o[n][0] *= corr[0], o[n][1] *= corr[0];
-            o[n][2] *= corr[1], o[n][3] *= corr[1];
-        }
-        uint32_t pf[TC_BK / 16][4];
-        for (int n = 0; n < TC_BK / 8; n++) {
-            float p[4];
-            for (int e = 0; e < 4; e++) {
-                int i = e / 2;
-                p[e] = m[i] == -INFINITY ? 0.0f : exp2f(s[n][e] - m[i]);
-                l[i] += p[e];
+            uint32_t pf[NB / 2][4];
+#pragma unroll
+            for (int n = 0; n < NB; n++) {
+                float p[4];
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    p[e] = ex2(fmaf(s[mt][n][e], scale_log2, -ms[e / 2]));
+                    l[mt][e / 2] += p[e];
+                }
+                /* the accumulator layout of two n-tiles is the A layout of one k-step */
+                pf[n / 2][(n % 2) * 2 + 0] = pack2<T>(p[0], p[1]);
+                pf[n / 2][(n % 2) * 2 + 1] = pack2<T>(p[2], p[3]);
             }
-            /* the accumulator layout of two n-tiles is the A layout of one k-step */
-            pf[n / 2][(n % 2) * 2 + 0] = pack2<T>(p[0], p[1]);
-            pf[n / 2][(n % 2) * 2 + 1] = pack2<T>(p[2], p[3]);
-        }
-        for (int k = 0; k < TC_BK / 16; k++) {
-            uint32_t a[4] = {pf[k][0], pf[k][1], pf[k][2], pf[k][3]};
-            for (int n = 0; n < NT; n++) {
-                uint32_t b[2];
-                /* V [key][d] is the row-major B operand: load it transposed */
-                ldmatrix_x2_trans(b, vs + (k * 16 + (lane % 16)) * LDS + n * 8);
-                mma16816<T>(o[n], a, b);
-            }
+#pragma unroll
+            for (int k = 0; k < NB / 2; k++)
+#pragma unroll
+                for (int np = 0; np < NT / 2; np++) {
+                    uint32_t b[4]; /* V [key][d] as the row-major B operand, transposed on load */
+                    ldmatrix_x4_trans(b, vs + (k * 16 + lane % 16) * LDS + np * 16 + (lane / 16) * 8);
+                    mma16816<T>(o[mt][2 * np], pf[k], b);
+                    mma16816<T>(o[mt][2 * np + 1], pf[k], b + 2);
+                }
         }
         __syncthreads(); /* this stage is refilled two tiles from now */
     }
-    for (int i = 0; i < 2; i++) { /* each quad of lanes holds partial sums of a row */
-        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
-    }
-    for (int i = 0; i < 2; i++) {
-        int r = row0 + warp * 16 + lane / 4 + 8 * i;
-        if (r >= rows) continue;
-        float inv = l[i] > 0.0f ? 1.0f / l[i] : 0.0f;
-        T *dst = out + (int64_t)r * ld_out + h * HD;
-        for (int n = 0; n < NT; n++) {
-            int d = n * 8 + (lane % 4) * 2;
-            if (d < HD) *(uint32_t *)(dst + d) = pack2<T>(o[n][2 * i] * inv, o[n][2 * i + 1] * inv);
+#pragma unroll
+    for (int mt = 0; mt < MT; mt++)
+#pragma unroll
+        for (int i = 0; i < 2; i++) {
+            float sum = l[mt][i]; /* each quad of lanes holds partial sums of a row */
+            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            int r = row0 + warp * 16 * MT + mt * 16 + lane / 4 + 8 * i;
+            if (r >= rows) continue;
+            float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+            T *dst = out + (int64_t)r * ld_out + h * HD;
+#pragma unroll
+            for (int n = 0; n < NT; n++) {
+                int d = n * 8 + (lane % 4) * 2;
+                if (d < HD) *(uint32_t *)(dst + d) = pack2<T>(o[mt][n][2 * i] * inv, o[mt][n][2 * i + 1] * inv);
+            }
         }
-    }
 }
 
-template <typename T, int HD>
+template <typename T, int HD, int MT>
 static size_t tc_smem_bytes()
 {
-    constexpr int HDP = (HD + 15) / 16 * 16;
-    return (size_t)(TC_BQ + 4 * TC_BK) * (HDP + TC_PAD) * sizeof(T); /* Q, two K/V stages */
+    constexpr int LDS = (HD + 15) / 16 * 16 + TC_PAD, BQ = TC_WARPS * 16 * MT, STAGE_ROWS = 2 * TC_BK;
+    constexpr int rows = BQ >= STAGE_ROWS ? BQ + STAGE_ROWS : BQ + 2 * STAGE_ROWS;
+    return (size_t)rows * LDS * sizeof(T);
 }
 
 /* Raise the dynamic shared memory limit once per instantiation, at device open (never
@@ -238,8 +297,30 @@ static size_t tc_smem_bytes()
 template <typename T, int HD>
 static cudaError_t tc_prepare_one()
 {
-    return cudaFuncSetAttribute(k_attention_tc<T, HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)tc_smem_bytes<T, HD>());
+    cudaError_t e = cudaFuncSetAttribute(k_attention_tc<T, HD, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)tc_smem_bytes<T, HD, 1>());
+    if constexpr (HD <= TC_MT2_MAX_HD)
+        if (e == cudaSuccess)
+            e = cudaFuncSetAttribute(k_attention_tc<T, HD, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)tc_smem_bytes<T, HD, 2>());
+    return e;
+}
+
+template <typename T, int HD>
+static void tc_launch(vg_bk_stream *s, int mt, const void *qkv, int64_t ld_qkv, void *out, int64_t ld_out,
+                      int rows, int heads, const int32_t *cu, int nseg, float scale_log2)
+{
+    if constexpr (HD <= TC_MT2_MAX_HD) {
+        if (mt == 2) {
+            dim3 grid((unsigned)((rows + 127) / 128), (unsigned)heads);
+            k_attention_tc<T, HD, 2><<<grid, TC_WARPS * 32, tc_smem_bytes<T, HD, 2>(), s->s>>>(
+                (const T *)qkv, ld_qkv, (T *)out, ld_out, rows, heads, cu, nseg, scale_log2);
+            return;
+        }
+    }
+    dim3 grid((unsigned)((rows + 63) / 64), (unsigned)heads);
+    k_attention_tc<T, HD, 1><<<grid, TC_WARPS * 32, tc_smem_bytes<T, HD, 1>(), s->s>>>(
+        (const T *)qkv, ld_qkv, (T *)out, ld_out, rows, heads, cu, nseg, scale_log2);
 }
 
 #define TC_HEAD_DIMS(X) X(32) X(64) X(72) X(80) X(96) X(128)
@@ -254,24 +335,34 @@ vg_status vgc_attention_tc_prepare(void)
     return VG_OK;
 }
 
+/* Rows per block: 128 (MT = 2) when that still gives every multiprocessor two blocks,
+ * else 64, so small calls keep the GPU busy. VG_CUDA_ATTENTION_ROWS=64|128 forces one (128
+ * only up to TC_MT2_MAX_HD). */
+static int tc_mtiles(const vg_bk_device *dev, int rows, int heads, int hd)
+{
+    if (hd > TC_MT2_MAX_HD) return 1;
+    if (dev->attention_rows) return dev->attention_rows / 64;
+    long blocks128 = (long)(rows / 128) * heads;
+    return blocks128 >= 2L * dev->prop.multiProcessorCount ? 2 : 1;
+}
+
 /* Returns VG_ERR_UNSUPPORTED (without an error message) when the shape is not covered. */
 vg_status vgc_attention_tc(vg_bk_stream *s, vg_dtype t, const void *qkv, int64_t ld_qkv, void *out,
                            int64_t ld_out, int rows, int heads, int hd, const int32_t *cu, int nseg,
                            float scale)
 {
-    if ((t != VG_DTYPE_BF16 && t != VG_DTYPE_F16) || ld_qkv % 8 || ld_out % 2 ||
+    /* the softmax tracks maxima of raw scores, which needs scale > 0 */
+    if ((t != VG_DTYPE_BF16 && t != VG_DTYPE_F16) || ld_qkv % 8 || ld_out % 2 || !(scale > 0.0f) ||
         ((uintptr_t)qkv % 16) || ((uintptr_t)out % 4))
         return VG_ERR_UNSUPPORTED;
-    dim3 grid((unsigned)((rows + TC_BQ - 1) / TC_BQ), (unsigned)heads);
+    const int mt = tc_mtiles(s->dev, rows, heads, hd);
     const float scale_log2 = scale * 1.4426950408889634f;
-#define TC_CASE(D)                                                                                     \
-    case D:                                                                                            \
-        if (t == VG_DTYPE_BF16)                                                                        \
-            k_attention_tc<vg_bf16, D><<<grid, TC_WARPS * 32, tc_smem_bytes<vg_bf16, D>(), s->s>>>(    \
-                (const vg_bf16 *)qkv, ld_qkv, (vg_bf16 *)out, ld_out, rows, heads, cu, nseg, scale_log2); \
-        else                                                                                           \
-            k_attention_tc<vg_f16, D><<<grid, TC_WARPS * 32, tc_smem_bytes<vg_f16, D>(), s->s>>>(      \
-                (const vg_f16 *)qkv, ld_qkv, (vg_f16 *)out, ld_out, rows, heads, cu, nseg, scale_log2);   \
+#define TC_CASE(D)                                                                                 \
+    case D:                                                                                        \
+        if (t == VG_DTYPE_BF16)                                                                    \
+            tc_launch<vg_bf16, D>(s, mt, qkv, ld_qkv, out, ld_out, rows, heads, cu, nseg, scale_log2); \
+        else                                                                                       \
+            tc_launch<vg_f16, D>(s, mt, qkv, ld_qkv, out, ld_out, rows, heads, cu, nseg, scale_log2);  \
         break;
     switch (hd) {
         TC_HEAD_DIMS(TC_CASE)

@@ -32,6 +32,7 @@ struct vg_bk_device {
     int simple_attention; /* VG_CUDA_ATTENTION=simple: the CUDA-core kernel for every dtype */
     int gemm_tune;        /* VG_CUDA_GEMM_TUNE=0 keeps cuBLASLt's first heuristic pick */
     int gemm_tiled;       /* VG_CUDA_GEMM=tiled: the portable kernel instead of cuBLASLt */
+    int attention_rows;   /* VG_CUDA_ATTENTION_ROWS=64|128: rows per tensor-core attention block (0: chosen per call) */
     cudaDeviceProp prop;
     cudaStream_t upload_stream; /* for graph uploads at instantiate */
     void *blas;                 /* cublasLtHandle_t (hipBLASLt or none under HIP) */

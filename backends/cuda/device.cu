@@ -90,6 +90,8 @@ extern "C" vg_status vgc_device_open(int index, vg_bk_device **out)
     dev->gemm_tune = !(tune && strcmp(tune, "0") == 0);
     const char *gemm = getenv("VG_CUDA_GEMM");
     dev->gemm_tiled = gemm && strcmp(gemm, "tiled") == 0;
+    const char *arows = getenv("VG_CUDA_ATTENTION_ROWS");
+    dev->attention_rows = arows && (strcmp(arows, "64") == 0 || strcmp(arows, "128") == 0) ? atoi(arows) : 0;
     st = vgc_attention_tc_prepare();
     if (st == VG_OK) st = vgc_gemm_device_init(dev);
     if (st != VG_OK) {

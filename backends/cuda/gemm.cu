@@ -8,7 +8,7 @@
  *
  * Choosing the algorithm: cuBLASLt's first heuristic pick is often poor for the skinny shapes
  * of small batches (too few tiles to fill the GPU). When a plan is built on a stream that is not
- * capturing, up to VGC_GEMM_CANDIDATES candidates are timed on the real operands, writing a
+ * capturing, up to VGC_GEMM_CANDIDATES of its picks are timed on the real operands, writing a
  * scratch output, each run with a cold L2 (a model streams every layer's weights from memory,
  * so timing with cached weights would favour the wrong algorithms), and the fastest is kept.
  * During capture nothing can run, so the heuristic's first pick is used; vg's runner runs a
@@ -21,7 +21,7 @@
 
 #define VGC_GEMM_WORKSPACE (32u << 20)
 #define VGC_GEMM_CACHE 64
-#define VGC_GEMM_CANDIDATES 8
+#define VGC_GEMM_CANDIDATES 16
 
 typedef struct gemm_key {
     int64_t m, n, k, lda, ldb, ldc, ldr;
@@ -143,7 +143,8 @@ static void tune(vg_bk_stream *s, gemm_plan *p, const cublasLtMatmulHeuristicRes
         if (e0) cudaEventDestroy(e0);
         return;
     }
-    float alpha = a->alpha, beta = p->key.beta ? 1.0f : 0.0f, best = 1e30f;
+    float alpha = a->alpha, beta = p->key.beta ? 1.0f : 0.0f, best = 1e30f, first = 0.0f;
+    int chosen = 0;
     const void *cptr = p->key.beta ? a->residual : scratch;
     if (p->key.epilogue == CUBLASLT_EPILOGUE_BIAS || p->key.epilogue == CUBLASLT_EPILOGUE_GELU_BIAS)
         cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a->bias, sizeof a->bias);
@@ -163,11 +164,16 @@ static void tune(vg_bk_stream *s, gemm_plan *p, const cublasLtMatmulHeuristicRes
                 break;
             if (rep > 0 && ms < fastest) fastest = ms; /* rep 0 warms the algorithm up */
         }
+        if (i == 0) first = fastest;
         if (fastest < best) {
             best = fastest;
+            chosen = i;
             p->algo = res[i].algo;
         }
     }
+    vgc_host->log(VG_LOG_DEBUG, "cuda: gemm m=%lld n=%lld k=%lld: candidate %d of %d, %.1f us cold "
+                  "against %.1f us for the heuristic's first pick", (long long)a->m, (long long)a->n,
+                  (long long)a->k, chosen, n, best * 1e3, first * 1e3);
     (void)cudaGetLastError();
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);

@@ -2,8 +2,9 @@
  * Attention lives in attention.cu. Every kernel accumulates in fp32. */
 #include "kernels.cuh"
 
-/* Up to 16 bytes of T at once: loads and stores of V consecutive elements. */
-template <typename T, int V> struct vec { T v[V]; };
+/* Up to 16 bytes of T at once: loads and stores of V consecutive elements (aligned to the
+ * whole vector, so that they compile to single wide accesses). */
+template <typename T, int V> struct alignas(sizeof(T) * V) vec { T v[V]; };
 
 /* One warp per row, 16-byte vectors when the row allows (VEC > 1): no block barriers;
  * statistics in fp32 with warp shuffles. */
@@ -58,31 +59,53 @@ vg_status vgc_op_rmsnorm(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void
     return VG_OK;
 }
 
-/* A block per row: its half sine/cosine pairs are computed once into shared memory, then the
- * block rotates every (head, i) pair of the row with coalesced accesses. */
-template <typename T>
+/* A block per ROT_ROWS rows: their half sine/cosine pairs are computed once into shared
+ * memory, then every (row, head, VEC pairs) of the block is rotated with VEC-wide accesses to
+ * the first and the second half of the head. */
+#define ROT_ROWS 4
+template <typename T, int VEC>
 __global__ void k_rotary_2d(T *x, int64_t ld, int rows, int heads, int head_dim, const int32_t *pos,
                             float log2_theta)
 {
-    extern __shared__ float cs[]; /* [half] cosines, then [half] sines */
-    int half = head_dim / 2, quarter = head_dim / 4;
-    for (int r = blockIdx.x; r < rows; r += gridDim.x) {
-        __syncthreads(); /* the previous row's table is no longer read */
-        for (int i = threadIdx.x; i < half; i += blockDim.x) {
-            int j = i < quarter ? i : i - quarter;
-            float p = (float)pos[2 * r + (i < quarter ? 0 : 1)];
-            sincosf(p * exp2f(-log2_theta * (float)(2 * j) / (float)half), &cs[half + i], &cs[i]);
+    typedef vec<T, VEC> V;
+    extern __shared__ float cs[]; /* per row: [half] cosines, then [half] sines */
+    const int half = head_dim / 2, quarter = head_dim / 4, nv = half / VEC;
+    const int r0 = blockIdx.x * ROT_ROWS, nr = min(ROT_ROWS, rows - r0);
+    for (int t = threadIdx.x; t < nr * half; t += blockDim.x) {
+        int rr = t / half, i = t - rr * half, j = i < quarter ? i : i - quarter;
+        float p = (float)pos[2 * (r0 + rr) + (i < quarter ? 0 : 1)];
+        float *c = cs + rr * head_dim;
+        sincosf(p * exp2f(-log2_theta * (float)(2 * j) / (float)half), &c[half + i], &c[i]);
+    }
+    __syncthreads();
+    const int per_row = heads * nv;
+    for (int t = threadIdx.x; t < nr * per_row; t += blockDim.x) {
+        int rr = t / per_row, rem = t - rr * per_row, h = rem / nv, v = rem - h * nv;
+        T *base = x + (int64_t)(r0 + rr) * ld + h * head_dim + v * VEC;
+        const float *c = cs + rr * head_dim + v * VEC;
+        V a = *(const V *)base, b = *(const V *)(base + half), oa, ob;
+#pragma unroll
+        for (int e = 0; e < VEC; e++) {
+            float x0 = vgk_to_f(a.v[e]), x1 = vgk_to_f(b.v[e]), co = c[e], sn = c[half + e];
+            oa.v[e] = vgk_from_f<T>(x0 * co - x1 * sn);
+            ob.v[e] = vgk_from_f<T>(x1 * co + x0 * sn);
         }
-        __syncthreads();
-        T *row = x + (int64_t)r * ld;
-        for (int t = threadIdx.x; t < heads * half; t += blockDim.x) {
-            int h = t / half, i = t - h * half;
-            T *base = row + h * head_dim + i;
-            float c = cs[i], sn = cs[half + i];
-            float x0 = vgk_to_f(base[0]), x1 = vgk_to_f(base[half]);
-            base[0] = vgk_from_f<T>(x0 * c - x1 * sn);
-            base[half] = vgk_from_f<T>(x1 * c + x0 * sn);
-        }
+        *(V *)base = oa;
+        *(V *)(base + half) = ob;
+    }
+}
+
+template <typename T>
+static void rotary_launch(vg_bk_stream *s, int vecn, T *x, int64_t ld, int rows, int heads,
+                          int head_dim, const int32_t *pos, float log2_theta)
+{
+    unsigned blocks = (unsigned)((rows + ROT_ROWS - 1) / ROT_ROWS);
+    size_t smem = (size_t)ROT_ROWS * head_dim * sizeof(float);
+    switch (vecn) {
+    case 8: k_rotary_2d<T, 8><<<blocks, 256, smem, s->s>>>(x, ld, rows, heads, head_dim, pos, log2_theta); break;
+    case 4: k_rotary_2d<T, 4><<<blocks, 256, smem, s->s>>>(x, ld, rows, heads, head_dim, pos, log2_theta); break;
+    case 2: k_rotary_2d<T, 2><<<blocks, 256, smem, s->s>>>(x, ld, rows, heads, head_dim, pos, log2_theta); break;
+    default: k_rotary_2d<T, 1><<<blocks, 256, smem, s->s>>>(x, ld, rows, heads, head_dim, pos, log2_theta); break;
     }
 }
 
@@ -94,10 +117,10 @@ vg_status vgc_op_rotary_2d(vg_bk_device *, vg_bk_stream *s, vg_dtype t, void *x,
         return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": rotary_2d: bad argument (head_dim "
                                            "must be a multiple of 4)");
     if (!rows) return VG_OK;
-    unsigned blocks = (unsigned)(rows < 65535 * 8 ? rows : 65535 * 8);
-    size_t smem = (size_t)head_dim * sizeof(float);
-    VGK_FLOAT_DISPATCH(t, T, k_rotary_2d<T><<<blocks, 256, smem, s->s>>>(
-                                 (T *)x, ld, (int)rows, heads, head_dim, pos, log2f(theta)));
+    /* the widest vector (up to 16 bytes) that every half-head start is aligned to */
+    int elem = t == VG_DTYPE_F32 ? 4 : 2, half = head_dim / 2, vecn = 16 / elem;
+    while (vecn > 1 && (half % vecn || ld % vecn || (uintptr_t)x % ((uintptr_t)vecn * elem))) vecn /= 2;
+    VGK_FLOAT_DISPATCH(t, T, rotary_launch<T>(s, vecn, (T *)x, ld, (int)rows, heads, head_dim, pos, log2f(theta)));
     VGC_CHECK_LAUNCH("rotary_2d");
     return VG_OK;
 }
