@@ -5,7 +5,8 @@ const char *vg_op_name(vg_op_id op)
 {
     static const char *const names[VG_OP_COUNT_] = {"fill",      "axpby",     "gemm",
                                                     "gather_rows", "rmsnorm", "rotary_2d",
-                                                    "attention", "silu_mul",  "convert"};
+                                                    "attention", "silu_mul",  "convert",
+                                                    "attention_rotary"};
     return (unsigned)op < VG_OP_COUNT_ ? names[op] : NULL;
 }
 

@@ -677,25 +677,63 @@ typedef struct attention_call {
     void *qkv, *out;
     int rows, heads, hd, nseg;
     int32_t *cu;
+    int32_t *pos; /* attention_rotary when set */
 } attention_call;
 
 static void enqueue_attention(void *p)
 {
     attention_call *c = p;
     int hidden = c->heads * c->hd;
-    VG_CHECK(g.ops->attention(g.dev, g.s, c->t, c->qkv, 3 * hidden, c->out, hidden, c->rows,
-                              c->heads, c->hd, c->cu, c->nseg, 1.0f / sqrtf((float)c->hd)));
+    float scale = 1.0f / sqrtf((float)c->hd);
+    if (c->pos)
+        VG_CHECK(g.ops->attention_rotary(g.dev, g.s, c->t, c->qkv, 3 * hidden, c->out, hidden,
+                                         c->rows, c->heads, c->hd, c->cu, c->nseg, scale, c->pos,
+                                         10000.0f));
+    else
+        VG_CHECK(g.ops->attention(g.dev, g.s, c->t, c->qkv, 3 * hidden, c->out, hidden, c->rows,
+                                  c->heads, c->hd, c->cu, c->nseg, scale));
 }
 
-static void attention_case(vg_dtype t, int heads, int hd, int rows)
+/* The q and k slices of every row of a float qkv, rotated as rotary_2d's contract says. */
+static void rotate_qk_ref(float *qkv, int rows, int heads, int hd, const int32_t *pos)
+{
+    int half = hd / 2, quarter = hd / 4, ld = 3 * heads * hd;
+    for (int r = 0; r < rows; r++)
+        for (int h = 0; h < 2 * heads; h++)
+            for (int i = 0; i < half; i++) {
+                int j = i < quarter ? i : i - quarter;
+                double angle = (i < quarter ? pos[2 * r] : pos[2 * r + 1]) * pow(10000.0, -2.0 * j / half);
+                float *b = qkv + (size_t)r * ld + (size_t)h * hd;
+                double x0 = b[i], x1 = b[i + half];
+                b[i] = (float)(x0 * cos(angle) - x1 * sin(angle));
+                b[i + half] = (float)(x1 * cos(angle) + x0 * sin(angle));
+            }
+}
+
+/* attention, or attention_rotary when `rotary`: two segmentations (one captured), a replay,
+ * and for attention_rotary a check that qkv was only read. */
+static void attention_case_for(vg_dtype t, int heads, int hd, int rows, int rotary)
 {
     int hidden = heads * hd;
     size_t n = (size_t)rows * 3 * hidden;
-    float *qkv = malloc(n * 4), *got = malloc((size_t)rows * hidden * 4);
+    float *qkv = malloc(n * 4), *ref_in = malloc(n * 4), *got = malloc((size_t)rows * hidden * 4);
     double *want = malloc((size_t)rows * hidden * sizeof(double));
-    assert_true(qkv && got && want);
+    int32_t *pos = malloc((size_t)rows * 2 * sizeof(int32_t));
+    assert_true(qkv && ref_in && got && want && pos);
     fill_random(qkv, n, 51);
-    attention_call c = {t, upload_as(t, qkv, n), dalloc((size_t)rows * hidden * 4), rows, heads, hd, 8, NULL};
+    attention_call c = {t, upload_as(t, qkv, n), dalloc((size_t)rows * hidden * 4), rows, heads, hd, 8, NULL, NULL};
+    /* the reference reads what the device holds: the inputs rounded to t */
+    download_as(t, ref_in, c.qkv, n);
+    float *sent = NULL;
+    if (rotary) {
+        for (int r = 0; r < rows; r++) pos[2 * r] = (r * 7) % 61, pos[2 * r + 1] = (r * 13) % 57;
+        c.pos = dalloc((size_t)rows * 2 * sizeof(int32_t));
+        upload(c.pos, pos, (size_t)rows * 2 * sizeof(int32_t));
+        sent = malloc(n * 4);
+        assert_non_null(sent);
+        memcpy(sent, ref_in, n * 4);
+        rotate_qk_ref(ref_in, rows, heads, hd, pos);
+    }
     c.cu = dalloc(9 * sizeof(int32_t));
     /* Two segmentations of the same rows, with empty segments: one graph serves both. */
     int32_t segs[2][9] = {{0, 5, 5, rows / 2, rows - 9, rows, rows, rows, rows},
@@ -709,21 +747,32 @@ static void attention_case(vg_dtype t, int heads, int hd, int rows)
             VG_CHECK(g.b->exec_launch(g.dev, exec, g.s));
         } else enqueue_attention(&c);
         download_as(t, got, c.out, (size_t)rows * hidden);
-        attention_ref(qkv, rows, heads, hd, segs[k], 8, want);
+        attention_ref(ref_in, rows, heads, hd, segs[k], 8, want);
         check_close("attention", got, want, (size_t)rows * hidden, tol_for(t));
     }
     if (exec) { /* replay with the first segmentation again: read at replay, not at capture */
         upload(c.cu, segs[0], sizeof segs[0]);
         VG_CHECK(g.b->exec_launch(g.dev, exec, g.s));
         download_as(t, got, c.out, (size_t)rows * hidden);
-        attention_ref(qkv, rows, heads, hd, segs[0], 8, want);
+        attention_ref(ref_in, rows, heads, hd, segs[0], 8, want);
         check_close("attention replay", got, want, (size_t)rows * hidden, tol_for(t));
         VG_CHECK(g.b->exec_destroy(g.dev, exec));
     }
-    free(qkv), free(got), free(want);
+    if (sent) { /* attention_rotary leaves qkv as it was */
+        download_as(t, qkv, c.qkv, n);
+        assert_memory_equal(qkv, sent, n * 4);
+        free(sent);
+        VG_CHECK(g.b->mem_free(g.dev, c.pos));
+    }
+    free(qkv), free(ref_in), free(got), free(want), free(pos);
     VG_CHECK(g.b->mem_free(g.dev, c.qkv));
     VG_CHECK(g.b->mem_free(g.dev, c.out));
     VG_CHECK(g.b->mem_free(g.dev, c.cu));
+}
+
+static void attention_case(vg_dtype t, int heads, int hd, int rows)
+{
+    attention_case_for(t, heads, hd, rows, 0);
 }
 
 static void test_attention(void **state)
@@ -738,6 +787,18 @@ static void test_attention(void **state)
      * path of the tensor-core kernel) next to partial ones */
     attention_case(VG_DTYPE_BF16, 2, 80, 600);
     attention_case(VG_DTYPE_F16, 2, 72, 600);
+}
+
+static void test_attention_rotary(void **state)
+{
+    (void)state;
+    if (!g.ops->attention_rotary) skip();
+    attention_case_for(VG_DTYPE_F32, 4, 32, 150, 1);
+    attention_case_for(VG_DTYPE_F32, 2, 80, 300, 1);
+    attention_case_for(VG_DTYPE_BF16, 2, 80, 300, 1);
+    attention_case_for(VG_DTYPE_BF16, 3, 64, 97, 1);
+    attention_case_for(VG_DTYPE_BF16, 2, 80, 600, 1);
+    attention_case_for(VG_DTYPE_F16, 2, 72, 600, 1);
 }
 
 static void silu_mul_case(vg_dtype t)
@@ -850,6 +911,7 @@ int main(void)
         cmocka_unit_test_teardown(test_rmsnorm, end_stray_capture),
         cmocka_unit_test_teardown(test_rotary_2d, end_stray_capture),
         cmocka_unit_test_teardown(test_attention, end_stray_capture),
+        cmocka_unit_test_teardown(test_attention_rotary, end_stray_capture),
         cmocka_unit_test_teardown(test_silu_mul, end_stray_capture),
         cmocka_unit_test_teardown(test_convert, end_stray_capture),
         cmocka_unit_test_teardown(test_failed_capture_recovers, end_stray_capture),

@@ -5,18 +5,20 @@
  * One block covers BQ consecutive query rows of one head; each thread owns one query row, its
  * q and its output accumulator in registers (HD is a template constant so they stay there).
  * The block walks key tiles of BK rows staged in shared memory over the union of its rows'
- * segments; each thread masks keys outside its own segment. */
+ * segments; each thread masks keys outside its own segment. With ROPE, q and k are rotated as
+ * rotary_2d would (attention_rotary) while they are loaded. */
 #include "kernels.cuh"
 
 #define ATT_BQ 64
 #define ATT_BK 32
 
 
-template <typename T, int HD>
+template <typename T, int HD, bool ROPE>
 __global__ void __launch_bounds__(ATT_BQ)
 k_attention(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, int heads,
-            const int32_t *cu, int nseg, float scale)
+            const int32_t *cu, int nseg, float scale, const int32_t *pos, float log2_theta)
 {
+    constexpr int HALF = HD / 2;
     __shared__ float ks[ATT_BK][HD];
     __shared__ float vs[ATT_BK][HD];
     const int h = blockIdx.y, hidden = heads * HD;
@@ -36,9 +38,19 @@ k_attention(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, int 
     float m = -INFINITY, l = 0.0f;
 #pragma unroll
     for (int d = 0; d < HD; d++) {
-        q[d] = active ? vgk_to_f(qkv[(int64_t)row * ld_qkv + h * HD + d]) * scale : 0.0f;
+        q[d] = active ? vgk_to_f(qkv[(int64_t)row * ld_qkv + h * HD + d]) : 0.0f;
         acc[d] = 0.0f;
     }
+    if (ROPE && active)
+#pragma unroll
+        for (int i = 0; i < HALF; i++) {
+            float c, sn, x0 = q[i], x1 = q[i + HALF];
+            sincosf(vgk_rotary_angle(pos, row, i, HALF, log2_theta), &sn, &c);
+            q[i] = x0 * c - x1 * sn;
+            q[i + HALF] = x1 * c + x0 * sn;
+        }
+#pragma unroll
+    for (int d = 0; d < HD; d++) q[d] *= scale;
     for (int k0 = kbeg; k0 < kend; k0 += ATT_BK) {
         int nk = min(ATT_BK, kend - k0);
         __syncthreads();
@@ -49,6 +61,12 @@ k_attention(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, int 
                 const T *src = qkv + (int64_t)(k0 + j) * ld_qkv + h * HD + d;
                 kv = vgk_to_f(src[hidden]);
                 vv = vgk_to_f(src[2 * hidden]);
+                if (ROPE) { /* the partner element of d's rotation pair, and their angle */
+                    int i = d < HALF ? d : d - HALF;
+                    float other = vgk_to_f(src[hidden + (d < HALF ? HALF : -HALF)]), c, sn;
+                    sincosf(vgk_rotary_angle(pos, k0 + j, i, HALF, log2_theta), &sn, &c);
+                    kv = d < HALF ? kv * c - other * sn : kv * c + other * sn;
+                }
             }
             ks[j][d] = kv;
             vs[j][d] = vv;
@@ -79,17 +97,19 @@ k_attention(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, int 
     for (int d = 0; d < HD; d++) out[(int64_t)row * ld_out + h * HD + d] = vgk_from_f<T>(acc[d] * inv);
 }
 
-template <typename T>
-static vg_status launch(vg_bk_stream *s, const void *qkv, int64_t ld_qkv, void *out, int64_t ld_out,
-                        int rows, int heads, int hd, const int32_t *cu, int nseg, float scale)
+template <typename T, bool ROPE>
+static vg_status launch(vg_bk_stream *s, const vgc_attention_call *c)
 {
-    dim3 grid((unsigned)((rows + ATT_BQ - 1) / ATT_BQ), (unsigned)heads);
+    dim3 grid((unsigned)((c->rows + ATT_BQ - 1) / ATT_BQ), (unsigned)c->heads);
+    const float log2_theta = ROPE ? log2f(c->theta) : 0.0f;
 #define ATT_CASE(D)                                                                              \
     case D:                                                                                      \
-        k_attention<T, D><<<grid, ATT_BQ, 0, s->s>>>((const T *)qkv, ld_qkv, (T *)out, ld_out,   \
-                                                     rows, heads, cu, nseg, scale);              \
+        k_attention<T, D, ROPE><<<grid, ATT_BQ, 0, s->s>>>((const T *)c->qkv, c->ld_qkv,         \
+                                                           (T *)c->out, c->ld_out, c->rows,      \
+                                                           c->heads, c->cu, c->nseg, c->scale,   \
+                                                           c->pos, log2_theta);                  \
         break;
-    switch (hd) {
+    switch (c->hd) {
         ATT_CASE(32)
         ATT_CASE(64)
         ATT_CASE(72)
@@ -98,11 +118,33 @@ static vg_status launch(vg_bk_stream *s, const void *qkv, int64_t ld_qkv, void *
         ATT_CASE(128)
     default:
         return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": attention: head_dim %d not compiled "
-                                           "(32, 64, 72, 80, 96, 128 are)", hd);
+                                           "(32, 64, 72, 80, 96, 128 are)", c->hd);
     }
 #undef ATT_CASE
     VGC_CHECK_LAUNCH("attention");
     return VG_OK;
+}
+
+template <bool ROPE>
+static vg_status dispatch(vg_bk_stream *s, const vgc_attention_call *c)
+{
+    switch (c->t) {
+    case VG_DTYPE_F32: return launch<float, ROPE>(s, c);
+    case VG_DTYPE_BF16: return launch<vg_bf16, ROPE>(s, c);
+    case VG_DTYPE_F16: return launch<vg_f16, ROPE>(s, c);
+    default: return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": attention: dtype must be F32, BF16 or F16");
+    }
+}
+
+/* The tensor-core kernel when it covers the call, else the portable one. */
+static vg_status run(vg_bk_stream *s, const vgc_attention_call *c)
+{
+    if (!c->rows) return VG_OK;
+    if (!s->dev->simple_attention) {
+        vg_status st = vgc_attention_tc(s, c);
+        if (st != VG_ERR_UNSUPPORTED) return st;
+    }
+    return c->pos ? dispatch<true>(s, c) : dispatch<false>(s, c);
 }
 
 vg_status vgc_op_attention(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void *qkv,
@@ -113,16 +155,21 @@ vg_status vgc_op_attention(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const vo
     if (!s || rows < 0 || rows > 0x7fffffff || heads <= 0 || heads > 65535 || head_dim <= 0 ||
         nseg < 1 || ld_qkv < 3 * hidden || ld_out < hidden || (rows && (!qkv || !out || !cu)))
         return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": attention: bad argument");
-    if (!rows) return VG_OK;
-    if (!s->dev->simple_attention) {
-        vg_status st = vgc_attention_tc(s, t, qkv, ld_qkv, out, ld_out, (int)rows, heads, head_dim,
-                                        cu, nseg, scale);
-        if (st != VG_ERR_UNSUPPORTED) return st;
-    }
-    switch (t) {
-    case VG_DTYPE_F32: return launch<float>(s, qkv, ld_qkv, out, ld_out, (int)rows, heads, head_dim, cu, nseg, scale);
-    case VG_DTYPE_BF16: return launch<vg_bf16>(s, qkv, ld_qkv, out, ld_out, (int)rows, heads, head_dim, cu, nseg, scale);
-    case VG_DTYPE_F16: return launch<vg_f16>(s, qkv, ld_qkv, out, ld_out, (int)rows, heads, head_dim, cu, nseg, scale);
-    default: return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": attention: dtype must be F32, BF16 or F16");
-    }
+    vgc_attention_call c = {t, qkv, ld_qkv, out, ld_out, (int)rows, heads, head_dim, cu, nseg, scale, NULL, 0.0f};
+    return run(s, &c);
+}
+
+vg_status vgc_op_attention_rotary(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void *qkv,
+                                  int64_t ld_qkv, void *out, int64_t ld_out, int64_t rows, int heads,
+                                  int head_dim, const int32_t *cu, int nseg, float scale,
+                                  const int32_t *pos, float theta)
+{
+    int64_t hidden = (int64_t)heads * head_dim;
+    if (!s || rows < 0 || rows > 0x7fffffff || heads <= 0 || heads > 65535 || head_dim <= 0 ||
+        head_dim % 4 || nseg < 1 || ld_qkv < 3 * hidden || ld_out < hidden || !(theta > 0.0f) ||
+        (rows && (!qkv || !out || !cu || !pos)))
+        return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": attention_rotary: bad argument "
+                                           "(head_dim must be a multiple of 4)");
+    vgc_attention_call c = {t, qkv, ld_qkv, out, ld_out, (int)rows, heads, head_dim, cu, nseg, scale, pos, theta};
+    return run(s, &c);
 }

@@ -4,7 +4,8 @@
  * cp.async so the next tile loads while this one is used; scores and the output stay in
  * registers, with an online softmax. Segment bounds come from cu_seqlens in device memory and
  * are applied per row as a mask (skipped for tiles inside every row's segment), so one launch
- * serves any segmentation (window or full). */
+ * serves any segmentation (window or full). With ROPE (attention_rotary), the Q tile and each
+ * K tile are rotated in shared memory once they land, before any fragment is read. */
 #include "kernels.cuh"
 
 #include <stdint.h>
@@ -102,13 +103,66 @@ __device__ __forceinline__ float ex2(float x)
     return y;
 }
 
+/* Start copying the (h, w) positions of rows [row0, row0 + nrows) into shared memory with
+ * 4-byte cp.async (zero past nrows), in the commit group of the tile they belong to. */
+template <int ROWS>
+__device__ __forceinline__ void load_pos_async(int32_t *dst, const int32_t *pos, int row0, int nrows)
+{
+    for (int i = threadIdx.x; i < 2 * ROWS; i += TC_WARPS * 32) {
+        bool in = i / 2 < nrows;
+        const int32_t *g = in ? pos + 2 * (int64_t)row0 + i : pos;
+        asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem_addr(dst + i)), "l"(g),
+                     "r"(in ? 4 : 0));
+    }
+}
+
+/* Rotate rows [0, nrows) of a shared tile as rotary_2d would, from the tile's positions
+ * (tpos, [nrows, 2]) and the head's inverse frequencies (invf, [HD/2]), both in shared memory.
+ * Each thread takes two neighbouring elements of the first half of a head and their two
+ * partners in the second half (HD is a multiple of 8, so the pairs never straddle a quarter).
+ * The angle is reduced to [-π, π] before the fast sine and cosine. */
+template <typename T, int HD, int LDS>
+__device__ __forceinline__ void rotate_tile(T *tile, int nrows, const int32_t *tpos, const float *invf)
+{
+    static_assert(HD % 8 == 0, "pairs of elements must not straddle a quarter of the head");
+    constexpr int HALF = HD / 2, PAIRS = HALF / 2;
+    for (int t = threadIdx.x; t < nrows * PAIRS; t += TC_WARPS * 32) {
+        int r = t / PAIRS, i = (t - r * PAIRS) * 2;
+        T *x = tile + r * LDS + i;
+        float p = (float)tpos[2 * r + (i < HALF / 2 ? 0 : 1)], c[2], sn[2];
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            float a = p * invf[i + e];
+            float k = rintf(a * 0.15915494309189535f);
+            a = fmaf(k, 1.7484555e-7f, fmaf(-k, 6.2831855f, a)); /* a - 2πk, 2π in two parts */
+            __sincosf(a, &sn[e], &c[e]);
+        }
+        float x0[2] = {vgk_to_f(x[0]), vgk_to_f(x[1])}, x1[2] = {vgk_to_f(x[HALF]), vgk_to_f(x[HALF + 1])};
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            x[e] = vgk_from_f<T>(x0[e] * c[e] - x1[e] * sn[e]);
+            x[HALF + e] = vgk_from_f<T>(x1[e] * c[e] + x0[e] * sn[e]);
+        }
+    }
+}
+
+/* Shared memory of the kernel: the tiles, then with ROPE the inverse frequencies and the
+ * positions of the Q tile and of each K stage. */
+template <typename T, int HD, int MT, bool ROPE>
+__host__ __device__ constexpr size_t tc_smem_bytes()
+{
+    constexpr int LDS = (HD + 15) / 16 * 16 + TC_PAD, BQ = TC_WARPS * 16 * MT, STAGE_ROWS = 2 * TC_BK;
+    constexpr int rows = BQ >= STAGE_ROWS ? BQ + STAGE_ROWS : BQ + 2 * STAGE_ROWS;
+    return (size_t)rows * LDS * sizeof(T) + (ROPE ? (size_t)(HD / 2 + 2 * BQ + 4 * TC_BK) * 4 : 0);
+}
+
 /* MT m-tiles of 16 rows per warp: a block owns BQ = 64·MT query rows of one head. With MT = 2
  * every K and V fragment read from shared memory feeds two MMAs, and the Q tile's shared memory
  * (then 128 rows, one K/V stage) is reused as the second stage once Q sits in registers. */
-template <typename T, int HD, int MT>
+template <typename T, int HD, int MT, bool ROPE>
 __global__ void __launch_bounds__(TC_WARPS * 32)
 k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, int heads,
-               const int32_t *cu, int nseg, float scale_log2)
+               const int32_t *cu, int nseg, float scale_log2, const int32_t *pos, float log2_theta)
 {
     constexpr int BQ = TC_WARPS * 16 * MT;
     constexpr int HDP = (HD + 15) / 16 * 16; /* head dim padded to the mma k-step */
@@ -121,21 +175,32 @@ k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, i
     extern __shared__ __align__(16) unsigned char smem_raw[];
     /* Q, then stage 0; stage 1 after it, or in Q's place once Q is in registers */
     T *qs = (T *)smem_raw, *stage0 = qs + BQ * LDS, *stage1 = REUSE_Q ? qs : stage0 + STAGE;
+    /* with ROPE: inverse frequencies, Q positions, K positions of stage 0 and stage 1 */
+    float *invf = (float *)(smem_raw + tc_smem_bytes<T, HD, MT, false>());
+    int32_t *qpos = (int32_t *)(invf + HD / 2), *kpos = qpos + 2 * BQ;
 
     const int h = blockIdx.y, hidden = heads * HD, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int row0 = blockIdx.x * BQ, last = min(row0 + BQ, rows) - 1;
     /* Q first: it needs no segment bounds */
+    if (ROPE) load_pos_async<BQ>(qpos, pos, row0, last - row0 + 1);
     load_tile_async<T, HD, HDP, LDS, BQ>(qs, qkv + (int64_t)row0 * ld_qkv + h * HD, ld_qkv, last - row0 + 1);
+    if (ROPE)
+        for (int i = threadIdx.x; i < HD / 2; i += TC_WARPS * 32) {
+            int j = i < HD / 4 ? i : i - HD / 4;
+            invf[i] = exp2f(-log2_theta * (float)(2 * j) / (float)(HD / 2));
+        }
     const int seg0 = segment_of_warp(cu, nseg, row0), seg1 = segment_of_warp(cu, nseg, last);
     const int kbeg = cu[seg0], kend = cu[seg1 + 1];
 
-    auto issue = [&](int k0, T *dst) {
+    auto issue = [&](int k0, int st) {
         const T *base = qkv + (int64_t)k0 * ld_qkv + h * HD;
         int nk = min(TC_BK, kend - k0);
+        T *dst = st ? stage1 : stage0;
+        if (ROPE) load_pos_async<TC_BK>(kpos + st * 2 * TC_BK, pos, k0, nk);
         load_tile_async<T, HD, HDP, LDS, TC_BK>(dst, base + hidden, ld_qkv, nk);
         load_tile_async<T, HD, HDP, LDS, TC_BK>(dst + TC_BK * LDS, base + 2 * hidden, ld_qkv, nk);
     };
-    if (kbeg < kend) issue(kbeg, stage0);
+    if (kbeg < kend) issue(kbeg, 0);
 
     /* this thread's rows (lane/4 and lane/4 + 8 of each of its warp's m-tiles) and their
      * segments: a short walk from the block's first segment */
@@ -157,6 +222,10 @@ k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, i
     if (kbeg < kend) cp_async_wait<2>(); /* Q's group is done; the first K/V may fly */
     else cp_async_wait<0>();
     __syncthreads();
+    if (ROPE) {
+        rotate_tile<T, HD, LDS>(qs, last - row0 + 1, qpos, invf);
+        __syncthreads();
+    }
     uint32_t qf[MT][KS][4];
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
@@ -177,13 +246,18 @@ k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, i
 
     for (int k0 = kbeg, stage = 0; k0 < kend; k0 += TC_BK, stage ^= 1) {
         if (k0 + TC_BK < kend) { /* prefetch the next tile into the other stage */
-            issue(k0 + TC_BK, stage ? stage0 : stage1);
+            issue(k0 + TC_BK, stage ^ 1);
             cp_async_wait<2>(); /* this tile's two groups are done; the next two may fly */
         } else {
             cp_async_wait<0>();
         }
         __syncthreads();
-        const T *ks = stage ? stage1 : stage0, *vs = ks + TC_BK * LDS;
+        T *ks = stage ? stage1 : stage0;
+        const T *vs = ks + TC_BK * LDS;
+        if (ROPE) {
+            rotate_tile<T, HD, LDS>(ks, min(TC_BK, kend - k0), kpos + stage * 2 * TC_BK, invf);
+            __syncthreads();
+        }
 
         float s[MT][NB][4];
 #pragma unroll
@@ -284,43 +358,44 @@ k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, i
         }
 }
 
-template <typename T, int HD, int MT>
-static size_t tc_smem_bytes()
-{
-    constexpr int LDS = (HD + 15) / 16 * 16 + TC_PAD, BQ = TC_WARPS * 16 * MT, STAGE_ROWS = 2 * TC_BK;
-    constexpr int rows = BQ >= STAGE_ROWS ? BQ + STAGE_ROWS : BQ + 2 * STAGE_ROWS;
-    return (size_t)rows * LDS * sizeof(T);
-}
-
 /* Raise the dynamic shared memory limit once per instantiation, at device open (never
  * during a capture). */
-template <typename T, int HD>
+template <typename T, int HD, bool ROPE>
 static cudaError_t tc_prepare_one()
 {
-    cudaError_t e = cudaFuncSetAttribute(k_attention_tc<T, HD, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)tc_smem_bytes<T, HD, 1>());
+    cudaError_t e = cudaFuncSetAttribute(k_attention_tc<T, HD, 1, ROPE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)tc_smem_bytes<T, HD, 1, ROPE>());
     if constexpr (HD <= TC_MT2_MAX_HD)
         if (e == cudaSuccess)
-            e = cudaFuncSetAttribute(k_attention_tc<T, HD, 2>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)tc_smem_bytes<T, HD, 2>());
+            e = cudaFuncSetAttribute(k_attention_tc<T, HD, 2, ROPE>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)tc_smem_bytes<T, HD, 2, ROPE>());
     return e;
 }
 
-template <typename T, int HD>
-static void tc_launch(vg_bk_stream *s, int mt, const void *qkv, int64_t ld_qkv, void *out, int64_t ld_out,
-                      int rows, int heads, const int32_t *cu, int nseg, float scale_log2)
+template <typename T, int HD, bool ROPE>
+static void tc_launch(vg_bk_stream *s, int mt, const vgc_attention_call *c)
 {
+    const float scale_log2 = c->scale * 1.4426950408889634f, log2_theta = ROPE ? log2f(c->theta) : 0.0f;
     if constexpr (HD <= TC_MT2_MAX_HD) {
         if (mt == 2) {
-            dim3 grid((unsigned)((rows + 127) / 128), (unsigned)heads);
-            k_attention_tc<T, HD, 2><<<grid, TC_WARPS * 32, tc_smem_bytes<T, HD, 2>(), s->s>>>(
-                (const T *)qkv, ld_qkv, (T *)out, ld_out, rows, heads, cu, nseg, scale_log2);
+            dim3 grid((unsigned)((c->rows + 127) / 128), (unsigned)c->heads);
+            k_attention_tc<T, HD, 2, ROPE><<<grid, TC_WARPS * 32, tc_smem_bytes<T, HD, 2, ROPE>(), s->s>>>(
+                (const T *)c->qkv, c->ld_qkv, (T *)c->out, c->ld_out, c->rows, c->heads, c->cu,
+                c->nseg, scale_log2, c->pos, log2_theta);
             return;
         }
     }
-    dim3 grid((unsigned)((rows + 63) / 64), (unsigned)heads);
-    k_attention_tc<T, HD, 1><<<grid, TC_WARPS * 32, tc_smem_bytes<T, HD, 1>(), s->s>>>(
-        (const T *)qkv, ld_qkv, (T *)out, ld_out, rows, heads, cu, nseg, scale_log2);
+    dim3 grid((unsigned)((c->rows + 63) / 64), (unsigned)c->heads);
+    k_attention_tc<T, HD, 1, ROPE><<<grid, TC_WARPS * 32, tc_smem_bytes<T, HD, 1, ROPE>(), s->s>>>(
+        (const T *)c->qkv, c->ld_qkv, (T *)c->out, c->ld_out, c->rows, c->heads, c->cu, c->nseg,
+        scale_log2, c->pos, log2_theta);
+}
+
+template <typename T, int HD>
+static void tc_launch_any(vg_bk_stream *s, int mt, const vgc_attention_call *c)
+{
+    if (c->pos) tc_launch<T, HD, true>(s, mt, c);
+    else tc_launch<T, HD, false>(s, mt, c);
 }
 
 #define TC_HEAD_DIMS(X) X(32) X(64) X(72) X(80) X(96) X(128)
@@ -328,8 +403,10 @@ static void tc_launch(vg_bk_stream *s, int mt, const void *qkv, int64_t ld_qkv, 
 vg_status vgc_attention_tc_prepare(void)
 {
 #define PREP(D)                                                                  \
-    VGC_CHECK((tc_prepare_one<vg_bf16, D>()));                                   \
-    VGC_CHECK((tc_prepare_one<vg_f16, D>()));
+    VGC_CHECK((tc_prepare_one<vg_bf16, D, false>()));                            \
+    VGC_CHECK((tc_prepare_one<vg_f16, D, false>()));                             \
+    VGC_CHECK((tc_prepare_one<vg_bf16, D, true>()));                             \
+    VGC_CHECK((tc_prepare_one<vg_f16, D, true>()));
     TC_HEAD_DIMS(PREP)
 #undef PREP
     return VG_OK;
@@ -347,24 +424,19 @@ static int tc_mtiles(const vg_bk_device *dev, int rows, int heads, int hd)
 }
 
 /* Returns VG_ERR_UNSUPPORTED (without an error message) when the shape is not covered. */
-vg_status vgc_attention_tc(vg_bk_stream *s, vg_dtype t, const void *qkv, int64_t ld_qkv, void *out,
-                           int64_t ld_out, int rows, int heads, int hd, const int32_t *cu, int nseg,
-                           float scale)
+vg_status vgc_attention_tc(vg_bk_stream *s, const vgc_attention_call *c)
 {
     /* the softmax tracks maxima of raw scores, which needs scale > 0 */
-    if ((t != VG_DTYPE_BF16 && t != VG_DTYPE_F16) || ld_qkv % 8 || ld_out % 2 || !(scale > 0.0f) ||
-        ((uintptr_t)qkv % 16) || ((uintptr_t)out % 4))
+    if ((c->t != VG_DTYPE_BF16 && c->t != VG_DTYPE_F16) || c->ld_qkv % 8 || c->ld_out % 2 ||
+        !(c->scale > 0.0f) || ((uintptr_t)c->qkv % 16) || ((uintptr_t)c->out % 4))
         return VG_ERR_UNSUPPORTED;
-    const int mt = tc_mtiles(s->dev, rows, heads, hd);
-    const float scale_log2 = scale * 1.4426950408889634f;
+    const int mt = tc_mtiles(s->dev, c->rows, c->heads, c->hd);
 #define TC_CASE(D)                                                                                 \
     case D:                                                                                        \
-        if (t == VG_DTYPE_BF16)                                                                    \
-            tc_launch<vg_bf16, D>(s, mt, qkv, ld_qkv, out, ld_out, rows, heads, cu, nseg, scale_log2); \
-        else                                                                                       \
-            tc_launch<vg_f16, D>(s, mt, qkv, ld_qkv, out, ld_out, rows, heads, cu, nseg, scale_log2);  \
+        if (c->t == VG_DTYPE_BF16) tc_launch_any<vg_bf16, D>(s, mt, c);                            \
+        else tc_launch_any<vg_f16, D>(s, mt, c);                                                   \
         break;
-    switch (hd) {
+    switch (c->hd) {
         TC_HEAD_DIMS(TC_CASE)
     default:
         return VG_ERR_UNSUPPORTED;

@@ -79,12 +79,27 @@ vg_status vgc_op_rotary_2d(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, int
                            int, int, const int32_t *, float);
 vg_status vgc_op_attention(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                            void *, int64_t, int64_t, int, int, const int32_t *, int, float);
+vg_status vgc_op_attention_rotary(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
+                                  void *, int64_t, int64_t, int, int, const int32_t *, int, float,
+                                  const int32_t *, float);
+/* One validated attention call; pos is NULL unless q and k are rotated on the fly. */
+typedef struct vgc_attention_call {
+    vg_dtype t;
+    const void *qkv;
+    int64_t ld_qkv;
+    void *out;
+    int64_t ld_out;
+    int rows, heads, hd;
+    const int32_t *cu;
+    int nseg;
+    float scale;
+    const int32_t *pos;
+    float theta;
+} vgc_attention_call;
 /* attention_tc.cu: tensor-core attention for BF16/F16; VG_ERR_UNSUPPORTED when the shape is
  * not covered (no message: the caller falls back). */
 vg_status vgc_attention_tc_prepare(void);
-vg_status vgc_attention_tc(vg_bk_stream *s, vg_dtype t, const void *qkv, int64_t ld_qkv, void *out,
-                           int64_t ld_out, int rows, int heads, int hd, const int32_t *cu, int nseg,
-                           float scale);
+vg_status vgc_attention_tc(vg_bk_stream *s, const vgc_attention_call *c);
 vg_status vgc_op_silu_mul(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                           void *, int64_t, int64_t, int64_t);
 vg_status vgc_op_convert(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, vg_dtype,

@@ -38,6 +38,15 @@ __device__ __forceinline__ int vgk_segment_of(const int32_t *cu, int nseg, int r
     return lo;
 }
 
+/* The 2-D rotary angle of element i < half of a head of row r (rotary_2d's contract): position
+ * h for the first quarter of the head, w for the second, frequency θ^(-2j/half). */
+__device__ __forceinline__ float vgk_rotary_angle(const int32_t *pos, int64_t r, int i, int half,
+                                                  float log2_theta)
+{
+    int quarter = half / 2, j = i < quarter ? i : i - quarter;
+    return (float)pos[2 * r + (i < quarter ? 0 : 1)] * exp2f(-log2_theta * (float)(2 * j) / (float)half);
+}
+
 /* Grid size for a grid-stride loop over n items with 256-thread blocks. */
 static inline unsigned vgk_blocks(size_t n)
 {

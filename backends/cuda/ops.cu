@@ -122,4 +122,5 @@ vg_op_table vgc_ops = {
     vgc_op_attention,
     vgc_op_silu_mul,
     vgc_op_convert,
+    vgc_op_attention_rotary,
 };

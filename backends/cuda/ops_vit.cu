@@ -69,13 +69,12 @@ __global__ void k_rotary_2d(T *x, int64_t ld, int rows, int heads, int head_dim,
 {
     typedef vec<T, VEC> V;
     extern __shared__ float cs[]; /* per row: [half] cosines, then [half] sines */
-    const int half = head_dim / 2, quarter = head_dim / 4, nv = half / VEC;
+    const int half = head_dim / 2, nv = half / VEC;
     const int r0 = blockIdx.x * ROT_ROWS, nr = min(ROT_ROWS, rows - r0);
     for (int t = threadIdx.x; t < nr * half; t += blockDim.x) {
-        int rr = t / half, i = t - rr * half, j = i < quarter ? i : i - quarter;
-        float p = (float)pos[2 * (r0 + rr) + (i < quarter ? 0 : 1)];
+        int rr = t / half, i = t - rr * half;
         float *c = cs + rr * head_dim;
-        sincosf(p * exp2f(-log2_theta * (float)(2 * j) / (float)half), &c[half + i], &c[i]);
+        sincosf(vgk_rotary_angle(pos, r0 + rr, i, half, log2_theta), &c[half + i], &c[i]);
     }
     __syncthreads();
     const int per_row = heads * nv;

@@ -33,8 +33,7 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
 
 vg_status vgc_attention_tc_prepare(void) { return VG_OK; }
 
-vg_status vgc_attention_tc(vg_bk_stream *, vg_dtype, const void *, int64_t, void *, int64_t, int, int,
-                           int, const int32_t *, int, float)
+vg_status vgc_attention_tc(vg_bk_stream *, const vgc_attention_call *)
 {
     return VG_ERR_UNSUPPORTED; /* the caller falls back to the portable kernel */
 }

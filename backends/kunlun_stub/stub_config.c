@@ -21,6 +21,7 @@ static const char *const k_fault_names[STUB_FAULT_COUNT_] = {
 
 static const char *const k_op_names[VG_OP_COUNT_] = {
     "fill", "axpby", "gemm", "gather_rows", "rmsnorm", "rotary_2d", "attention", "silu_mul", "convert",
+    "attention_rotary",
 };
 
 static int parse_bytes(const char *s, uint64_t *out)

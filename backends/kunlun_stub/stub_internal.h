@@ -165,6 +165,9 @@ vg_status stub_op_rotary_2d(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, in
                             int, int, const int32_t *, float);
 vg_status stub_op_attention(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                             void *, int64_t, int64_t, int, int, const int32_t *, int, float);
+vg_status stub_op_attention_rotary(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
+                                   void *, int64_t, int64_t, int, int, const int32_t *, int, float,
+                                   const int32_t *, float);
 vg_status stub_op_silu_mul(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                            void *, int64_t, int64_t, int64_t);
 vg_status stub_op_convert(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, vg_dtype,

@@ -167,4 +167,5 @@ const vg_op_table stub_ops = {
     .attention = stub_op_attention,
     .silu_mul = stub_op_silu_mul,
     .convert = stub_op_convert,
+    .attention_rotary = stub_op_attention_rotary,
 };

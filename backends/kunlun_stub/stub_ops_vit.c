@@ -1,4 +1,4 @@
-/* kunlun_stub: CPU versions of the vision-transformer ops (op table version 2). Plain loops
+/* kunlun_stub: CPU versions of the vision-transformer ops (op table versions 2 and 3). Plain loops
  * with fp32 accumulation: the reference every GPU kernel is tested against. */
 #include <math.h>
 #include <string.h>
@@ -55,20 +55,27 @@ typedef struct rotary_args {
     float theta;
 } rotary_args;
 
+/* Cosine and sine of the rotary angle of element i < half of a head of row r. */
+static void rotary_cs(const int32_t *pos, int64_t r, int i, int half, float theta, float *c, float *sn)
+{
+    int quarter = half / 2, j = i < quarter ? i : i - quarter;
+    float inv_freq = 1.0f / powf(theta, (float)(2 * j) / (float)half);
+    float angle = (float)pos[2 * r + (i < quarter ? 0 : 1)] * inv_freq;
+    *c = (float)cos((double)angle);
+    *sn = (float)sin((double)angle);
+}
+
 static void run_rotary(vg_bk_stream *s, const void *p)
 {
     (void)s;
     const rotary_args *a = p;
-    int half = a->head_dim / 2, quarter = a->head_dim / 4;
+    int half = a->head_dim / 2;
     for (int64_t r = 0; r < a->rows; r++) {
-        float ph = (float)a->pos[2 * r], pw = (float)a->pos[2 * r + 1];
         for (int h = 0; h < a->heads; h++) {
             size_t base = (size_t)(r * a->ld) + (size_t)h * (size_t)a->head_dim;
             for (int i = 0; i < half; i++) {
-                int j = i < quarter ? i : i - quarter;
-                float inv_freq = 1.0f / powf(a->theta, (float)(2 * j) / (float)half);
-                float angle = (i < quarter ? ph : pw) * inv_freq;
-                float c = (float)cos((double)angle), sn = (float)sin((double)angle);
+                float c, sn;
+                rotary_cs(a->pos, r, i, half, a->theta, &c, &sn);
                 float x0 = load_f(a->x, a->dtype, base + (size_t)i);
                 float x1 = load_f(a->x, a->dtype, base + (size_t)(i + half));
                 store_f(a->x, a->dtype, base + (size_t)i, x0 * c - x1 * sn);
@@ -101,15 +108,46 @@ typedef struct attention_args {
     const int32_t *cu;
     int num_segments;
     float scale;
+    const int32_t *pos; /* attention_rotary: rotate q and k first; NULL for attention */
+    float theta;
 } attention_args;
+
+/* Scratch floats: scores of one row, one output row, and for attention_rotary the rotated q
+ * and k of every row ([rows, 2·hidden]). */
+static size_t attention_scratch(int64_t rows, int heads, int head_dim, int rotary)
+{
+    size_t n = (size_t)rows + (size_t)head_dim;
+    return rotary ? n + (size_t)rows * 2 * (size_t)heads * (size_t)head_dim : n;
+}
+
+/* rot[r, :] = the q and k slices of row r of qkv, rotated as rotary_2d would, in fp32. */
+static void rotate_qk(const attention_args *a, float *rot)
+{
+    int half = a->head_dim / 2;
+    size_t width = 2 * (size_t)a->heads * (size_t)a->head_dim;
+    for (int64_t r = 0; r < a->rows; r++)
+        for (int h = 0; h < 2 * a->heads; h++) {
+            size_t src = (size_t)(r * a->ld_qkv) + (size_t)h * (size_t)a->head_dim;
+            float *dst = rot + (size_t)r * width + (size_t)h * (size_t)a->head_dim;
+            for (int i = 0; i < half; i++) {
+                float c, sn;
+                rotary_cs(a->pos, r, i, half, a->theta, &c, &sn);
+                float x0 = load_f(a->qkv, a->dtype, src + (size_t)i);
+                float x1 = load_f(a->qkv, a->dtype, src + (size_t)(i + half));
+                dst[i] = x0 * c - x1 * sn;
+                dst[i + half] = x1 * c + x0 * sn;
+            }
+        }
+}
 
 static void run_attention(vg_bk_stream *s, const void *p)
 {
     const attention_args *a = p;
     size_t hidden = (size_t)a->heads * (size_t)a->head_dim;
-    float *scores = stub_scratch(s, (size_t)a->rows + (size_t)a->head_dim);
+    float *scores = stub_scratch(s, attention_scratch(a->rows, a->heads, a->head_dim, a->pos != NULL));
     if (!scores) return; /* reserved at enqueue; cannot happen */
-    float *acc = scores + a->rows;
+    float *acc = scores + a->rows, *rot = a->pos ? acc + a->head_dim : NULL;
+    if (rot) rotate_qk(a, rot);
     for (int seg = 0; seg < a->num_segments; seg++) {
         int64_t lo = a->cu[seg], hi = a->cu[seg + 1];
         if (lo < 0) lo = 0;
@@ -122,9 +160,14 @@ static void run_attention(vg_bk_stream *s, const void *p)
                 for (int64_t j = lo; j < hi; j++) {
                     size_t krow = (size_t)(j * a->ld_qkv);
                     float dot = 0.0f;
-                    for (int d = 0; d < a->head_dim; d++)
-                        dot += load_f(a->qkv, a->dtype, qrow + qo + (size_t)d) *
-                               load_f(a->qkv, a->dtype, krow + ko + (size_t)d);
+                    if (rot) {
+                        const float *q = rot + (size_t)i * 2 * hidden + qo, *k = rot + (size_t)j * 2 * hidden + ko;
+                        for (int d = 0; d < a->head_dim; d++) dot += q[d] * k[d];
+                    } else {
+                        for (int d = 0; d < a->head_dim; d++)
+                            dot += load_f(a->qkv, a->dtype, qrow + qo + (size_t)d) *
+                                   load_f(a->qkv, a->dtype, krow + ko + (size_t)d);
+                    }
                     scores[j - lo] = dot * a->scale;
                     if (scores[j - lo] > mx) mx = scores[j - lo];
                 }
@@ -144,19 +187,37 @@ static void run_attention(vg_bk_stream *s, const void *p)
     }
 }
 
+static vg_status submit_attention(vg_bk_device *dev, vg_bk_stream *s, const attention_args *a,
+                                  vg_op_id op, const char *name)
+{
+    int64_t hidden = (int64_t)a->heads * a->head_dim;
+    if (!dev || !s || !is_float(a->dtype) || a->rows < 0 || a->heads <= 0 || a->head_dim <= 0 ||
+        a->num_segments < 1 || a->ld_qkv < 3 * hidden || a->ld_out < hidden ||
+        (a->rows && (!a->qkv || !a->out || !a->cu)) ||
+        (op == VG_OP_ATTENTION_ROTARY && (a->head_dim % 4 || !(a->theta > 0.0f) || (a->rows && !a->pos))))
+        return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: %s: bad argument", name);
+    if (!stub_scratch(s, attention_scratch(a->rows, a->heads, a->head_dim, a->pos != NULL)))
+        return STUB_ERR(VG_ERR_OUT_OF_MEMORY, "kunlun_stub: %s: no scratch", name);
+    return stub_submit(s, op, name, run_attention, a, sizeof *a);
+}
+
 vg_status stub_op_attention(vg_bk_device *dev, vg_bk_stream *s, vg_dtype dtype, const void *qkv,
                             int64_t ld_qkv, void *out, int64_t ld_out, int64_t rows, int heads,
                             int head_dim, const int32_t *cu, int num_segments, float scale)
 {
-    int64_t hidden = (int64_t)heads * head_dim;
-    if (!dev || !s || !is_float(dtype) || rows < 0 || heads <= 0 || head_dim <= 0 ||
-        num_segments < 1 || ld_qkv < 3 * hidden || ld_out < hidden ||
-        (rows && (!qkv || !out || !cu)))
-        return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: attention: bad argument");
-    if (!stub_scratch(s, (size_t)rows + (size_t)head_dim))
-        return STUB_ERR(VG_ERR_OUT_OF_MEMORY, "kunlun_stub: attention: no scratch");
-    attention_args a = {dtype, qkv, ld_qkv, out, ld_out, rows, heads, head_dim, cu, num_segments, scale};
-    return stub_submit(s, VG_OP_ATTENTION, "attention", run_attention, &a, sizeof a);
+    attention_args a = {dtype, qkv, ld_qkv, out, ld_out, rows, heads, head_dim, cu, num_segments,
+                        scale, NULL, 0.0f};
+    return submit_attention(dev, s, &a, VG_OP_ATTENTION, "attention");
+}
+
+vg_status stub_op_attention_rotary(vg_bk_device *dev, vg_bk_stream *s, vg_dtype dtype,
+                                   const void *qkv, int64_t ld_qkv, void *out, int64_t ld_out,
+                                   int64_t rows, int heads, int head_dim, const int32_t *cu,
+                                   int num_segments, float scale, const int32_t *pos, float theta)
+{
+    attention_args a = {dtype, qkv, ld_qkv, out, ld_out, rows, heads, head_dim, cu, num_segments,
+                        scale, pos, theta};
+    return submit_attention(dev, s, &a, VG_OP_ATTENTION_ROTARY, "attention_rotary");
 }
 
 /* ---- silu_mul -------------------------------------------------------------------------------- */

@@ -62,7 +62,9 @@ typedef enum vg_op_id {
     VG_OP_ATTENTION = 6,
     VG_OP_SILU_MUL = 7,
     VG_OP_CONVERT = 8,
-    VG_OP_COUNT_ = 9
+    /* op table version 3 */
+    VG_OP_ATTENTION_ROTARY = 9,
+    VG_OP_COUNT_ = 10
 } vg_op_id;
 
 /* Filled by device_info. The caller sets struct_size; the backend writes only the fields that
@@ -169,9 +171,21 @@ typedef struct vg_op_table {
     /* dst[i] = src[i] converted between F32, BF16 and F16 (round to nearest even). */
     vg_status (*convert)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype src_dtype,
                          const void *src, vg_dtype dst_dtype, void *dst, size_t count);
+
+    /* ---- version 3 ---- */
+
+    /* attention over q and k rotated as rotary_2d would rotate them (pos, theta), in one pass:
+     * the result equals rotary_2d on the q and k slices followed by attention, but qkv is only
+     * read. Worth it when segments are short (each key is loaded by few query tiles); for long
+     * segments a backend may re-rotate each key many times, so callers prefer the two ops. */
+    vg_status (*attention_rotary)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype,
+                                  const void *qkv, int64_t ld_qkv, void *out, int64_t ld_out,
+                                  int64_t rows, int heads, int head_dim,
+                                  const int32_t *cu_seqlens, int num_segments, float scale,
+                                  const int32_t *pos, float theta);
 } vg_op_table;
 
-#define VG_OP_TABLE_VERSION 2
+#define VG_OP_TABLE_VERSION 3
 
 /* ---- the interface table ------------------------------------------------------------------- */
 

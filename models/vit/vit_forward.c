@@ -3,6 +3,8 @@
  *   embed            patch GEMM (input order), then the window permutation of merge units
  *   block i: in      rmsnorm, qkv GEMM (+bias), 2-D rotary on q and k
  *   block i: attn    attention over full or window segments (the splitting op)
+ *                    (window blocks on a backend with attention_rotary: the rotary happens
+ *                    inside attention, since each key of a short segment is loaded once)
  *   block i: out     proj GEMM (+bias, +residual), rmsnorm, gate|up GEMM, silu·mul,
  *                    down GEMM (+bias, +residual)
  *   merger           rmsnorm, [units, 4·hidden] GEMM + GELU, GEMM, un-permute to image order
@@ -37,6 +39,13 @@ static vg_status gemm(const vg_vit *m, vg_bk_stream *s, int64_t rows, int64_t n,
         if (st_ != VG_OK) return st_;                                                            \
     } while (0)
 
+/* Window blocks fuse the rotary into attention when the backend can: their segments are short,
+ * so the fused kernel loads (and rotates) each key about once. Full blocks keep the two ops. */
+static int rotary_in_attention(const vg_vit *m, int block)
+{
+    return m->ops->attention_rotary != NULL && !m->cfg.fullatt[block];
+}
+
 /* An int32 array inside VB_META, at an offset of vit_meta_layout. */
 static int32_t *meta_at(vg_runner *r, size_t offset) { return (int32_t *)BUF(VB_META) + offset; }
 
@@ -67,6 +76,7 @@ static vg_status piece_attn_in(void *mp, vg_runner *r, const vg_piece *p, const 
                         c->eps));
     TRY(gemm(m, s, d->num_tokens, 3 * (int64_t)c->hidden, c->hidden, BUF(VB_N), B->qkv_w, B->qkv_b,
              BUF(VB_QKV), NULL, VG_ACT_NONE));
+    if (rotary_in_attention(m, p->arg)) return VG_OK;
     /* q and k are the first 2·heads head slices of each qkv row */
     return m->ops->rotary_2d(m->dev, s, m->dt, BUF(VB_QKV), 3 * (int64_t)c->hidden, d->num_tokens,
                              2 * c->heads, c->head_dim, meta_at(r, l.pos), c->theta);
@@ -80,9 +90,13 @@ static vg_status piece_attention(void *mp, vg_runner *r, const vg_piece *p, cons
     vit_meta_layout l;
     vit_meta_layout_for(d->num_tokens, c->unit, &l);
     const int32_t *cu = meta_at(r, c->fullatt[p->arg] ? l.cu_full : l.cu_win);
+    const float scale = 1.0f / sqrtf((float)c->head_dim);
+    if (rotary_in_attention(m, p->arg))
+        return m->ops->attention_rotary(m->dev, s, m->dt, BUF(VB_QKV), 3 * (int64_t)c->hidden,
+                                        BUF(VB_ATT), c->hidden, d->num_tokens, c->heads,
+                                        c->head_dim, cu, l.cap, scale, meta_at(r, l.pos), c->theta);
     return m->ops->attention(m->dev, s, m->dt, BUF(VB_QKV), 3 * (int64_t)c->hidden, BUF(VB_ATT),
-                             c->hidden, d->num_tokens, c->heads, c->head_dim, cu, l.cap,
-                             1.0f / sqrtf((float)c->head_dim));
+                             c->hidden, d->num_tokens, c->heads, c->head_dim, cu, l.cap, scale);
 }
 
 static vg_status piece_attn_out(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
@@ -133,9 +147,10 @@ vg_status vit_pieces_init(vg_vit *m)
     int k = 0;
     m->pieces[k++] = (vg_piece){"embed", piece_embed, 0, G | 1ull << VG_OP_GATHER_ROWS, NULL, 0};
     for (int i = 0; i < c->depth; i++) {
-        m->pieces[k++] = (vg_piece){"attn_in", piece_attn_in, 0, G | R | 1ull << VG_OP_ROTARY_2D, NULL, i};
+        int fused = rotary_in_attention(m, i);
+        m->pieces[k++] = (vg_piece){"attn_in", piece_attn_in, 0, G | R | (fused ? 0 : 1ull << VG_OP_ROTARY_2D), NULL, i};
         m->pieces[k++] = (vg_piece){"attention", piece_attention, VG_PIECE_SPLITTING,
-                                    1ull << VG_OP_ATTENTION, NULL, i};
+                                    1ull << (fused ? VG_OP_ATTENTION_ROTARY : VG_OP_ATTENTION), NULL, i};
         m->pieces[k++] = (vg_piece){"attn_out_mlp", piece_attn_out, 0, G | R | 1ull << VG_OP_SILU_MUL, NULL, i};
     }
     m->pieces[k++] = (vg_piece){"merger", piece_merger, 0, G | R | 1ull << VG_OP_GATHER_ROWS, NULL, 0};
