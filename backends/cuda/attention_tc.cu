@@ -185,10 +185,7 @@ k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, i
     if (ROPE) load_pos_async<BQ>(qpos, pos, row0, last - row0 + 1);
     load_tile_async<T, HD, HDP, LDS, BQ>(qs, qkv + (int64_t)row0 * ld_qkv + h * HD, ld_qkv, last - row0 + 1);
     if (ROPE)
-        for (int i = threadIdx.x; i < HD / 2; i += TC_WARPS * 32) {
-            int j = i < HD / 4 ? i : i - HD / 4;
-            invf[i] = exp2f(-log2_theta * (float)(2 * j) / (float)(HD / 2));
-        }
+        for (int i = threadIdx.x; i < HD / 2; i += TC_WARPS * 32) invf[i] = vgk_rotary_freq(i, HD / 2, log2_theta);
     const int seg0 = segment_of_warp(cu, nseg, row0), seg1 = segment_of_warp(cu, nseg, last);
     const int kbeg = cu[seg0], kend = cu[seg1 + 1];
 

@@ -38,13 +38,19 @@ __device__ __forceinline__ int vgk_segment_of(const int32_t *cu, int nseg, int r
     return lo;
 }
 
-/* The 2-D rotary angle of element i < half of a head of row r (rotary_2d's contract): position
- * h for the first quarter of the head, w for the second, frequency θ^(-2j/half). */
+/* The 2-D rotary (rotary_2d's contract): element i < half of a head turns by its position (h
+ * in the first quarter of the head, w in the second) times the frequency θ^(-2j/half), where j
+ * is i's index within its quarter. */
+__device__ __forceinline__ float vgk_rotary_freq(int i, int half, float log2_theta)
+{
+    int quarter = half / 2, j = i < quarter ? i : i - quarter;
+    return exp2f(-log2_theta * (float)(2 * j) / (float)half);
+}
+
 __device__ __forceinline__ float vgk_rotary_angle(const int32_t *pos, int64_t r, int i, int half,
                                                   float log2_theta)
 {
-    int quarter = half / 2, j = i < quarter ? i : i - quarter;
-    return (float)pos[2 * r + (i < quarter ? 0 : 1)] * exp2f(-log2_theta * (float)(2 * j) / (float)half);
+    return (float)pos[2 * r + (i < half / 2 ? 0 : 1)] * vgk_rotary_freq(i, half, log2_theta);
 }
 
 /* Grid size for a grid-stride loop over n items with 256-thread blocks. */
