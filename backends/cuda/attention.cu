@@ -18,6 +18,7 @@ __global__ void __launch_bounds__(ATT_BQ)
 k_attention(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, int heads,
             const int32_t *cu, int nseg, float scale, const int32_t *pos, float log2_theta)
 {
+    vgk_grid_sync();
     constexpr int HALF = HD / 2;
     __shared__ float ks[ATT_BK][HD];
     __shared__ float vs[ATT_BK][HD];
@@ -104,7 +105,7 @@ static vg_status launch(vg_bk_stream *s, const vgc_attention_call *c)
     const float log2_theta = ROPE ? log2f(c->theta) : 0.0f;
 #define ATT_CASE(D)                                                                              \
     case D:                                                                                      \
-        k_attention<T, D, ROPE><<<grid, ATT_BQ, 0, s->s>>>((const T *)c->qkv, c->ld_qkv,         \
+        vgc_launch(s, k_attention<T, D, ROPE>, grid, ATT_BQ, 0, (const T *)c->qkv, c->ld_qkv,         \
                                                            (T *)c->out, c->ld_out, c->rows,      \
                                                            c->heads, c->cu, c->nseg, c->scale,   \
                                                            c->pos, log2_theta);                  \

@@ -164,6 +164,7 @@ __global__ void __launch_bounds__(TC_WARPS * 32)
 k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, int heads,
                const int32_t *cu, int nseg, float scale_log2, const int32_t *pos, float log2_theta)
 {
+    vgk_grid_sync();
     constexpr int BQ = TC_WARPS * 16 * MT;
     constexpr int HDP = (HD + 15) / 16 * 16; /* head dim padded to the mma k-step */
     constexpr int LDS = HDP + TC_PAD;
@@ -376,14 +377,14 @@ static void tc_launch(vg_bk_stream *s, int mt, const vgc_attention_call *c)
     if constexpr (HD <= TC_MT2_MAX_HD) {
         if (mt == 2) {
             dim3 grid((unsigned)((c->rows + 127) / 128), (unsigned)c->heads);
-            k_attention_tc<T, HD, 2, ROPE><<<grid, TC_WARPS * 32, tc_smem_bytes<T, HD, 2, ROPE>(), s->s>>>(
+            vgc_launch(s, k_attention_tc<T, HD, 2, ROPE>, grid, TC_WARPS * 32, tc_smem_bytes<T, HD, 2, ROPE>(),
                 (const T *)c->qkv, c->ld_qkv, (T *)c->out, c->ld_out, c->rows, c->heads, c->cu,
                 c->nseg, scale_log2, c->pos, log2_theta);
             return;
         }
     }
     dim3 grid((unsigned)((c->rows + 63) / 64), (unsigned)c->heads);
-    k_attention_tc<T, HD, 1, ROPE><<<grid, TC_WARPS * 32, tc_smem_bytes<T, HD, 1, ROPE>(), s->s>>>(
+    vgc_launch(s, k_attention_tc<T, HD, 1, ROPE>, grid, TC_WARPS * 32, tc_smem_bytes<T, HD, 1, ROPE>(),
         (const T *)c->qkv, c->ld_qkv, (T *)c->out, c->ld_out, c->rows, c->heads, c->cu, c->nseg,
         scale_log2, c->pos, log2_theta);
 }

@@ -90,6 +90,13 @@ extern "C" vg_status vgc_device_open(int index, vg_bk_device **out)
     dev->gemm_tune = !(tune && strcmp(tune, "0") == 0);
     const char *gemm = getenv("VG_CUDA_GEMM");
     dev->gemm_tiled = gemm && strcmp(gemm, "tiled") == 0;
+#ifdef VG_VENDOR_HIP
+    dev->pdl = 0;
+#else
+    const char *pdl = getenv("VG_CUDA_PDL");
+    dev->pdl = dev->prop.major < 9 || (pdl && strcmp(pdl, "0") == 0) ? VGC_PDL_OFF
+               : pdl && strcmp(pdl, "1") == 0 ? VGC_PDL_ALWAYS : VGC_PDL_EAGER;
+#endif
     const char *arows = getenv("VG_CUDA_ATTENTION_ROWS");
     dev->attention_rows = arows && (strcmp(arows, "64") == 0 || strcmp(arows, "128") == 0) ? atoi(arows) : 0;
     st = vgc_attention_tc_prepare();

@@ -14,6 +14,7 @@ __global__ void __launch_bounds__(256)
 k_gemm_tiled(const TA *A, int64_t lda, const TA *B, int64_t ldb, TC *C, int64_t ldc, const TA *bias,
              const TC *res, int64_t ldr, int m, int n, int k, float alpha, vg_activation act)
 {
+    vgk_grid_sync();
     __shared__ float as[TG_BK][TG_BM + 1]; /* transposed: as[kk][row] */
     __shared__ float bs[TG_BK][TG_BN + 1];
     const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
@@ -61,7 +62,7 @@ vg_status vgc_gemm_tiled(vg_bk_stream *s, const vg_gemm_args *a)
         return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": gemm: dimensions beyond 2^31");
     dim3 grid((unsigned)((a->n + TG_BN - 1) / TG_BN), (unsigned)((a->m + TG_BM - 1) / TG_BM));
     VGK_FLOAT_DISPATCH(a->dtype_ab, TA, VGK_FLOAT_DISPATCH(a->dtype_c, TC,
-        k_gemm_tiled<TA, TC><<<grid, 256, 0, s->s>>>((const TA *)a->a, a->lda, (const TA *)a->b,
+        vgc_launch(s, k_gemm_tiled<TA, TC>, grid, 256, 0, (const TA *)a->a, a->lda, (const TA *)a->b,
             a->ldb, (TC *)a->c, a->ldc, (const TA *)a->bias, (const TC *)a->residual, a->ldr,
             (int)a->m, (int)a->n, (int)a->k, a->alpha, a->act)));
     VGC_CHECK_LAUNCH("gemm_tiled");

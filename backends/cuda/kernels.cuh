@@ -53,6 +53,17 @@ __device__ __forceinline__ float vgk_rotary_angle(const int32_t *pos, int64_t r,
     return (float)pos[2 * r + (i < half / 2 ? 0 : 1)] * vgk_rotary_freq(i, half, log2_theta);
 }
 
+/* First statement of every kernel (see vgc_launch): wait until the kernel before this one on the
+ * stream has completed and its writes are visible, then allow the next kernel to be scheduled
+ * (it waits the same way). A no-op before sm_90, on HIP, and without a programmatic launch. */
+__device__ __forceinline__ void vgk_grid_sync()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(VG_VENDOR_HIP)
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 /* Grid size for a grid-stride loop over n items with 256-thread blocks. */
 static inline unsigned vgk_blocks(size_t n)
 {

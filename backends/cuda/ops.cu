@@ -4,6 +4,7 @@
 template <typename T>
 __global__ void k_fill(T *dst, size_t n, T v)
 {
+    vgk_grid_sync();
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         dst[i] = v;
 }
@@ -14,12 +15,12 @@ static vg_status op_fill(vg_bk_device *, vg_bk_stream *s, void *dst, vg_dtype dt
     if (!n) return VG_OK;
     unsigned g = vgk_blocks(n);
     switch (dt) {
-    case VG_DTYPE_F32: k_fill<float><<<g, 256, 0, s->s>>>((float *)dst, n, (float)v); break;
-    case VG_DTYPE_BF16: k_fill<vg_bf16><<<g, 256, 0, s->s>>>((vg_bf16 *)dst, n, __float2bfloat16((float)v)); break;
-    case VG_DTYPE_F16: k_fill<vg_f16><<<g, 256, 0, s->s>>>((vg_f16 *)dst, n, __float2half((float)v)); break;
-    case VG_DTYPE_I32: k_fill<int32_t><<<g, 256, 0, s->s>>>((int32_t *)dst, n, (int32_t)v); break;
-    case VG_DTYPE_I64: k_fill<int64_t><<<g, 256, 0, s->s>>>((int64_t *)dst, n, (int64_t)v); break;
-    case VG_DTYPE_U8: k_fill<uint8_t><<<g, 256, 0, s->s>>>((uint8_t *)dst, n, (uint8_t)v); break;
+    case VG_DTYPE_F32: vgc_launch(s, k_fill<float>, g, 256, 0, (float *)dst, n, (float)v); break;
+    case VG_DTYPE_BF16: vgc_launch(s, k_fill<vg_bf16>, g, 256, 0, (vg_bf16 *)dst, n, __float2bfloat16((float)v)); break;
+    case VG_DTYPE_F16: vgc_launch(s, k_fill<vg_f16>, g, 256, 0, (vg_f16 *)dst, n, __float2half((float)v)); break;
+    case VG_DTYPE_I32: vgc_launch(s, k_fill<int32_t>, g, 256, 0, (int32_t *)dst, n, (int32_t)v); break;
+    case VG_DTYPE_I64: vgc_launch(s, k_fill<int64_t>, g, 256, 0, (int64_t *)dst, n, (int64_t)v); break;
+    case VG_DTYPE_U8: vgc_launch(s, k_fill<uint8_t>, g, 256, 0, (uint8_t *)dst, n, (uint8_t)v); break;
     default: return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": fill: unknown dtype %d", (int)dt);
     }
     VGC_CHECK_LAUNCH("fill");
@@ -28,6 +29,7 @@ static vg_status op_fill(vg_bk_device *, vg_bk_stream *s, void *dst, vg_dtype dt
 
 __global__ void k_axpby(size_t n, float alpha, const float *x, float beta, float *y)
 {
+    vgk_grid_sync();
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         y[i] = alpha * x[i] + beta * y[i];
 }
@@ -37,7 +39,7 @@ static vg_status op_axpby(vg_bk_device *, vg_bk_stream *s, size_t n, float alpha
 {
     if (!s || (n && (!x || !y))) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": axpby: NULL");
     if (!n) return VG_OK;
-    k_axpby<<<vgk_blocks(n), 256, 0, s->s>>>(n, alpha, x, beta, y);
+    vgc_launch(s, k_axpby, vgk_blocks(n), 256, 0, n, alpha, x, beta, y);
     VGC_CHECK_LAUNCH("axpby");
     return VG_OK;
 }
@@ -47,6 +49,7 @@ template <typename W>
 __global__ void k_gather_rows(char *dst, const char *src, const int32_t *idx, int64_t rows,
                               size_t row_words)
 {
+    vgk_grid_sync();
     int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
     int lane = threadIdx.x & 31;
     int64_t nwarps = (int64_t)gridDim.x * blockDim.x / 32;
@@ -71,11 +74,11 @@ static vg_status op_gather_rows(vg_bk_device *, vg_bk_stream *s, vg_dtype dt, vo
     uintptr_t align = (uintptr_t)dst | (uintptr_t)src | row_bytes;
     unsigned blocks = (unsigned)((rows + 7) / 8 < 65535 * 8 ? (rows + 7) / 8 : 65535 * 8);
     if (align % 16 == 0)
-        k_gather_rows<uint4><<<blocks, 256, 0, s->s>>>((char *)dst, (const char *)src, idx, rows, row_bytes / 16);
+        vgc_launch(s, k_gather_rows<uint4>, blocks, 256, 0, (char *)dst, (const char *)src, idx, rows, row_bytes / 16);
     else if (align % 4 == 0)
-        k_gather_rows<uint32_t><<<blocks, 256, 0, s->s>>>((char *)dst, (const char *)src, idx, rows, row_bytes / 4);
+        vgc_launch(s, k_gather_rows<uint32_t>, blocks, 256, 0, (char *)dst, (const char *)src, idx, rows, row_bytes / 4);
     else
-        k_gather_rows<uint16_t><<<blocks, 256, 0, s->s>>>((char *)dst, (const char *)src, idx, rows, row_bytes / 2);
+        vgc_launch(s, k_gather_rows<uint16_t>, blocks, 256, 0, (char *)dst, (const char *)src, idx, rows, row_bytes / 2);
     VGC_CHECK_LAUNCH("gather_rows");
     return VG_OK;
 }
@@ -85,6 +88,7 @@ template <typename TC, typename TB>
 __global__ void k_epilogue(TC *c, int64_t ldc, const TB *bias, const TC *res, int64_t ldr,
                            int64_t m, int64_t n, vg_activation act)
 {
+    vgk_grid_sync();
     size_t total = (size_t)m * (size_t)n;
     for (size_t t = blockIdx.x * (size_t)blockDim.x + threadIdx.x; t < total; t += (size_t)gridDim.x * blockDim.x) {
         int64_t i = (int64_t)(t / (size_t)n), j = (int64_t)(t % (size_t)n);
@@ -101,7 +105,7 @@ vg_status vgc_epilogue(vg_bk_stream *s, const vg_gemm_args *a, int add_bias, int
     if (!(add_bias && a->bias) && !(add_residual && a->residual) && a->act == VG_ACT_NONE) return VG_OK;
     unsigned g = vgk_blocks((size_t)a->m * (size_t)a->n);
     VGK_FLOAT_DISPATCH(a->dtype_c, TC, VGK_FLOAT_DISPATCH(a->dtype_ab, TB,
-        k_epilogue<TC, TB><<<g, 256, 0, s->s>>>((TC *)a->c, a->ldc,
+        vgc_launch(s, k_epilogue<TC, TB>, g, 256, 0, (TC *)a->c, a->ldc,
             add_bias ? (const TB *)a->bias : nullptr, add_residual ? (const TC *)a->residual : nullptr,
             a->ldr, a->m, a->n, a->act)));
     VGC_CHECK_LAUNCH("epilogue");

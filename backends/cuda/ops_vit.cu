@@ -11,6 +11,7 @@ template <typename T, int V> struct alignas(sizeof(T) * V) vec { T v[V]; };
 template <typename T, int VEC>
 __global__ void k_rmsnorm(const T *x, const T *w, T *out, int rows, int cols, float eps)
 {
+    vgk_grid_sync();
     typedef vec<T, VEC> V;
     int lane = threadIdx.x % 32, nv = cols / VEC;
     for (int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; r < rows;
@@ -47,13 +48,13 @@ vg_status vgc_op_rmsnorm(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void
     int elem = t == VG_DTYPE_F32 ? 4 : 2, vecn = 16 / elem;
     int vec_ok = cols % vecn == 0 && ((uintptr_t)x | (uintptr_t)w | (uintptr_t)out) % 16 == 0;
     if (vec_ok && t == VG_DTYPE_F32)
-        k_rmsnorm<float, 4><<<blocks, 256, 0, s->s>>>((const float *)x, (const float *)w, (float *)out, (int)rows, (int)cols, eps);
+        vgc_launch(s, k_rmsnorm<float, 4>, blocks, 256, 0, (const float *)x, (const float *)w, (float *)out, (int)rows, (int)cols, eps);
     else if (vec_ok && t == VG_DTYPE_BF16)
-        k_rmsnorm<vg_bf16, 8><<<blocks, 256, 0, s->s>>>((const vg_bf16 *)x, (const vg_bf16 *)w, (vg_bf16 *)out, (int)rows, (int)cols, eps);
+        vgc_launch(s, k_rmsnorm<vg_bf16, 8>, blocks, 256, 0, (const vg_bf16 *)x, (const vg_bf16 *)w, (vg_bf16 *)out, (int)rows, (int)cols, eps);
     else if (vec_ok)
-        k_rmsnorm<vg_f16, 8><<<blocks, 256, 0, s->s>>>((const vg_f16 *)x, (const vg_f16 *)w, (vg_f16 *)out, (int)rows, (int)cols, eps);
+        vgc_launch(s, k_rmsnorm<vg_f16, 8>, blocks, 256, 0, (const vg_f16 *)x, (const vg_f16 *)w, (vg_f16 *)out, (int)rows, (int)cols, eps);
     else
-        VGK_FLOAT_DISPATCH(t, T, k_rmsnorm<T, 1><<<blocks, 256, 0, s->s>>>(
+        VGK_FLOAT_DISPATCH(t, T, vgc_launch(s, k_rmsnorm<T, 1>, blocks, 256, 0,
                                      (const T *)x, (const T *)w, (T *)out, (int)rows, (int)cols, eps));
     VGC_CHECK_LAUNCH("rmsnorm");
     return VG_OK;
@@ -67,6 +68,7 @@ template <typename T, int VEC>
 __global__ void k_rotary_2d(T *x, int64_t ld, int rows, int heads, int head_dim, const int32_t *pos,
                             float log2_theta)
 {
+    vgk_grid_sync();
     typedef vec<T, VEC> V;
     extern __shared__ float cs[]; /* per row: [half] cosines, then [half] sines */
     const int half = head_dim / 2, nv = half / VEC;
@@ -101,10 +103,10 @@ static void rotary_launch(vg_bk_stream *s, int vecn, T *x, int64_t ld, int rows,
     unsigned blocks = (unsigned)((rows + ROT_ROWS - 1) / ROT_ROWS);
     size_t smem = (size_t)ROT_ROWS * head_dim * sizeof(float);
     switch (vecn) {
-    case 8: k_rotary_2d<T, 8><<<blocks, 256, smem, s->s>>>(x, ld, rows, heads, head_dim, pos, log2_theta); break;
-    case 4: k_rotary_2d<T, 4><<<blocks, 256, smem, s->s>>>(x, ld, rows, heads, head_dim, pos, log2_theta); break;
-    case 2: k_rotary_2d<T, 2><<<blocks, 256, smem, s->s>>>(x, ld, rows, heads, head_dim, pos, log2_theta); break;
-    default: k_rotary_2d<T, 1><<<blocks, 256, smem, s->s>>>(x, ld, rows, heads, head_dim, pos, log2_theta); break;
+    case 8: vgc_launch(s, k_rotary_2d<T, 8>, blocks, 256, smem, x, ld, rows, heads, head_dim, pos, log2_theta); break;
+    case 4: vgc_launch(s, k_rotary_2d<T, 4>, blocks, 256, smem, x, ld, rows, heads, head_dim, pos, log2_theta); break;
+    case 2: vgc_launch(s, k_rotary_2d<T, 2>, blocks, 256, smem, x, ld, rows, heads, head_dim, pos, log2_theta); break;
+    default: vgc_launch(s, k_rotary_2d<T, 1>, blocks, 256, smem, x, ld, rows, heads, head_dim, pos, log2_theta); break;
     }
 }
 
@@ -128,6 +130,7 @@ vg_status vgc_op_rotary_2d(vg_bk_device *, vg_bk_stream *s, vg_dtype t, void *x,
 template <typename T, int VEC>
 __global__ void k_silu_mul(const T *in, int64_t ld_in, T *out, int64_t ld_out, int rows, int cols)
 {
+    vgk_grid_sync();
     typedef vec<T, VEC> V;
     for (int r = blockIdx.x; r < rows; r += gridDim.x) {
         const V *g = (const V *)(in + (int64_t)r * ld_in), *u = (const V *)(in + (int64_t)r * ld_in + cols);
@@ -156,13 +159,13 @@ vg_status vgc_op_silu_mul(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const voi
     int vec_ok = cols % vecn == 0 && ld_in % vecn == 0 && ld_out % vecn == 0 &&
                  ((uintptr_t)in | (uintptr_t)out) % 16 == 0;
     if (vec_ok && t == VG_DTYPE_F32)
-        k_silu_mul<float, 4><<<blocks, 256, 0, s->s>>>((const float *)in, ld_in, (float *)out, ld_out, (int)rows, (int)cols);
+        vgc_launch(s, k_silu_mul<float, 4>, blocks, 256, 0, (const float *)in, ld_in, (float *)out, ld_out, (int)rows, (int)cols);
     else if (vec_ok && t == VG_DTYPE_BF16)
-        k_silu_mul<vg_bf16, 8><<<blocks, 256, 0, s->s>>>((const vg_bf16 *)in, ld_in, (vg_bf16 *)out, ld_out, (int)rows, (int)cols);
+        vgc_launch(s, k_silu_mul<vg_bf16, 8>, blocks, 256, 0, (const vg_bf16 *)in, ld_in, (vg_bf16 *)out, ld_out, (int)rows, (int)cols);
     else if (vec_ok)
-        k_silu_mul<vg_f16, 8><<<blocks, 256, 0, s->s>>>((const vg_f16 *)in, ld_in, (vg_f16 *)out, ld_out, (int)rows, (int)cols);
+        vgc_launch(s, k_silu_mul<vg_f16, 8>, blocks, 256, 0, (const vg_f16 *)in, ld_in, (vg_f16 *)out, ld_out, (int)rows, (int)cols);
     else
-        VGK_FLOAT_DISPATCH(t, T, k_silu_mul<T, 1><<<blocks, 256, 0, s->s>>>(
+        VGK_FLOAT_DISPATCH(t, T, vgc_launch(s, k_silu_mul<T, 1>, blocks, 256, 0,
                                      (const T *)in, ld_in, (T *)out, ld_out, (int)rows, (int)cols));
     VGC_CHECK_LAUNCH("silu_mul");
     return VG_OK;
@@ -171,6 +174,7 @@ vg_status vgc_op_silu_mul(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const voi
 template <typename TI, typename TO>
 __global__ void k_convert(const TI *src, TO *dst, size_t n)
 {
+    vgk_grid_sync();
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         dst[i] = vgk_from_f<TO>(vgk_to_f(src[i]));
 }
@@ -186,7 +190,7 @@ vg_status vgc_op_convert(vg_bk_device *, vg_bk_stream *s, vg_dtype from, const v
         return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": convert: in place needs equal sizes");
     if (!n) return VG_OK;
     VGK_FLOAT_DISPATCH(from, TI, VGK_FLOAT_DISPATCH(to, TO,
-        k_convert<TI, TO><<<vgk_blocks(n), 256, 0, s->s>>>((const TI *)src, (TO *)dst, n)));
+        vgc_launch(s, k_convert<TI, TO>, vgk_blocks(n), 256, 0, (const TI *)src, (TO *)dst, n)));
     VGC_CHECK_LAUNCH("convert");
     return VG_OK;
 }
