@@ -105,10 +105,9 @@ static vg_status launch(vg_bk_stream *s, const vgc_attention_call *c)
     const float log2_theta = ROPE ? log2f(c->theta) : 0.0f;
 #define ATT_CASE(D)                                                                              \
     case D:                                                                                      \
-        vgc_launch(s, k_attention<T, D, ROPE>, grid, ATT_BQ, 0, (const T *)c->qkv, c->ld_qkv,         \
-                                                           (T *)c->out, c->ld_out, c->rows,      \
-                                                           c->heads, c->cu, c->nseg, c->scale,   \
-                                                           c->pos, log2_theta);                  \
+        vgc_launch(s, k_attention<T, D, ROPE>, grid, ATT_BQ, 0, (const T *)c->qkv, c->ld_qkv,    \
+                   (T *)c->out, c->ld_out, c->rows, c->heads, c->cu, c->nseg, c->scale, c->pos,  \
+                   log2_theta);                                                                  \
         break;
     switch (c->hd) {
         ATT_CASE(32)
