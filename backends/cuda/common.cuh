@@ -27,10 +27,14 @@ struct vgc_gemm_cache;
  * launches outside stream capture (the default), or also for captured ones (VG_CUDA_PDL=1). */
 enum { VGC_PDL_OFF = 0, VGC_PDL_EAGER, VGC_PDL_ALWAYS };
 
+/* GEMM tuning (VG_CUDA_GEMM_TUNE=0|1|2): cuBLASLt's first pick, the fastest of its candidates
+ * (the default), or also a search of the configurations around that one. */
+enum { VGC_TUNE_OFF = 0, VGC_TUNE_CANDIDATES, VGC_TUNE_WIDE };
+
 struct vg_bk_device {
     int index;
     int simple_attention; /* VG_CUDA_ATTENTION=simple: the CUDA-core kernel for every dtype */
-    int gemm_tune;        /* VG_CUDA_GEMM_TUNE=0 keeps cuBLASLt's first heuristic pick */
+    int gemm_tune;        /* VGC_TUNE_*, from VG_CUDA_GEMM_TUNE */
     int gemm_tiled;       /* VG_CUDA_GEMM=tiled: the portable kernel instead of cuBLASLt */
     int attention_rows;   /* VG_CUDA_ATTENTION_ROWS=64|128: rows per tensor-core attention block (0: chosen per call) */
     int pdl;              /* VGC_PDL_*: where kernels use programmatic dependent launch (VG_CUDA_PDL) */

@@ -87,7 +87,8 @@ extern "C" vg_status vgc_device_open(int index, vg_bk_device **out)
     const char *att = getenv("VG_CUDA_ATTENTION");
     dev->simple_attention = att && strcmp(att, "simple") == 0;
     const char *tune = getenv("VG_CUDA_GEMM_TUNE");
-    dev->gemm_tune = !(tune && strcmp(tune, "0") == 0);
+    dev->gemm_tune = tune && strcmp(tune, "0") == 0   ? VGC_TUNE_OFF
+                     : tune && strcmp(tune, "2") == 0 ? VGC_TUNE_WIDE : VGC_TUNE_CANDIDATES;
     const char *gemm = getenv("VG_CUDA_GEMM");
     dev->gemm_tiled = gemm && strcmp(gemm, "tiled") == 0;
 #ifdef VG_VENDOR_HIP

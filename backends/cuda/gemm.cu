@@ -12,8 +12,10 @@
  * scratch output, each run with a cold L2 (a model streams every layer's weights from memory,
  * so timing with cached weights would favour the wrong algorithms), and the fastest is kept.
  * During capture nothing can run, so the heuristic's first pick is used; vg's runner runs a
- * key eagerly before capturing it so plans are tuned. VG_CUDA_GEMM_TUNE=0 turns tuning off. */
+ * key eagerly before capturing it so plans are tuned. VG_CUDA_GEMM_TUNE=0 turns tuning off;
+ * VG_CUDA_GEMM_TUNE=2 also searches the configurations around the fastest (tune_wide). */
 #include <cublasLt.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -119,66 +121,170 @@ static int32_t align_of(const void *p, int64_t ld, size_t elem)
     return r;
 }
 
+/* What timing a candidate needs: the plan, the operands, a scratch output, a buffer whose
+ * clearing evicts the operands from L2, and two events. */
+typedef struct tune_ctx {
+    vg_bk_stream *s;
+    gemm_plan *p;
+    const vg_gemm_args *a;
+    void *scratch, *cold;
+    size_t flush;
+    cudaEvent_t e0, e1;
+} tune_ctx;
+
+/* The best of `reps` cold runs after one warm-up run, in ms; +inf if the algorithm fails. */
+static float time_cold(tune_ctx *t, const cublasLtMatmulAlgo_t *algo, int reps)
+{
+    const gemm_plan *p = t->p;
+    const vg_gemm_args *a = t->a;
+    float alpha = a->alpha, beta = p->key.beta ? 1.0f : 0.0f, fastest = INFINITY;
+    const void *cptr = p->key.beta ? a->residual : t->scratch;
+    cublasLtHandle_t h = (cublasLtHandle_t)t->s->dev->blas;
+    for (int rep = 0; rep <= reps; rep++) {
+        if (rep > 0) cudaMemsetAsync(t->cold, rep, t->flush, t->s->s);
+        cudaEventRecord(t->e0, t->s->s);
+        if (cublasLtMatmul(h, p->desc, &alpha, a->b, p->la, a->a, p->lb, &beta, cptr, p->lc, t->scratch,
+                           p->ld, algo, t->s->gemm_workspace, t->s->gemm_workspace_bytes,
+                           t->s->s) != CUBLAS_STATUS_SUCCESS)
+            return INFINITY;
+        float ms = 0;
+        if (cudaEventRecord(t->e1, t->s->s) != cudaSuccess || cudaEventSynchronize(t->e1) != cudaSuccess ||
+            cudaEventElapsedTime(&ms, t->e0, t->e1) != cudaSuccess)
+            return INFINITY;
+        if (rep > 0 && ms < fastest) fastest = ms; /* rep 0 warms the algorithm up */
+    }
+    return fastest;
+}
+
+/* Whether cuBLASLt accepts `algo` for this plan within the stream's workspace. */
+static int algo_fits(tune_ctx *t, const cublasLtMatmulAlgo_t *algo)
+{
+    const gemm_plan *p = t->p;
+    cublasLtMatmulHeuristicResult_t r;
+    return cublasLtMatmulAlgoCheck((cublasLtHandle_t)t->s->dev->blas, p->desc, p->la, p->lb, p->lc, p->ld,
+                                   algo, &r) == CUBLAS_STATUS_SUCCESS &&
+           r.workspaceSize <= t->s->gemm_workspace_bytes;
+}
+
+#define WIDE_TILES 4   /* tiles of stage one carried into stage two */
+#define WIDE_CUSTOM 8  /* custom options tried per tile, at most */
+#define WIDE_FINAL 3   /* stage-two finalists re-timed like the heuristic's candidates */
+
+typedef struct timed_algo {
+    cublasLtMatmulAlgo_t algo;
+    float ms;
+} timed_algo;
+
+/* Keep the n fastest in `top` (ascending), offering `c`. */
+static void top_offer(timed_algo *top, int n, const timed_algo *c)
+{
+    if (!(c->ms < top[n - 1].ms)) return;
+    int i = n - 1;
+    for (; i > 0 && c->ms < top[i - 1].ms; i--) top[i] = top[i - 1];
+    top[i] = *c;
+}
+
+/* VG_CUDA_GEMM_TUNE=2: search around the winner of the heuristic's candidates. cuBLASLt's
+ * heuristic returns a handful of configurations of its Hopper kernel (algorithm 66 on the H100)
+ * out of hundreds of tiles, eight custom options and a dozen cluster shapes; an exhaustive
+ * search of that space found 3-8% faster configurations for the ViT's shapes. Stage one times
+ * every tile with the winner's other settings, stage two every custom option and cluster shape
+ * of the best few tiles; each once, cold. The finalists are then timed like the candidates. */
+static void tune_wide(tune_ctx *t, timed_algo *best)
+{
+    static const uint16_t clusters[] = {
+        CUBLASLT_CLUSTER_SHAPE_AUTO, CUBLASLT_CLUSTER_SHAPE_1x1x1, CUBLASLT_CLUSTER_SHAPE_2x1x1,
+        CUBLASLT_CLUSTER_SHAPE_1x2x1, CUBLASLT_CLUSTER_SHAPE_4x1x1, CUBLASLT_CLUSTER_SHAPE_1x4x1,
+        CUBLASLT_CLUSTER_SHAPE_2x2x1, CUBLASLT_CLUSTER_SHAPE_2x4x1, CUBLASLT_CLUSTER_SHAPE_4x2x1};
+    size_t need = 0;
+    if (cublasLtMatmulAlgoCapGetAttribute(&best->algo, CUBLASLT_ALGO_CAP_TILE_IDS, NULL, 0, &need) !=
+            CUBLAS_STATUS_SUCCESS || need < sizeof(uint32_t))
+        return;
+    uint32_t *tiles = (uint32_t *)malloc(need), cmax = 0;
+    size_t got = 0;
+    if (!tiles || cublasLtMatmulAlgoCapGetAttribute(&best->algo, CUBLASLT_ALGO_CAP_TILE_IDS, tiles, need,
+                                                    &got) != CUBLAS_STATUS_SUCCESS) {
+        free(tiles);
+        return;
+    }
+    cublasLtMatmulAlgoCapGetAttribute(&best->algo, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX, &cmax, sizeof cmax, &got);
+    const int ntiles = (int)(need / sizeof(uint32_t));
+    timed_algo tops[WIDE_TILES], fin[WIDE_FINAL], c;
+    for (int i = 0; i < WIDE_TILES; i++) tops[i].ms = INFINITY;
+    for (int i = 0; i < WIDE_FINAL; i++) fin[i].ms = INFINITY;
+    int timed = 0;
+    for (int i = 0; i < ntiles; i++) {
+        c.algo = best->algo;
+        if (cublasLtMatmulAlgoConfigSetAttribute(&c.algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tiles[i], sizeof tiles[i]) !=
+                CUBLAS_STATUS_SUCCESS || !algo_fits(t, &c.algo))
+            continue;
+        c.ms = time_cold(t, &c.algo, 1);
+        timed++;
+        top_offer(tops, WIDE_TILES, &c);
+    }
+    free(tiles);
+    for (int i = 0; i < WIDE_TILES && tops[i].ms < INFINITY; i++)
+        for (uint32_t opt = 0; opt <= cmax && opt < WIDE_CUSTOM; opt++)
+            for (size_t k = 0; k < sizeof clusters / sizeof clusters[0]; k++) {
+                c.algo = tops[i].algo;
+                if (cublasLtMatmulAlgoConfigSetAttribute(&c.algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, &opt,
+                                                         sizeof opt) != CUBLAS_STATUS_SUCCESS ||
+                    cublasLtMatmulAlgoConfigSetAttribute(&c.algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID,
+                                                         &clusters[k], sizeof clusters[k]) != CUBLAS_STATUS_SUCCESS ||
+                    !algo_fits(t, &c.algo))
+                    continue;
+                c.ms = time_cold(t, &c.algo, 1);
+                timed++;
+                top_offer(fin, WIDE_FINAL, &c);
+            }
+    float before = best->ms;
+    for (int i = 0; i < WIDE_FINAL && fin[i].ms < INFINITY; i++) {
+        fin[i].ms = time_cold(t, &fin[i].algo, 3);
+        if (fin[i].ms < best->ms) *best = fin[i];
+    }
+    vgc_host->log(VG_LOG_DEBUG, "cuda: gemm m=%lld n=%lld k=%lld: wide search timed %d configurations "
+                  "(%d tiles): %.1f us cold against %.1f us", (long long)t->a->m, (long long)t->a->n,
+                  (long long)t->a->k, timed, ntiles, best->ms * 1e3, before * 1e3);
+}
+
 /* Time each candidate (one warm-up, then the best of three cold runs) into a scratch output
- * and keep the fastest. Only outside capture; any failure leaves the heuristic's pick. */
+ * and keep the fastest; with VG_CUDA_GEMM_TUNE=2 search around it too. Only outside capture;
+ * any failure leaves the heuristic's pick. */
 static void tune(vg_bk_stream *s, gemm_plan *p, const cublasLtMatmulHeuristicResult_t *res, int n,
                  const vg_gemm_args *a)
 {
     vg_bk_device *dev = s->dev;
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    if (!dev->gemm_tune || cudaStreamIsCapturing(s->s, &cs) != cudaSuccess ||
+    if (dev->gemm_tune == VGC_TUNE_OFF || cudaStreamIsCapturing(s->s, &cs) != cudaSuccess ||
         cs != cudaStreamCaptureStatusNone) {
         (void)cudaGetLastError();
         return;
     }
+    tune_ctx t = {s, p, a, NULL, NULL, 2 * (size_t)dev->prop.l2CacheSize, NULL, NULL};
     size_t bytes = (size_t)a->m * (size_t)a->ldc * (a->dtype_c == VG_DTYPE_F32 ? 4 : 2);
-    size_t flush = 2 * (size_t)dev->prop.l2CacheSize;
-    void *scratch = NULL, *cold = NULL;
-    cudaEvent_t e0 = NULL, e1 = NULL;
-    if (cudaMalloc(&scratch, bytes) != cudaSuccess || cudaMalloc(&cold, flush) != cudaSuccess ||
-        cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess) {
-        (void)cudaGetLastError();
-        if (scratch) cudaFree(scratch);
-        if (cold) cudaFree(cold);
-        if (e0) cudaEventDestroy(e0);
-        return;
-    }
-    float alpha = a->alpha, beta = p->key.beta ? 1.0f : 0.0f, best = 1e30f, first = 0.0f;
-    int chosen = 0;
-    const void *cptr = p->key.beta ? a->residual : scratch;
-    if (p->key.epilogue == CUBLASLT_EPILOGUE_BIAS || p->key.epilogue == CUBLASLT_EPILOGUE_GELU_BIAS)
-        cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a->bias, sizeof a->bias);
-    cublasLtHandle_t h = (cublasLtHandle_t)dev->blas;
-    for (int i = 0; i < n; i++) {
-        float fastest = 1e30f;
-        for (int rep = 0; rep < 4; rep++) {
-            cudaMemsetAsync(cold, rep, flush, s->s); /* evict the operands from L2 */
-            cudaEventRecord(e0, s->s);
-            if (cublasLtMatmul(h, p->desc, &alpha, a->b, p->la, a->a, p->lb, &beta, cptr, p->lc,
-                               scratch, p->ld, &res[i].algo, s->gemm_workspace,
-                               s->gemm_workspace_bytes, s->s) != CUBLAS_STATUS_SUCCESS)
-                break;
-            float ms = 0;
-            if (cudaEventRecord(e1, s->s) != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess ||
-                cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess)
-                break;
-            if (rep > 0 && ms < fastest) fastest = ms; /* rep 0 warms the algorithm up */
+    if (cudaMalloc(&t.scratch, bytes) == cudaSuccess && cudaMalloc(&t.cold, t.flush) == cudaSuccess &&
+        cudaEventCreate(&t.e0) == cudaSuccess && cudaEventCreate(&t.e1) == cudaSuccess) {
+        if (p->key.epilogue == CUBLASLT_EPILOGUE_BIAS || p->key.epilogue == CUBLASLT_EPILOGUE_GELU_BIAS)
+            cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a->bias, sizeof a->bias);
+        timed_algo best = {res[0].algo, INFINITY};
+        int chosen = 0;
+        float first = 0.0f;
+        for (int i = 0; i < n; i++) {
+            float ms = time_cold(&t, &res[i].algo, 3);
+            if (i == 0) first = ms;
+            if (ms < best.ms) best = {res[i].algo, ms}, chosen = i;
         }
-        if (i == 0) first = fastest;
-        if (fastest < best) {
-            best = fastest;
-            chosen = i;
-            p->algo = res[i].algo;
-        }
+        vgc_host->log(VG_LOG_DEBUG, "cuda: gemm m=%lld n=%lld k=%lld: candidate %d of %d, %.1f us cold "
+                      "against %.1f us for the heuristic's first pick", (long long)a->m, (long long)a->n,
+                      (long long)a->k, chosen, n, best.ms * 1e3, first * 1e3);
+        if (dev->gemm_tune == VGC_TUNE_WIDE && best.ms < INFINITY) tune_wide(&t, &best);
+        if (best.ms < INFINITY) p->algo = best.algo;
     }
-    vgc_host->log(VG_LOG_DEBUG, "cuda: gemm m=%lld n=%lld k=%lld: candidate %d of %d, %.1f us cold "
-                  "against %.1f us for the heuristic's first pick", (long long)a->m, (long long)a->n,
-                  (long long)a->k, chosen, n, best * 1e3, first * 1e3);
     (void)cudaGetLastError();
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    cudaFree(scratch); /* the stream is synchronised: nothing still uses them */
-    cudaFree(cold);
+    if (t.e0) cudaEventDestroy(t.e0);
+    if (t.e1) cudaEventDestroy(t.e1);
+    cudaFree(t.scratch); /* the stream is synchronised: nothing still uses them */
+    cudaFree(t.cold);
 }
 
 static vg_status plan_build(vg_bk_stream *s, gemm_plan *p, const gemm_key *k, const vg_gemm_args *a)
@@ -220,7 +326,7 @@ static vg_status plan_build(vg_bk_stream *s, gemm_plan *p, const gemm_key *k, co
                        "k=%lld dtypes %d/%d", (long long)k->m, (long long)k->n, (long long)k->k,
                        k->dtype_ab, k->dtype_c);
     p->algo = res[0].algo;
-    if (found > 1) tune(s, p, res, found, a);
+    if (found > 1 || s->dev->gemm_tune == VGC_TUNE_WIDE) tune(s, p, res, found, a);
     return VG_OK;
 }
 
