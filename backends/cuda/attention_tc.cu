@@ -1,7 +1,8 @@
 /* Tensor-core attention for BF16 and F16 (mma.sync m16n8k16, fp32 accumulation), the
  * flash-attention-2 scheme: a block of 4 warps owns 64 or 128 query rows of one head, each warp
  * 16 or 32 of them; key/value tiles of 64 rows are staged in shared memory, two stages deep with
- * cp.async so the next tile loads while this one is used; scores and the output stay in
+ * cp.async so the next tile loads while this one is used (one stage for attention_rotary's
+ * short segments, see tc_stages); scores and the output stay in
  * registers, with an online softmax. Segment bounds come from cu_seqlens in device memory and
  * are applied per row as a mask (skipped for tiles inside every row's segment), so one launch
  * serves any segmentation (window or full). With ROPE (attention_rotary), the Q tile and each
@@ -146,21 +147,35 @@ __device__ __forceinline__ void rotate_tile(T *tile, int nrows, const int32_t *t
     }
 }
 
-/* Shared memory of the kernel: the tiles, then with ROPE the inverse frequencies and the
- * positions of the Q tile and of each K stage. */
+/* K/V stages. attention_rotary serves short segments (windows: a 64-row block mostly needs a
+ * single K/V tile), and there occupancy matters more than prefetching the next tile: with one
+ * stage and at most 128 registers its 64-row blocks fit four per multiprocessor instead of
+ * three, so the ViT's 1024 window blocks at 4096 patches take two rounds instead of three. */
+template <int MT, bool ROPE>
+__host__ __device__ constexpr int tc_stages() { return ROPE && MT == 1 ? 1 : 2; }
+
+/* Shared memory of the kernel: the tiles (tc_tile_bytes), then with ROPE the inverse
+ * frequencies and the positions of the Q tile and of each K stage. */
+template <typename T, int HD, int MT, bool ROPE>
+__host__ __device__ constexpr size_t tc_tile_bytes()
+{
+    constexpr int LDS = (HD + 15) / 16 * 16 + TC_PAD, BQ = TC_WARPS * 16 * MT, STAGE_ROWS = 2 * TC_BK;
+    constexpr int rows = BQ >= STAGE_ROWS ? BQ + STAGE_ROWS : BQ + tc_stages<MT, ROPE>() * STAGE_ROWS;
+    return (size_t)rows * LDS * sizeof(T);
+}
+
 template <typename T, int HD, int MT, bool ROPE>
 __host__ __device__ constexpr size_t tc_smem_bytes()
 {
-    constexpr int LDS = (HD + 15) / 16 * 16 + TC_PAD, BQ = TC_WARPS * 16 * MT, STAGE_ROWS = 2 * TC_BK;
-    constexpr int rows = BQ >= STAGE_ROWS ? BQ + STAGE_ROWS : BQ + 2 * STAGE_ROWS;
-    return (size_t)rows * LDS * sizeof(T) + (ROPE ? (size_t)(HD / 2 + 2 * BQ + 4 * TC_BK) * 4 : 0);
+    constexpr int BQ = TC_WARPS * 16 * MT;
+    return tc_tile_bytes<T, HD, MT, ROPE>() + (ROPE ? (size_t)(HD / 2 + 2 * BQ + 4 * TC_BK) * 4 : 0);
 }
 
 /* MT m-tiles of 16 rows per warp: a block owns BQ = 64·MT query rows of one head. With MT = 2
  * every K and V fragment read from shared memory feeds two MMAs, and the Q tile's shared memory
  * (then 128 rows, one K/V stage) is reused as the second stage once Q sits in registers. */
 template <typename T, int HD, int MT, bool ROPE>
-__global__ void __launch_bounds__(TC_WARPS * 32)
+__global__ void __launch_bounds__(TC_WARPS * 32, tc_stages<MT, ROPE>() == 1 ? 4 : 1)
 k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, int heads,
                const int32_t *cu, int nseg, float scale_log2, const int32_t *pos, float log2_theta)
 {
@@ -173,11 +188,13 @@ k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, i
     constexpr int NB = TC_BK / 8; /* key n-tiles of a K tile */
     constexpr int STAGE = 2 * TC_BK * LDS; /* elements of one [K tile, V tile] stage */
     constexpr bool REUSE_Q = BQ * LDS >= STAGE;
+    constexpr int STAGES = tc_stages<MT, ROPE>();
     extern __shared__ __align__(16) unsigned char smem_raw[];
     /* Q, then stage 0; stage 1 after it, or in Q's place once Q is in registers */
-    T *qs = (T *)smem_raw, *stage0 = qs + BQ * LDS, *stage1 = REUSE_Q ? qs : stage0 + STAGE;
+    T *qs = (T *)smem_raw, *stage0 = qs + BQ * LDS;
+    T *stage1 = STAGES == 1 ? stage0 : REUSE_Q ? qs : stage0 + STAGE;
     /* with ROPE: inverse frequencies, Q positions, K positions of stage 0 and stage 1 */
-    float *invf = (float *)(smem_raw + tc_smem_bytes<T, HD, MT, false>());
+    float *invf = (float *)(smem_raw + tc_tile_bytes<T, HD, MT, ROPE>());
     int32_t *qpos = (int32_t *)(invf + HD / 2), *kpos = qpos + 2 * BQ;
 
     const int h = blockIdx.y, hidden = heads * HD, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -242,8 +259,8 @@ k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, i
         l[mt][0] = l[mt][1] = 0.0f;
     }
 
-    for (int k0 = kbeg, stage = 0; k0 < kend; k0 += TC_BK, stage ^= 1) {
-        if (k0 + TC_BK < kend) { /* prefetch the next tile into the other stage */
+    for (int k0 = kbeg, stage = 0; k0 < kend; k0 += TC_BK, stage = STAGES == 2 ? stage ^ 1 : 0) {
+        if (STAGES == 2 && k0 + TC_BK < kend) { /* prefetch the next tile into the other stage */
             issue(k0 + TC_BK, stage ^ 1);
             cp_async_wait<2>(); /* this tile's two groups are done; the next two may fly */
         } else {
@@ -335,7 +352,8 @@ k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, i
                     mma16816<T>(o[mt][2 * np + 1], pf[k], b + 2);
                 }
         }
-        __syncthreads(); /* this stage is refilled two tiles from now */
+        __syncthreads(); /* this stage is refilled two tiles from now (with one stage: now) */
+        if (STAGES == 1 && k0 + TC_BK < kend) issue(k0 + TC_BK, 0);
     }
 #pragma unroll
     for (int mt = 0; mt < MT; mt++)
@@ -411,12 +429,17 @@ vg_status vgc_attention_tc_prepare(void)
 }
 
 /* Rows per block: 128 (MT = 2) when that still gives every multiprocessor two blocks,
- * else 64, so small calls keep the GPU busy. VG_CUDA_ATTENTION_ROWS=64|128 forces one (128
- * only up to TC_MT2_MAX_HD). */
-static int tc_mtiles(const vg_bk_device *dev, int rows, int heads, int hd)
+ * else 64, so small calls keep the GPU busy. attention_rotary (pos set) is the op for short
+ * segments (vg_backend.h), and there 64 rows always win: a block has few keys to amortise its
+ * loads over, so what counts is how many blocks hide each other's load latency (the ViT's
+ * window blocks at 4096 patches on the H100: 37 µs with 128 rows, two blocks per
+ * multiprocessor; 30 µs with 64 rows and one stage, four). VG_CUDA_ATTENTION_ROWS=64|128
+ * forces one (128 only up to TC_MT2_MAX_HD). */
+static int tc_mtiles(const vg_bk_device *dev, int rows, int heads, int hd, int short_segments)
 {
     if (hd > TC_MT2_MAX_HD) return 1;
     if (dev->attention_rows) return dev->attention_rows / 64;
+    if (short_segments) return 1;
     long blocks128 = (long)(rows / 128) * heads;
     return blocks128 >= 2L * dev->prop.multiProcessorCount ? 2 : 1;
 }
@@ -428,7 +451,7 @@ vg_status vgc_attention_tc(vg_bk_stream *s, const vgc_attention_call *c)
     if ((c->t != VG_DTYPE_BF16 && c->t != VG_DTYPE_F16) || c->ld_qkv % 8 || c->ld_out % 2 ||
         !(c->scale > 0.0f) || ((uintptr_t)c->qkv % 16) || ((uintptr_t)c->out % 4))
         return VG_ERR_UNSUPPORTED;
-    const int mt = tc_mtiles(s->dev, c->rows, c->heads, c->hd);
+    const int mt = tc_mtiles(s->dev, c->rows, c->heads, c->hd, c->pos != NULL);
 #define TC_CASE(D)                                                                                 \
     case D:                                                                                        \
         if (c->t == VG_DTYPE_BF16) tc_launch_any<vg_bf16, D>(s, mt, c);                            \
