@@ -266,10 +266,14 @@ static int report(const bench_args *a, vg_runtime *rt, const vg_vit_info *info, 
                    r->graph.p10, r->graph.p90, r->capture_ms, (double)r->graph_bytes / 1048576.0,
                    r->flops / r->graph.median / 1e9, peer_hf, peer_g, ratio);
         }
+        /* The free-memory drop also holds what the warm-up's eager runs loaded on first use
+         * (kernel code, GEMM tuning); the runner's own count is taken around each capture. */
         printf("16-bucket warm-up (64..1024 patches): %d graphs; device memory used %.1f MiB in all "
-               "(%.2f MiB per graph); the graphs share one workspace sized for the largest bucket\n",
+               "(%.2f MiB per graph), of which graphs as measured at capture %.1f MiB; the graphs "
+               "share one workspace sized for the largest bucket\n",
                warm_graphs, warm_mib_before - warm_mib_after,
-               warm_graphs ? (warm_mib_before - warm_mib_after) / warm_graphs : 0.0);
+               warm_graphs ? (warm_mib_before - warm_mib_after) / warm_graphs : 0.0,
+               (double)warm_graph_bytes / 1048576.0);
     }
     if (a->plot) svg_plot(a->plot, rows, a->nsizes);
     return 0;
