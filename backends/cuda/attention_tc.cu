@@ -117,32 +117,42 @@ __device__ __forceinline__ void load_pos_async(int32_t *dst, const int32_t *pos,
     }
 }
 
-/* Rotate rows [0, nrows) of a shared tile as rotary_2d would, from the tile's positions
- * (tpos, [nrows, 2]) and the head's inverse frequencies (invf, [HD/2]), both in shared memory.
- * Each thread takes two neighbouring elements of the first half of a head and their two
- * partners in the second half (HD is a multiple of 8, so the pairs never straddle a quarter).
- * The angle is reduced to [-π, π] before the fast sine and cosine. */
-template <typename T, int HD, int LDS>
-__device__ __forceinline__ void rotate_tile(T *tile, int nrows, const int32_t *tpos, const float *invf)
+/* Rotate rows [0, nrows) of NT shared tiles that hold the same rows (so share positions), as
+ * rotary_2d would, from the rows' positions (tpos, [nrows, 2]) and the head's inverse
+ * frequencies (invf, [HD/2]), both in shared memory. Each thread takes V neighbouring elements
+ * of the first half of a head and their V partners in the second half, read and written as one
+ * vector each; V = 4 when groups of four never straddle a quarter of the head (HD a multiple of
+ * 16), else 2 (HD a multiple of 8). The sines and cosines are computed once for all NT tiles;
+ * each angle is reduced to [-π, π] before the fast sine and cosine. */
+template <typename T, int HD, int LDS, int NT>
+__device__ __forceinline__ void rotate_tiles(T *const (&tiles)[NT], int nrows, const int32_t *tpos,
+                                             const float *invf)
 {
     static_assert(HD % 8 == 0, "pairs of elements must not straddle a quarter of the head");
-    constexpr int HALF = HD / 2, PAIRS = HALF / 2;
-    for (int t = threadIdx.x; t < nrows * PAIRS; t += TC_WARPS * 32) {
-        int r = t / PAIRS, i = (t - r * PAIRS) * 2;
-        T *x = tile + r * LDS + i;
-        float p = (float)tpos[2 * r + (i < HALF / 2 ? 0 : 1)], c[2], sn[2];
+    constexpr int HALF = HD / 2, V = HD % 16 == 0 ? 4 : 2, GROUPS = HALF / V;
+    struct alignas(V * sizeof(T)) vec { T e[V]; };
+    for (int t = threadIdx.x; t < nrows * GROUPS; t += TC_WARPS * 32) {
+        int r = t / GROUPS, i = (t - r * GROUPS) * V;
+        float p = (float)tpos[2 * r + (i < HALF / 2 ? 0 : 1)], c[V], sn[V];
 #pragma unroll
-        for (int e = 0; e < 2; e++) {
+        for (int e = 0; e < V; e++) {
             float a = p * invf[i + e];
             float k = rintf(a * 0.15915494309189535f);
             a = fmaf(k, 1.7484555e-7f, fmaf(-k, 6.2831855f, a)); /* a - 2πk, 2π in two parts */
             __sincosf(a, &sn[e], &c[e]);
         }
-        float x0[2] = {vgk_to_f(x[0]), vgk_to_f(x[1])}, x1[2] = {vgk_to_f(x[HALF]), vgk_to_f(x[HALF + 1])};
 #pragma unroll
-        for (int e = 0; e < 2; e++) {
-            x[e] = vgk_from_f<T>(x0[e] * c[e] - x1[e] * sn[e]);
-            x[HALF + e] = vgk_from_f<T>(x1[e] * c[e] + x0[e] * sn[e]);
+        for (int n = 0; n < NT; n++) {
+            vec *lo = (vec *)(tiles[n] + r * LDS + i), *hi = (vec *)(tiles[n] + r * LDS + i + HALF);
+            vec x0 = *lo, x1 = *hi;
+#pragma unroll
+            for (int e = 0; e < V; e++) {
+                float a0 = vgk_to_f(x0.e[e]), a1 = vgk_to_f(x1.e[e]);
+                x0.e[e] = vgk_from_f<T>(a0 * c[e] - a1 * sn[e]);
+                x1.e[e] = vgk_from_f<T>(a1 * c[e] + a0 * sn[e]);
+            }
+            *lo = x0;
+            *hi = x1;
         }
     }
 }
@@ -234,11 +244,20 @@ k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, i
             }
         }
 
-    if (kbeg < kend) cp_async_wait<2>(); /* Q's group is done; the first K/V may fly */
+    /* With one stage, a first key tile that holds exactly the Q tile's rows (a window aligned
+     * to the block) is rotated together with Q, sharing the sines and cosines. */
+    const bool diag = ROPE && STAGES == 1 && kbeg == row0 && min(TC_BK, kend - kbeg) == last - row0 + 1;
+    if (kbeg < kend && !diag) cp_async_wait<2>(); /* Q's group is done; the first K/V may fly */
     else cp_async_wait<0>();
     __syncthreads();
     if (ROPE) {
-        rotate_tile<T, HD, LDS>(qs, last - row0 + 1, qpos, invf);
+        if (diag) {
+            T *const both[2] = {qs, stage0};
+            rotate_tiles<T, HD, LDS, 2>(both, last - row0 + 1, qpos, invf);
+        } else {
+            T *const q[1] = {qs};
+            rotate_tiles<T, HD, LDS, 1>(q, last - row0 + 1, qpos, invf);
+        }
         __syncthreads();
     }
     uint32_t qf[MT][KS][4];
@@ -269,8 +288,9 @@ k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, i
         __syncthreads();
         T *ks = stage ? stage1 : stage0;
         const T *vs = ks + TC_BK * LDS;
-        if (ROPE) {
-            rotate_tile<T, HD, LDS>(ks, min(TC_BK, kend - k0), kpos + stage * 2 * TC_BK, invf);
+        if (ROPE && !(diag && k0 == kbeg)) {
+            T *const k[1] = {ks};
+            rotate_tiles<T, HD, LDS, 1>(k, min(TC_BK, kend - k0), kpos + stage * 2 * TC_BK, invf);
             __syncthreads();
         }
 
