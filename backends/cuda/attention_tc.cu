@@ -178,7 +178,8 @@ template <typename T, int HD, int MT, bool ROPE>
 __host__ __device__ constexpr size_t tc_smem_bytes()
 {
     constexpr int BQ = TC_WARPS * 16 * MT;
-    return tc_tile_bytes<T, HD, MT, ROPE>() + (ROPE ? (size_t)(HD / 2 + 2 * BQ + 4 * TC_BK) * 4 : 0);
+    return tc_tile_bytes<T, HD, MT, ROPE>() +
+           (ROPE ? (size_t)(HD / 2 + 2 * BQ + 2 * tc_stages<MT, ROPE>() * TC_BK) * 4 : 0);
 }
 
 /* MT m-tiles of 16 rows per warp: a block owns BQ = 64·MT query rows of one head. With MT = 2
@@ -203,15 +204,15 @@ k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, i
     /* Q, then stage 0; stage 1 after it, or in Q's place once Q is in registers */
     T *qs = (T *)smem_raw, *stage0 = qs + BQ * LDS;
     T *stage1 = STAGES == 1 ? stage0 : REUSE_Q ? qs : stage0 + STAGE;
-    /* with ROPE: inverse frequencies, Q positions, K positions of stage 0 and stage 1 */
+    /* with ROPE: inverse frequencies, Q positions, K positions of each stage */
     float *invf = (float *)(smem_raw + tc_tile_bytes<T, HD, MT, ROPE>());
     int32_t *qpos = (int32_t *)(invf + HD / 2), *kpos = qpos + 2 * BQ;
 
     const int h = blockIdx.y, hidden = heads * HD, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int row0 = blockIdx.x * BQ, last = min(row0 + BQ, rows) - 1;
+    const int row0 = blockIdx.x * BQ, last = min(row0 + BQ, rows) - 1, nq = last - row0 + 1;
     /* Q first: it needs no segment bounds */
-    if (ROPE) load_pos_async<BQ>(qpos, pos, row0, last - row0 + 1);
-    load_tile_async<T, HD, HDP, LDS, BQ>(qs, qkv + (int64_t)row0 * ld_qkv + h * HD, ld_qkv, last - row0 + 1);
+    if (ROPE) load_pos_async<BQ>(qpos, pos, row0, nq);
+    load_tile_async<T, HD, HDP, LDS, BQ>(qs, qkv + (int64_t)row0 * ld_qkv + h * HD, ld_qkv, nq);
     if (ROPE)
         for (int i = threadIdx.x; i < HD / 2; i += TC_WARPS * 32) invf[i] = vgk_rotary_freq(i, HD / 2, log2_theta);
     const int seg0 = segment_of_warp(cu, nseg, row0), seg1 = segment_of_warp(cu, nseg, last);
@@ -246,17 +247,17 @@ k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, i
 
     /* With one stage, a first key tile that holds exactly the Q tile's rows (a window aligned
      * to the block) is rotated together with Q, sharing the sines and cosines. */
-    const bool diag = ROPE && STAGES == 1 && kbeg == row0 && min(TC_BK, kend - kbeg) == last - row0 + 1;
+    const bool diag = ROPE && STAGES == 1 && kbeg == row0 && min(TC_BK, kend - kbeg) == nq;
     if (kbeg < kend && !diag) cp_async_wait<2>(); /* Q's group is done; the first K/V may fly */
     else cp_async_wait<0>();
     __syncthreads();
     if (ROPE) {
         if (diag) {
             T *const both[2] = {qs, stage0};
-            rotate_tiles<T, HD, LDS, 2>(both, last - row0 + 1, qpos, invf);
+            rotate_tiles<T, HD, LDS, 2>(both, nq, qpos, invf);
         } else {
             T *const q[1] = {qs};
-            rotate_tiles<T, HD, LDS, 1>(q, last - row0 + 1, qpos, invf);
+            rotate_tiles<T, HD, LDS, 1>(q, nq, qpos, invf);
         }
         __syncthreads();
     }
