@@ -147,13 +147,20 @@ static vg_status run(vg_bk_stream *s, const vgc_attention_call *c)
     return c->pos ? dispatch<true>(s, c) : dispatch<false>(s, c);
 }
 
+/* The checks both ops apply (attention_rotary adds its own on pos, theta and head_dim). */
+static bool args_ok(const vg_bk_stream *s, const void *qkv, int64_t ld_qkv, const void *out,
+                    int64_t ld_out, int64_t rows, int heads, int head_dim, const int32_t *cu, int nseg)
+{
+    int64_t hidden = (int64_t)heads * head_dim;
+    return s && rows >= 0 && rows <= 0x7fffffff && heads > 0 && heads <= 65535 && head_dim > 0 &&
+           nseg >= 1 && ld_qkv >= 3 * hidden && ld_out >= hidden && (!rows || (qkv && out && cu));
+}
+
 vg_status vgc_op_attention(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void *qkv,
                            int64_t ld_qkv, void *out, int64_t ld_out, int64_t rows, int heads,
                            int head_dim, const int32_t *cu, int nseg, float scale)
 {
-    int64_t hidden = (int64_t)heads * head_dim;
-    if (!s || rows < 0 || rows > 0x7fffffff || heads <= 0 || heads > 65535 || head_dim <= 0 ||
-        nseg < 1 || ld_qkv < 3 * hidden || ld_out < hidden || (rows && (!qkv || !out || !cu)))
+    if (!args_ok(s, qkv, ld_qkv, out, ld_out, rows, heads, head_dim, cu, nseg))
         return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": attention: bad argument");
     vgc_attention_call c = {t, qkv, ld_qkv, out, ld_out, (int)rows, heads, head_dim, cu, nseg, scale, NULL, 0.0f};
     return run(s, &c);
@@ -164,10 +171,8 @@ vg_status vgc_op_attention_rotary(vg_bk_device *, vg_bk_stream *s, vg_dtype t, c
                                   int head_dim, const int32_t *cu, int nseg, float scale,
                                   const int32_t *pos, float theta)
 {
-    int64_t hidden = (int64_t)heads * head_dim;
-    if (!s || rows < 0 || rows > 0x7fffffff || heads <= 0 || heads > 65535 || head_dim <= 0 ||
-        head_dim % 4 || nseg < 1 || ld_qkv < 3 * hidden || ld_out < hidden || !(theta > 0.0f) ||
-        (rows && (!qkv || !out || !cu || !pos)))
+    if (!args_ok(s, qkv, ld_qkv, out, ld_out, rows, heads, head_dim, cu, nseg) || head_dim % 4 ||
+        !(theta > 0.0f) || (rows && !pos))
         return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": attention_rotary: bad argument "
                                            "(head_dim must be a multiple of 4)");
     vgc_attention_call c = {t, qkv, ld_qkv, out, ld_out, (int)rows, heads, head_dim, cu, nseg, scale, pos, theta};

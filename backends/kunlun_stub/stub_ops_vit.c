@@ -71,11 +71,11 @@ static void run_rotary(vg_bk_stream *s, const void *p)
     const rotary_args *a = p;
     int half = a->head_dim / 2;
     for (int64_t r = 0; r < a->rows; r++) {
-        for (int h = 0; h < a->heads; h++) {
-            size_t base = (size_t)(r * a->ld) + (size_t)h * (size_t)a->head_dim;
-            for (int i = 0; i < half; i++) {
-                float c, sn;
-                rotary_cs(a->pos, r, i, half, a->theta, &c, &sn);
+        for (int i = 0; i < half; i++) { /* the angle depends on the row and i, not the head */
+            float c, sn;
+            rotary_cs(a->pos, r, i, half, a->theta, &c, &sn);
+            for (int h = 0; h < a->heads; h++) {
+                size_t base = (size_t)(r * a->ld) + (size_t)h * (size_t)a->head_dim;
                 float x0 = load_f(a->x, a->dtype, base + (size_t)i);
                 float x1 = load_f(a->x, a->dtype, base + (size_t)(i + half));
                 store_f(a->x, a->dtype, base + (size_t)i, x0 * c - x1 * sn);
@@ -126,12 +126,12 @@ static void rotate_qk(const attention_args *a, float *rot)
     int half = a->head_dim / 2;
     size_t width = 2 * (size_t)a->heads * (size_t)a->head_dim;
     for (int64_t r = 0; r < a->rows; r++)
-        for (int h = 0; h < 2 * a->heads; h++) {
-            size_t src = (size_t)(r * a->ld_qkv) + (size_t)h * (size_t)a->head_dim;
-            float *dst = rot + (size_t)r * width + (size_t)h * (size_t)a->head_dim;
-            for (int i = 0; i < half; i++) {
-                float c, sn;
-                rotary_cs(a->pos, r, i, half, a->theta, &c, &sn);
+        for (int i = 0; i < half; i++) { /* the angle depends on the row and i, not the head */
+            float c, sn;
+            rotary_cs(a->pos, r, i, half, a->theta, &c, &sn);
+            for (int h = 0; h < 2 * a->heads; h++) {
+                size_t src = (size_t)(r * a->ld_qkv) + (size_t)h * (size_t)a->head_dim;
+                float *dst = rot + (size_t)r * width + (size_t)h * (size_t)a->head_dim;
                 float x0 = load_f(a->qkv, a->dtype, src + (size_t)i);
                 float x1 = load_f(a->qkv, a->dtype, src + (size_t)(i + half));
                 dst[i] = x0 * c - x1 * sn;
