@@ -869,6 +869,9 @@ static void test_attention(void **state)
      * path of the tensor-core kernel) next to partial ones */
     attention_case(VG_DTYPE_BF16, 2, 80, 600);
     attention_case(VG_DTYPE_F16, 2, 72, 600);
+    /* the other head dims of the Hopper kernel's P·V shapes */
+    attention_case(VG_DTYPE_F16, 1, 96, 200);
+    attention_case(VG_DTYPE_BF16, 2, 128, 300);
 }
 
 static void test_attention_rotary(void **state)

@@ -136,12 +136,14 @@ static vg_status dispatch(vg_bk_stream *s, const vgc_attention_call *c)
     }
 }
 
-/* The tensor-core kernel when it covers the call, else the portable one. */
+/* The tensor-core kernel when it covers the call (on Hopper the wgmma one, for calls without
+ * rotation), else the portable one. */
 static vg_status run(vg_bk_stream *s, const vgc_attention_call *c)
 {
     if (!c->rows) return VG_OK;
     if (!s->dev->simple_attention) {
-        vg_status st = vgc_attention_tc(s, c);
+        vg_status st = c->pos ? VG_ERR_UNSUPPORTED : vgc_attention_wg(s, c);
+        if (st == VG_ERR_UNSUPPORTED) st = vgc_attention_tc(s, c);
         if (st != VG_ERR_UNSUPPORTED) return st;
     }
     return c->pos ? dispatch<true>(s, c) : dispatch<false>(s, c);

@@ -7,18 +7,12 @@
  * are applied per row as a mask (skipped for tiles inside every row's segment), so one launch
  * serves any segmentation (window or full). With ROPE (attention_rotary), the Q tile and each
  * K tile are rotated in shared memory once they land, before any fragment is read. */
-#include "kernels.cuh"
-
-#include <stdint.h>
+#include "attention_tc.cuh"
 
 #define TC_BK 64
 #define TC_WARPS 4
 #define TC_PAD 8 /* elements of padding per shared row: conflict-free ldmatrix */
 #define TC_MT2_MAX_HD 80 /* 32 rows per warp fit the registers up to this head dim */
-
-template <typename T> struct mma_type;
-template <> struct mma_type<vg_bf16> { static constexpr bool bf16 = true; };
-template <> struct mma_type<vg_f16> { static constexpr bool bf16 = false; };
 
 template <typename T>
 __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], const uint32_t b[2])
@@ -35,11 +29,6 @@ __device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], const 
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-__device__ __forceinline__ uint32_t smem_addr(const void *p)
-{
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
 __device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *p)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -52,14 +41,6 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void *p)
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
 }
 
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi)
-{
-    T l = vgk_from_f<T>(lo), h = vgk_from_f<T>(hi);
-    return (uint32_t)(*(uint16_t *)&l) | ((uint32_t)(*(uint16_t *)&h) << 16);
-}
-
-
 /* Start copying `nrows` rows of HD elements into a shared tile of stride LDS with cp.async
  * (16-byte vectors), zero-filling rows past nrows and columns past HD up to HDP. */
 template <typename T, int HD, int HDP, int LDS, int ROWS>
@@ -71,37 +52,9 @@ __device__ __forceinline__ void load_tile_async(T *dst, const T *src, int64_t ld
         int r = i / VPR, v = i % VPR;
         bool in = r < nrows && v * 8 < HD;
         const T *g = in ? src + (int64_t)r * ld + v * 8 : src; /* any valid address when empty */
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst + r * LDS + v * 8)),
-                     "l"(g), "r"(in ? 16 : 0));
+        cp_async16(dst + r * LDS + v * 8, g, in ? 16 : 0);
     }
-    asm volatile("cp.async.commit_group;\n" ::);
-}
-
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
-
-/* Segment of `row` (the last s with cu[s] <= row, as vgk_segment_of), searched by a whole warp:
- * 32 probes per step, so a capacity of n segments costs log32(n) dependent loads, not log2(n).
- * Every lane passes the same row. */
-__device__ __forceinline__ int segment_of_warp(const int32_t *cu, int nseg, int row)
-{
-    const int lane = threadIdx.x % 32;
-    int lo = 0, hi = nseg - 1; /* cu[lo] <= row holds throughout */
-    while (lo < hi) {
-        int step = (hi - lo + 32) / 32, probe = lo + lane * step;
-        unsigned ok = __ballot_sync(0xffffffffu, probe <= hi && cu[probe] <= row);
-        int k = 31 - __clz(ok); /* the probes are ascending: the last one that fits */
-        lo += k * step;
-        hi = min(hi, lo + step - 1);
-    }
-    return lo;
-}
-
-__device__ __forceinline__ float ex2(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
+    cp_async_commit();
 }
 
 /* Start copying the (h, w) positions of rows [row0, row0 + nrows) into shared memory with
@@ -228,22 +181,10 @@ k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, i
     };
     if (kbeg < kend) issue(kbeg, 0);
 
-    /* this thread's rows (lane/4 and lane/4 + 8 of each of its warp's m-tiles) and their
-     * segments: a short walk from the block's first segment */
+    /* the key ranges of this thread's rows in each of its warp's m-tiles */
     int r_lo[MT][2], r_hi[MT][2];
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-        for (int i = 0; i < 2; i++) {
-            int r = row0 + warp * 16 * MT + mt * 16 + lane / 4 + 8 * i;
-            if (r < rows) {
-                int sg = seg0;
-                while (sg < seg1 && cu[sg + 1] <= r) sg++;
-                r_lo[mt][i] = cu[sg], r_hi[mt][i] = cu[sg + 1];
-            } else {
-                r_lo[mt][i] = r_hi[mt][i] = 0; /* no keys: the row is never written */
-            }
-        }
+    for (int mt = 0; mt < MT; mt++) row_keys(cu, seg0, seg1, rows, row0 + warp * 16 * MT + mt * 16, r_lo[mt], r_hi[mt]);
 
     /* With one stage, a first key tile that holds exactly the Q tile's rows (a window aligned
      * to the block) is rotated together with Q, sharing the sines and cosines. */
@@ -316,53 +257,17 @@ k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, i
          * (the interior of a long segment) skips the test. */
         bool inside = true;
 #pragma unroll
-        for (int mt = 0; mt < MT; mt++)
+        for (int mt = 0; mt < MT; mt++) inside &= keys_inside(k0, TC_BK, r_lo[mt], r_hi[mt]);
+        if (!__all_sync(0xffffffffu, inside))
 #pragma unroll
-            for (int i = 0; i < 2; i++) inside &= r_lo[mt][i] <= k0 && k0 + TC_BK <= r_hi[mt][i];
-        if (!__all_sync(0xffffffffu, inside)) {
-#pragma unroll
-            for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-                for (int n = 0; n < NB; n++)
-#pragma unroll
-                    for (int e = 0; e < 4; e++) {
-                        int i = e / 2, key = k0 + n * 8 + (lane % 4) * 2 + (e % 2);
-                        if (key < r_lo[mt][i] || key >= r_hi[mt][i]) s[mt][n][e] = -INFINITY;
-                    }
-        }
-        /* the online softmax, in base 2: p = 2^(s·scale - m·scale) */
+            for (int mt = 0; mt < MT; mt++) mask_keys(s[mt], k0, r_lo[mt], r_hi[mt]);
+        /* the online softmax, then P·V */
 #pragma unroll
         for (int mt = 0; mt < MT; mt++) {
-            float ms[2];
-#pragma unroll
-            for (int i = 0; i < 2; i++) {
-                float mx = -INFINITY;
-#pragma unroll
-                for (int n = 0; n < NB; n++) mx = fmaxf(mx, fmaxf(s[mt][n][2 * i], s[mt][n][2 * i + 1]));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-                float mn = fmaxf(m[mt][i], mx);
-                /* a row with no key yet keeps m = -inf: nothing to rescale, every p is 0 */
-                float corr = m[mt][i] == -INFINITY ? 1.0f : ex2((m[mt][i] - mn) * scale_log2);
-                ms[i] = mn == -INFINITY ? 0.0f : mn * scale_log2;
-                m[mt][i] = mn;
-                l[mt][i] *= corr;
-#pragma unroll
-                for (int n = 0; n < NT; n++) o[mt][n][2 * i] *= corr, o[mt][n][2 * i + 1] *= corr;
-            }
             uint32_t pf[NB / 2][4];
-#pragma unroll
-            for (int n = 0; n < NB; n++) {
-                float p[4];
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    p[e] = ex2(fmaf(s[mt][n][e], scale_log2, -ms[e / 2]));
-                    l[mt][e / 2] += p[e];
-                }
-                /* the accumulator layout of two n-tiles is the A layout of one k-step */
-                pf[n / 2][(n % 2) * 2 + 0] = pack2<T>(p[0], p[1]);
-                pf[n / 2][(n % 2) * 2 + 1] = pack2<T>(p[2], p[3]);
-            }
+            float corr[2];
+            softmax_scores<T>(s[mt], m[mt], l[mt], pf, corr, scale_log2);
+            rescale_rows(o[mt], corr);
 #pragma unroll
             for (int k = 0; k < NB / 2; k++)
 #pragma unroll
@@ -377,22 +282,7 @@ k_attention_tc(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, i
         if (STAGES == 1 && k0 + TC_BK < kend) issue(k0 + TC_BK, 0);
     }
 #pragma unroll
-    for (int mt = 0; mt < MT; mt++)
-#pragma unroll
-        for (int i = 0; i < 2; i++) {
-            float sum = l[mt][i]; /* each quad of lanes holds partial sums of a row */
-            sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-            int r = row0 + warp * 16 * MT + mt * 16 + lane / 4 + 8 * i;
-            if (r >= rows) continue;
-            float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-            T *dst = out + (int64_t)r * ld_out + h * HD;
-#pragma unroll
-            for (int n = 0; n < NT; n++) {
-                int d = n * 8 + (lane % 4) * 2;
-                if (d < HD) *(uint32_t *)(dst + d) = pack2<T>(o[mt][n][2 * i] * inv, o[mt][n][2 * i + 1] * inv);
-            }
-        }
+    for (int mt = 0; mt < MT; mt++) store_rows<T, HD>(out, ld_out, h, rows, row0 + warp * 16 * MT + mt * 16, o[mt], l[mt]);
 }
 
 /* Raise the dynamic shared memory limit once per instantiation, at device open (never

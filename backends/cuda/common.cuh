@@ -34,6 +34,8 @@ enum { VGC_TUNE_OFF = 0, VGC_TUNE_CANDIDATES, VGC_TUNE_WIDE };
 struct vg_bk_device {
     int index;
     int simple_attention; /* VG_CUDA_ATTENTION=simple: the CUDA-core kernel for every dtype */
+    int wgmma_attention_off; /* VG_CUDA_ATTENTION=mma: the mma.sync kernel on Hopper too */
+    int wgmma_attention;  /* the wgmma kernel is compiled for this GPU and not turned off */
     int gemm_tune;        /* VGC_TUNE_*, from VG_CUDA_GEMM_TUNE */
     int gemm_tiled;       /* VG_CUDA_GEMM=tiled: the portable kernel instead of cuBLASLt */
     int attention_rows;   /* VG_CUDA_ATTENTION_ROWS=64|128: rows per tensor-core attention block (0: chosen per call) */
@@ -136,6 +138,10 @@ typedef struct vgc_attention_call {
  * not covered (no message: the caller falls back). */
 vg_status vgc_attention_tc_prepare(void);
 vg_status vgc_attention_tc(vg_bk_stream *s, const vgc_attention_call *c);
+/* attention_wg.cu: the same with Hopper's wgmma, warp-specialised, for calls without rotation
+ * whose q, k and v repacked fit the stream's GEMM workspace; prepare sets dev->wgmma_attention. */
+vg_status vgc_attention_wg_prepare(vg_bk_device *dev);
+vg_status vgc_attention_wg(vg_bk_stream *s, const vgc_attention_call *c);
 vg_status vgc_op_silu_mul(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                           void *, int64_t, int64_t, int64_t);
 vg_status vgc_op_convert(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, vg_dtype,

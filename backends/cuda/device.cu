@@ -86,6 +86,7 @@ extern "C" vg_status vgc_device_open(int index, vg_bk_device **out)
     }
     const char *att = getenv("VG_CUDA_ATTENTION");
     dev->simple_attention = att && strcmp(att, "simple") == 0;
+    dev->wgmma_attention_off = att && strcmp(att, "mma") == 0;
     const char *tune = getenv("VG_CUDA_GEMM_TUNE");
     dev->gemm_tune = tune && strcmp(tune, "0") == 0   ? VGC_TUNE_OFF
                      : tune && strcmp(tune, "2") == 0 ? VGC_TUNE_WIDE : VGC_TUNE_CANDIDATES;
@@ -101,6 +102,7 @@ extern "C" vg_status vgc_device_open(int index, vg_bk_device **out)
     const char *arows = getenv("VG_CUDA_ATTENTION_ROWS");
     dev->attention_rows = arows && (strcmp(arows, "64") == 0 || strcmp(arows, "128") == 0) ? atoi(arows) : 0;
     st = vgc_attention_tc_prepare();
+    if (st == VG_OK) st = vgc_attention_wg_prepare(dev);
     if (st == VG_OK) st = vgc_gemm_device_init(dev);
     if (st != VG_OK) {
         (void)cudaStreamDestroy(dev->upload_stream);
