@@ -276,7 +276,7 @@ vg_status vgc_attention_wg_prepare(vg_bk_device *dev)
 
 /* Returns VG_ERR_UNSUPPORTED (no message) when the call is not covered: not Hopper, a rotary
  * call, a dtype or head dim without a kernel, or packed planes that do not fit the stream's
- * workspace (at 16 heads of 80, about 4,000 rows per 16 MiB). */
+ * workspace (its 32 MiB hold about 4,300 rows of 16 heads of 80). */
 vg_status vgc_attention_wg(vg_bk_stream *s, const vgc_attention_call *c)
 {
     if (!s->dev->wgmma_attention || c->pos || (c->t != VG_DTYPE_BF16 && c->t != VG_DTYPE_F16) ||
