@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Environment variables read as validated values. */
 #include <errno.h>
 #include <stdlib.h>

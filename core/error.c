@@ -1,10 +1,14 @@
-/* Thread-local last-error state and status names. */
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Thread-local last-error state and status names; vg_free. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "vg/vg_runner.h" /* vg_free */
 #include "vg_internal.h"
 
-#define VG_ERROR_CAP 4096
+/* Large enough for auto-selection's message, which lists every refused candidate. */
+#define VG_ERROR_CAP 8192
 
 static _Thread_local char tl_message[VG_ERROR_CAP];
 static _Thread_local vg_status tl_status = VG_OK;
@@ -41,7 +45,7 @@ vg_status vg_set_errorv(vg_status status, const char *fmt, va_list ap)
     return status;
 }
 
-vg_status vg_set_error(vg_status status, const char *fmt, ...)
+vg_status vg_error_set(vg_status status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -76,3 +80,6 @@ void vg_error_clear(void)
     tl_status = VG_OK;
     tl_message[0] = '\0';
 }
+
+/* Memory vg handed to the caller (output arrays of the model APIs). */
+void vg_free(void *p) { free(p); }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Validation of a backend's interface table, and the host services plugins receive. */
 #include <stdarg.h>
 #include <string.h>
@@ -30,11 +31,11 @@ static const vg_host_services k_host = {
 
 const vg_host_services *vg_host_services_get(void) { return &k_host; }
 
-/* Minimum table size for each ABI minor this core knows. */
+/* Minimum table size for each ABI minor this core knows. A newer minor than this core's must
+ * hold at least everything this core knows (its own additions are ignored). */
 static size_t iface_size_for_minor(uint32_t minor)
 {
-    (void)minor; /* only 1.0 exists so far; later minors add rows here */
-    return VG_BACKEND_IFACE_SIZE_1_0;
+    return minor == 0 ? VG_BACKEND_IFACE_SIZE_1_0 : VG_BACKEND_IFACE_SIZE_1_1;
 }
 
 #define MEMBER(m) {offsetof(vg_backend_iface, m), #m}
@@ -51,40 +52,81 @@ static const struct {
     MEMBER(event_destroy),  MEMBER(event_record),     MEMBER(event_sync),
     MEMBER(event_elapsed_ms), MEMBER(stream_wait_event), MEMBER(ops),
 };
+
+/* Members a capability makes mandatory (optional: the capability is dropped instead). */
+enum { MAX_CAP_MEMBERS = 6 };
+static const struct {
+    uint64_t cap;
+    const char *what; /* as the message says it: "device reports <what> but ..." */
+    int optional;
+    struct {
+        size_t offset;
+        const char *name;
+    } members[MAX_CAP_MEMBERS];
+} k_cap_members[] = {
+    {VG_CAP_GRAPH, "graph support", 0,
+     {MEMBER(capture_begin), MEMBER(capture_end), MEMBER(graph_destroy),
+      MEMBER(graph_instantiate), MEMBER(exec_launch), MEMBER(exec_destroy)}},
+    {VG_CAP_GRAPH_UPDATE, "graph update", 1, {MEMBER(exec_update)}},
+};
 #undef MEMBER
+
+static const void *member_at(const vg_backend_iface *b, size_t offset)
+{
+    return *(const void *const *)((const char *)b + offset);
+}
+
+vg_status vg_iface_check_caps(const vg_backend_iface *b, uint64_t *caps, const char *origin)
+{
+    for (size_t i = 0; i < VG_ARRAY_LEN(k_cap_members); i++) {
+        if (!(*caps & k_cap_members[i].cap)) continue;
+        for (int j = 0; j < MAX_CAP_MEMBERS && k_cap_members[i].members[j].name; j++) {
+            const char *name = k_cap_members[i].members[j].name;
+            if (member_at(b, k_cap_members[i].members[j].offset)) continue;
+            if (!k_cap_members[i].optional)
+                return vg_error_set(VG_ERR_ABI, "%s: device reports %s but mandatory member '%s' "
+                                                "is NULL", origin, k_cap_members[i].what, name);
+            vg_log(VG_LOG_WARN, "%s: device reports %s but '%s' is NULL; %s disabled", origin,
+                   k_cap_members[i].what, name, k_cap_members[i].what);
+            *caps &= ~k_cap_members[i].cap;
+            break;
+        }
+    }
+    /* graph update without graphs means nothing */
+    if (!(*caps & VG_CAP_GRAPH)) *caps &= ~VG_CAP_GRAPH_UPDATE;
+    return VG_OK;
+}
 
 vg_status vg_iface_validate(const vg_backend_iface *in, const char *origin, vg_backend_iface *out,
                             vg_op_table *ops_out)
 {
     if (!in)
-        return vg_set_error(VG_ERR_ABI, "%s: %s() returned NULL (the plugin refused to load)",
+        return vg_error_set(VG_ERR_ABI, "%s: %s() returned NULL (the plugin refused to load)",
                             origin, VG_BACKEND_ENTRY_NAME);
     if (in->abi_major != VG_BACKEND_ABI_MAJOR)
-        return vg_set_error(VG_ERR_ABI,
+        return vg_error_set(VG_ERR_ABI,
                             "%s: ABI major mismatch: plugin built for vg backend ABI %u.%u, this "
                             "vg speaks ABI %d.%d",
                             origin, in->abi_major, in->abi_minor, VG_BACKEND_ABI_MAJOR,
                             VG_BACKEND_ABI_MINOR);
     size_t need = iface_size_for_minor(in->abi_minor);
     if (in->struct_size < need)
-        return vg_set_error(VG_ERR_ABI,
+        return vg_error_set(VG_ERR_ABI,
                             "%s: interface table too small for its version: struct_size %u bytes, "
                             "ABI %u.%u needs at least %zu",
                             origin, in->struct_size, in->abi_major, in->abi_minor, need);
     memset(out, 0, sizeof *out);
     memcpy(out, in, in->struct_size < sizeof *out ? in->struct_size : sizeof *out);
     for (size_t i = 0; i < VG_ARRAY_LEN(k_mandatory); i++) {
-        const void *const *slot =
-            (const void *const *)((const char *)out + k_mandatory[i].offset);
-        if (*slot == NULL)
-            return vg_set_error(VG_ERR_ABI, "%s: mandatory member '%s' is NULL", origin,
+        if (member_at(out, k_mandatory[i].offset) == NULL)
+            return vg_error_set(VG_ERR_ABI, "%s: mandatory member '%s' is NULL", origin,
                                 k_mandatory[i].name);
     }
     /* The op table is a versioned sub-table: zero-extend it the same way. */
     memset(ops_out, 0, sizeof *ops_out);
     uint32_t osz = in->ops->struct_size;
     if (osz < 2 * sizeof(uint32_t))
-        return vg_set_error(VG_ERR_ABI, "%s: op table struct_size %u is too small", origin, osz);
+        return vg_error_set(VG_ERR_ABI, "%s: op table struct_size %u is too small", origin, osz);
     memcpy(ops_out, in->ops, osz < sizeof *ops_out ? osz : sizeof *ops_out);
     out->ops = ops_out;
     return VG_OK;

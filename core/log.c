@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Logging: level from VG_LOG_LEVEL, lines to stderr or to a user callback. */
 #include <pthread.h>
 #include <stdatomic.h>

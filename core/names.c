@@ -1,4 +1,6 @@
-/* Printable names of ops, capability bits and dtypes. */
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Printable names of ops, capability bits and dtypes, and the dtypes each op of the catalogue
+ * allows. */
 #include "vg_internal.h"
 
 const char *vg_op_name(vg_op_id op)
@@ -29,4 +31,22 @@ size_t vg_dtype_size(vg_dtype t)
 {
     static const size_t sizes[VG_DTYPE_COUNT_] = {4, 2, 2, 4, 8, 1};
     return (unsigned)t < VG_DTYPE_COUNT_ ? sizes[t] : 0;
+}
+
+uint32_t vg_op_catalogue_dtypes(uint32_t op)
+{
+    const uint32_t every = (1u << VG_DTYPE_COUNT_) - 1u;
+    switch (op) {
+    case VG_OP_FILL:
+    case VG_OP_GATHER_ROWS: return every;
+    case VG_OP_AXPBY: return VG_DTYPE_BIT(VG_DTYPE_F32);
+    case VG_OP_GEMM:
+    case VG_OP_RMSNORM:
+    case VG_OP_ROTARY_2D:
+    case VG_OP_ATTENTION:
+    case VG_OP_SILU_MUL:
+    case VG_OP_CONVERT:
+    case VG_OP_ATTENTION_ROTARY: return VG_DTYPES_FLOAT;
+    default: return 0;
+    }
 }

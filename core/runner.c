@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The graph runner: bucketing, padding, modes, lazy capture and warm-up, eager fallback,
  * static buffers, graph update and the memory budget. docs/runner.md explains the policy. */
 #include <stdio.h>
@@ -44,7 +45,7 @@ vg_status vg_graph_mode_parse(const char *text, vg_graph_mode *mode)
             *mode = (vg_graph_mode)m;
             return VG_OK;
         }
-    return vg_set_error(VG_ERR_INVALID_ARG, "graph mode '%s' not understood (want none, "
+    return vg_error_set(VG_ERR_INVALID_ARG, "graph mode '%s' not understood (want none, "
                                             "piecewise, full or full_and_piecewise)",
                         text ? text : "(null)");
 }
@@ -52,7 +53,7 @@ vg_status vg_graph_mode_parse(const char *text, vg_graph_mode *mode)
 static uint64_t mem_free_now(vg_runner *r)
 {
     vg_device_info info = {.struct_size = sizeof info};
-    return r->b->device_info(r->dev, &info) == VG_OK ? info.mem_free : 0;
+    return vg_runtime_device_info(r->rt, &info) == VG_OK ? info.mem_free : 0;
 }
 
 /* ---- options and lifetime ---------------------------------------------------------------------- */
@@ -69,16 +70,22 @@ void vg_runner_options_init(vg_runner_options *o)
 static vg_status check_model(const vg_model_iface *m)
 {
     if (!m || m->struct_size < sizeof(vg_model_iface))
-        return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_create: model interface missing or "
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_create: model interface missing or "
                                                 "struct_size not set");
     if (!m->pieces || m->num_pieces <= 0 || !m->reserve || !m->prepare)
-        return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_create: the model needs pieces, "
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_create: the model needs pieces, "
                                                 "reserve and prepare");
-    for (int i = 0; i < m->num_pieces; i++)
-        if (!m->pieces[i].run)
-            return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_create: piece %d ('%s') has no "
-                                                    "run function", i,
-                                m->pieces[i].name ? m->pieces[i].name : "?");
+    for (int i = 0; i < m->num_pieces; i++) {
+        const vg_piece *p = &m->pieces[i];
+        if (!p->run)
+            return vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_create: piece %d ('%s') has no "
+                                                    "run function", i, p->name ? p->name : "?");
+        if (p->num_ops_used < 0 || (p->num_ops_used > 0 && !p->ops_used))
+            return vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_create: piece %d ('%s') lists %d "
+                                                    "ops_used but the list is %s", i,
+                                p->name ? p->name : "?", p->num_ops_used,
+                                p->ops_used ? "not NULL" : "NULL");
+    }
     return VG_OK;
 }
 
@@ -88,14 +95,14 @@ static vg_status set_sizes(vg_runner *r, const vg_runner_options *o)
     int n = o->num_capture_sizes;
     if (!sizes) n = vg_runner_default_sizes(&sizes);
     if (n < 0 || (n > 0 && !sizes))
-        return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_create: bad capture size list");
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_create: bad capture size list");
     r->sizes = calloc((size_t)(n ? n : 1), sizeof *r->sizes);
-    if (!r->sizes) return vg_set_error(VG_ERR_OUT_OF_MEMORY, "vg_runner_create: out of memory");
+    if (!r->sizes) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_runner_create: out of memory");
     int64_t max = o->max_capture_size;
-    if (max < 0) return vg_set_error(VG_ERR_INVALID_ARG, "max_capture_size must be >= 0");
+    if (max < 0) return vg_error_set(VG_ERR_INVALID_ARG, "max_capture_size must be >= 0");
     for (int i = 0; i < n; i++) {
         if (sizes[i] <= 0 || (i && sizes[i] <= sizes[i - 1]))
-            return vg_set_error(VG_ERR_INVALID_ARG, "capture sizes must be positive and strictly "
+            return vg_error_set(VG_ERR_INVALID_ARG, "capture sizes must be positive and strictly "
                                                     "ascending (size %d is %lld)", i,
                                 (long long)sizes[i]);
         if (max && sizes[i] > max) break;
@@ -104,11 +111,19 @@ static vg_status set_sizes(vg_runner *r, const vg_runner_options *o)
     return VG_OK;
 }
 
-/* Every op a piece enqueues can be captured here. */
+/* The first op of piece p the device cannot capture, or -1. */
+static int uncapturable_op(const vg_runtime *rt, const vg_piece *p)
+{
+    for (int k = 0; k < p->num_ops_used; k++)
+        if (!vg_runtime_op_capturable(rt, p->ops_used[k])) return (int)p->ops_used[k];
+    return -1;
+}
+
+/* Piece i can be captured for `padded`: its ops (known at create) and its graph_safe. */
 static int piece_capturable(const vg_runner *r, int i, const vg_batch_desc *padded)
 {
     const vg_piece *p = &r->model.pieces[i];
-    if (p->ops_used & ~r->op_capturable) return 0;
+    if (!r->piece_ops_capturable[i]) return 0;
     return !p->graph_safe || p->graph_safe(r->model.model, padded);
 }
 
@@ -132,10 +147,13 @@ static void choose_mode(vg_runner *r)
     if (r->mode == VG_MODE_FULL) {
         for (int i = 0; i < r->model.num_pieces; i++) {
             const vg_piece *p = &r->model.pieces[i];
-            if (p->ops_used & ~r->op_capturable) {
-                vg_log(VG_LOG_WARN, "runner: piece '%s' uses an op backend '%s' cannot capture: "
-                                    "mode full downgraded to piecewise (the piece runs eagerly)",
-                       p->name ? p->name : "?", vg_runtime_backend_name(r->rt));
+            if (!r->piece_ops_capturable[i]) {
+                int op = uncapturable_op(r->rt, p);
+                const char *opn = vg_op_name((vg_op_id)op);
+                vg_log(VG_LOG_WARN, "runner: piece '%s' uses op '%s' that backend '%s' cannot "
+                                    "capture: mode full downgraded to piecewise (the piece runs "
+                                    "eagerly)", p->name ? p->name : "?", opn ? opn : "unknown",
+                       vg_runtime_backend_name(r->rt));
                 r->mode = VG_MODE_PIECEWISE;
                 return;
             }
@@ -146,54 +164,56 @@ static void choose_mode(vg_runner *r)
 vg_status vg_runner_create(vg_runtime *rt, const vg_model_iface *model,
                            const vg_runner_options *opts, vg_runner **out)
 {
-    if (!rt || !out) return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_create: NULL argument");
+    if (!rt || !out) return vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_create: NULL argument");
     *out = NULL;
     vg_runner_options def;
     vg_runner_options_init(&def);
     if (!opts) opts = &def;
     if (opts->struct_size < sizeof(vg_runner_options))
-        return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_create: options.struct_size not set "
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_create: options.struct_size not set "
                                                 "(call vg_runner_options_init)");
     if ((unsigned)opts->mode > VG_MODE_FULL_AND_PIECEWISE)
-        return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_create: unknown mode %d", (int)opts->mode);
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_create: unknown mode %d", (int)opts->mode);
     vg_status st = check_model(model);
     if (st != VG_OK) return st;
     vg_runner *r = calloc(1, sizeof *r);
-    if (!r) return vg_set_error(VG_ERR_OUT_OF_MEMORY, "vg_runner_create: out of memory");
+    if (!r) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_runner_create: out of memory");
     r->model = *model;
     r->rt = rt;
-    r->b = vg_runtime_iface(rt);
-    r->dev = vg_runtime_device(rt);
     r->mode_requested = opts->mode;
     r->budget = opts->graph_memory_budget;
     r->debug_addresses = opts->debug_addresses >= 0 ? opts->debug_addresses
                                                     : vg_env_flag("VG_DEBUG_ADDRESSES");
     r->eager_first = opts->eager_first;
     r->active = r->graph_set;
-    pthread_mutex_init(&r->stats_lock, NULL);
     st = set_sizes(r, opts);
     if (st == VG_OK && opts->profile_pieces) {
         r->piece_ms = calloc((size_t)model->num_pieces, sizeof *r->piece_ms);
         r->piece_events = calloc((size_t)model->num_pieces + 1, sizeof *r->piece_events);
-        if (!r->piece_ms || !r->piece_events) st = vg_set_error(VG_ERR_OUT_OF_MEMORY, "vg_runner_create: out of memory");
+        if (!r->piece_ms || !r->piece_events) st = vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_runner_create: out of memory");
         for (int i = 0; st == VG_OK && i <= model->num_pieces; i++)
-            st = r->b->event_create(r->dev, &r->piece_events[i]);
+            st = vg_event_create(rt, &r->piece_events[i]);
+    }
+    if (st == VG_OK) st = vg_stats_init(&r->stats, r->sizes, r->nsizes);
+    if (st == VG_OK) {
+        r->piece_ops_capturable = calloc((size_t)model->num_pieces, 1);
+        if (!r->piece_ops_capturable)
+            st = vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_runner_create: out of memory");
     }
     if (st == VG_OK) {
-        r->stats = calloc((size_t)r->nsizes + 1, sizeof *r->stats);
-        if (!r->stats) st = vg_set_error(VG_ERR_OUT_OF_MEMORY, "vg_runner_create: out of memory");
-    }
-    if (st == VG_OK) {
-        for (int i = 0; i < r->nsizes; i++) r->stats[i].size = r->sizes[i];
-        r->stats[r->nsizes].size = -1;
-        if (vg_runtime_caps(rt) & VG_CAP_GRAPH)
-            for (int op = 0; op < 64; op++)
-                if (vg_runtime_op_capturable(rt, (vg_op_id)op)) r->op_capturable |= 1ull << op;
+        /* capturability from ops_used, asked once: the device's answers do not change */
+        int graphs = (vg_runtime_caps(rt) & VG_CAP_GRAPH) != 0;
+        for (int i = 0; i < model->num_pieces; i++)
+            r->piece_ops_capturable[i] = graphs && uncapturable_op(rt, &model->pieces[i]) < 0;
         choose_mode(r);
         if (opts->stream) {
-            r->stream = opts->stream;
+            if (vg_stream_runtime(opts->stream) != rt)
+                st = vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_create: options.stream belongs "
+                                                      "to another runtime");
+            else
+                r->stream = opts->stream;
         } else {
-            st = r->b->stream_create(r->dev, &r->stream);
+            st = vg_stream_create(rt, &r->stream);
             r->owns_stream = st == VG_OK;
         }
     }
@@ -205,13 +225,29 @@ vg_status vg_runner_create(vg_runtime *rt, const vg_model_iface *model,
     return VG_OK;
 }
 
+/* Statistics rows: one per bucket, then the row of calls above the threshold (bucket -1). */
+static void stats_add(vg_runner *r, int bucket, const vg_bucket_stats *d)
+{
+    vg_stats_add(&r->stats, bucket < 0 ? r->nsizes : bucket, d);
+}
+
+static void stats_graphs(vg_runner *r, int bucket, int64_t bytes, int live)
+{
+    vg_stats_graphs(&r->stats, bucket < 0 ? r->nsizes : bucket, bytes, live);
+}
+
+int vg_runner_stats(vg_runner *r, vg_bucket_stats *out, int max, vg_bucket_stats *total)
+{
+    return r ? vg_stats_read(&r->stats, out, max, total) : 0;
+}
+
 /* Drop a graph; `evicted` only changes what the statistics say. */
 static void entry_drop(vg_runner *r, graph_entry *e, int evicted)
 {
     if (e->exec) {
-        r->b->exec_destroy(r->dev, e->exec);
-        vg_runner_stats_graphs(r, e->bucket, -(int64_t)e->bytes, -1);
-        if (evicted) vg_runner_stats_add(r, e->bucket, &(vg_bucket_stats){.evictions = 1});
+        vg_graph_exec_destroy(e->exec);
+        stats_graphs(r, e->bucket, -(int64_t)e->bytes, -1);
+        if (evicted) stats_add(r, e->bucket, &(vg_bucket_stats){.evictions = 1});
         r->graph_bytes -= e->bytes;
     }
     e->exec = NULL;
@@ -228,25 +264,25 @@ static void drop_all_graphs(vg_runner *r)
 static void free_set(vg_runner *r, runner_buffer *set)
 {
     for (int i = 0; i < VG_RUNNER_MAX_BUFFERS; i++)
-        if (set[i].ptr) r->b->mem_free(r->dev, set[i].ptr);
+        if (set[i].ptr) vg_mem_free(r->rt, set[i].ptr);
     memset(set, 0, sizeof(runner_buffer) * VG_RUNNER_MAX_BUFFERS);
 }
 
 vg_status vg_runner_destroy(vg_runner *r)
 {
     if (!r) return VG_OK;
-    if (r->stream) r->b->stream_sync(r->dev, r->stream);
+    if (r->stream) vg_stream_sync(r->stream);
     drop_all_graphs(r);
     vg_cache_free(&r->cache);
     free_set(r, r->graph_set);
     free_set(r, r->overflow_set);
-    if (r->owns_stream) r->b->stream_destroy(r->dev, r->stream);
+    if (r->owns_stream) vg_stream_destroy(r->stream);
     for (int i = 0; r->piece_events && i <= r->model.num_pieces; i++)
-        if (r->piece_events[i]) r->b->event_destroy(r->dev, r->piece_events[i]);
+        vg_event_destroy(r->piece_events[i]);
     free(r->piece_events);
     free(r->piece_ms);
-    pthread_mutex_destroy(&r->stats_lock);
-    free(r->stats);
+    free(r->piece_ops_capturable);
+    vg_stats_free(&r->stats);
     free(r->sizes);
     free(r);
     return VG_OK;
@@ -257,9 +293,9 @@ vg_status vg_runner_destroy(vg_runner *r)
 vg_status vg_runner_buffer_reserve(vg_runner *r, int id, size_t bytes)
 {
     if (!r || id < 0 || id >= VG_RUNNER_MAX_BUFFERS)
-        return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_buffer_reserve: bad buffer id %d", id);
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_buffer_reserve: bad buffer id %d", id);
     if (!r->in_reserve)
-        return vg_set_error(VG_ERR_STATE, "vg_runner_buffer_reserve: only valid inside the "
+        return vg_error_set(VG_ERR_STATE, "vg_runner_buffer_reserve: only valid inside the "
                                           "model's reserve callback");
     runner_buffer *buf = &r->active[id];
     if (bytes <= buf->bytes) return VG_OK;
@@ -267,9 +303,9 @@ vg_status vg_runner_buffer_reserve(vg_runner *r, int id, size_t bytes)
     size_t want = bytes + bytes / 4;
     want = (want + 255) & ~(size_t)255;
     void *p = NULL;
-    vg_status st = r->b->mem_alloc(r->dev, want, &p);
+    vg_status st = vg_mem_alloc(r->rt, want, &p);
     if (st != VG_OK) {
-        st = r->b->mem_alloc(r->dev, bytes, &p);
+        st = vg_mem_alloc(r->rt, bytes, &p);
         if (st != VG_OK)
             return vg_error_prefix("runner: growing buffer %d to %zu bytes: ", id, bytes);
         want = bytes;
@@ -281,8 +317,8 @@ vg_status vg_runner_buffer_reserve(vg_runner *r, int id, size_t bytes)
                                 "dropped and will be recaptured", id, buf->bytes, want);
             drop_all_graphs(r);
         }
-        r->b->stream_sync(r->dev, r->stream); /* queued work may still use the old memory */
-        r->b->mem_free(r->dev, buf->ptr);
+        vg_stream_sync(r->stream); /* queued work may still use the old memory */
+        vg_mem_free(r->rt, buf->ptr);
     }
     buf->ptr = p;
     buf->bytes = want;
@@ -306,7 +342,7 @@ static vg_status reserve(vg_runner *r, const vg_batch_desc *padded)
     vg_status st = r->model.reserve(r->model.model, r, padded);
     r->in_reserve = 0;
     if (st != VG_OK && !vg_error_is_set())
-        vg_set_error(st, "runner: the model's reserve failed for %lld tokens",
+        vg_error_set(st, "runner: the model's reserve failed for %lld tokens",
                      (long long)padded->num_tokens);
     return st;
 }
@@ -341,7 +377,7 @@ int64_t vg_runner_bucket_size(const vg_runner *r, int b)
 {
     return r && b >= 0 && b < r->nsizes ? r->sizes[b] : -1;
 }
-vg_bk_stream *vg_runner_stream(vg_runner *r) { return r ? r->stream : NULL; }
+vg_stream *vg_runner_stream(vg_runner *r) { return r ? r->stream : NULL; }
 vg_graph_mode vg_runner_mode(const vg_runner *r) { return r ? r->mode : VG_MODE_NONE; }
 
 /* ---- capture --------------------------------------------------------------------------------------- */
@@ -353,20 +389,20 @@ static vg_status run_pieces_impl(vg_runner *r, const vg_batch_desc *padded, int 
     timed = timed && r->piece_events;
     for (int i = first; i <= last; i++) {
         const vg_piece *p = &r->model.pieces[i];
-        if (timed) r->b->event_record(r->dev, r->piece_events[i], r->stream);
+        if (timed) vg_event_record(r->piece_events[i], r->stream);
         vg_error_clear();
         vg_status st = p->run(r->model.model, r, p, padded, r->stream);
         if (st != VG_OK) {
-            if (!vg_error_is_set()) vg_set_error(st, "piece failed");
+            if (!vg_error_is_set()) vg_error_set(st, "piece failed");
             return vg_error_prefix("runner: piece '%s': ", p->name ? p->name : "?");
         }
     }
     if (timed) {
-        r->b->event_record(r->dev, r->piece_events[last + 1], r->stream);
-        r->b->event_sync(r->dev, r->piece_events[last + 1]);
+        vg_event_record(r->piece_events[last + 1], r->stream);
+        vg_event_sync(r->piece_events[last + 1]);
         for (int i = first; i <= last; i++) {
             float ms = 0;
-            if (r->b->event_elapsed_ms(r->dev, r->piece_events[i], r->piece_events[i + 1], &ms) == VG_OK)
+            if (vg_event_elapsed_ms(r->piece_events[i], r->piece_events[i + 1], &ms) == VG_OK)
                 r->piece_ms[i] += ms;
         }
     }
@@ -414,7 +450,7 @@ static vg_status check_addresses(vg_runner *r, const graph_entry *e)
                              "(pieces %d-%d): address %d was %p at capture and is %p now; "
                              "refusing to replay", (long long)e->key.num_tokens, e->first,
                e->last, i, was, is);
-        return vg_set_error(VG_ERR_STATE, "runner: address check failed: the graph of %lld tokens "
+        return vg_error_set(VG_ERR_STATE, "runner: address check failed: the graph of %lld tokens "
                                           "was captured with address %d = %p, the call now uses "
                                           "%p (a buffer moved without invalidating the graph)",
                             (long long)e->key.num_tokens, i, was, is);
@@ -444,37 +480,36 @@ static vg_status capture(vg_runner *r, graph_entry *e, double *ms)
 {
     double t0 = now_ms();
     uint64_t before = mem_free_now(r);
-    vg_bk_graph *graph = NULL;
-    vg_status st = r->b->capture_begin(r->dev, r->stream);
+    vg_graph *graph = NULL;
+    vg_status st = vg_graph_capture_begin(r->stream);
     if (st == VG_OK) {
         vg_status run_st = run_pieces_impl(r, &e->key, e->first, e->last, 0);
         char why[1024];
         snprintf(why, sizeof why, "%s", vg_last_error());
-        st = r->b->capture_end(r->dev, r->stream, &graph); /* always end, also after a failure */
+        st = vg_graph_capture_end(r->stream, &graph); /* always ends, also after a failure */
         if (run_st != VG_OK) {
-            if (graph) r->b->graph_destroy(r->dev, graph);
+            vg_graph_destroy(graph);
             graph = NULL;
-            st = vg_set_error(run_st, "%s", why);
+            st = vg_error_set(run_st, "%s", why);
         }
     }
     vg_bucket_stats d = {.captures = 0};
     if (st == VG_OK && e->exec && e->state == ENTRY_STALE &&
         (vg_runtime_caps(r->rt) & VG_CAP_GRAPH_UPDATE)) {
-        vg_update_result res = VG_UPDATE_NEEDS_REINSTANTIATE;
-        if (r->b->exec_update(r->dev, e->exec, graph, &res) == VG_OK && res == VG_UPDATE_APPLIED)
-            d.updates = 1;
+        int applied = 0;
+        if (vg_graph_exec_update(e->exec, graph, &applied) == VG_OK && applied) d.updates = 1;
     }
     if (st == VG_OK && !d.updates) {
         entry_drop(r, e, 0);
-        st = r->b->graph_instantiate(r->dev, graph, &e->exec);
+        st = vg_graph_instantiate(graph, &e->exec);
         if (st != VG_OK) e->exec = NULL;
     }
-    if (graph) r->b->graph_destroy(r->dev, graph);
+    vg_graph_destroy(graph);
     *ms = now_ms() - t0;
     d.capture_ms = *ms;
     if (st != VG_OK) {
         d.capture_failures = 1;
-        vg_runner_stats_add(r, e->bucket, &d);
+        stats_add(r, e->bucket, &d);
         entry_drop(r, e, 0);
         e->state = ENTRY_FAILED;
         if (!e->warned)
@@ -485,12 +520,12 @@ static vg_status capture(vg_runner *r, graph_entry *e, double *ms)
         return st;
     }
     d.captures = 1;
-    vg_runner_stats_add(r, e->bucket, &d);
+    stats_add(r, e->bucket, &d);
     if (!d.updates) { /* a new exec: measure what it holds */
         uint64_t after = mem_free_now(r);
         e->bytes = before > after ? before - after : 0;
         r->graph_bytes += e->bytes;
-        vg_runner_stats_graphs(r, e->bucket, (int64_t)e->bytes, 1);
+        stats_graphs(r, e->bucket, (int64_t)e->bytes, 1);
     }
     e->state = ENTRY_READY;
     e->naddrs = r->debug_addresses ? record_addresses(r, e->addrs) : 0;
@@ -506,7 +541,7 @@ static vg_status run_graphed(vg_runner *r, int bucket, const vg_batch_desc *padd
                              int last, vg_run_info *info)
 {
     graph_entry *e = vg_cache_insert(&r->cache, padded, first, last);
-    if (!e) return vg_set_error(VG_ERR_OUT_OF_MEMORY, "runner: graph cache: out of memory");
+    if (!e) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "runner: graph cache: out of memory");
     e->bucket = bucket;
     e->last_use = ++r->tick;
     if (e->state == ENTRY_EMPTY && r->eager_first && !e->ran_eagerly) {
@@ -530,7 +565,7 @@ static vg_status run_graphed(vg_runner *r, int bucket, const vg_batch_desc *padd
         info->eager_pieces += last - first + 1;
         return run_pieces(r, padded, first, last);
     }
-    vg_status st = r->b->exec_launch(r->dev, e->exec, r->stream);
+    vg_status st = vg_graph_exec_launch(e->exec, r->stream);
     if (st != VG_OK) return vg_error_prefix("runner: graph launch (%lld tokens): ",
                                             (long long)padded->num_tokens);
     info->graph_launches++;
@@ -544,37 +579,54 @@ static int all_capturable(const vg_runner *r, const vg_batch_desc *padded)
     return 1;
 }
 
+/* The forward of `padded` cut into segments. With `full`, one graphed segment of every piece;
+ * otherwise a splitting or uncapturable piece is an eager segment of its own and every maximal
+ * run of other pieces is a graphed one. The segment starting at piece i ends at *last; returns
+ * 1 when it is graphed. vg_runner_run and vg_runner_warmup both walk the forward with it. */
+static int graphable(const vg_runner *r, int k, const vg_batch_desc *padded)
+{
+    return !(r->model.pieces[k].flags & VG_PIECE_SPLITTING) && piece_capturable(r, k, padded);
+}
+
+static int segment_at(const vg_runner *r, const vg_batch_desc *padded, int full, int i, int *last)
+{
+    int n = r->model.num_pieces;
+    if (full) {
+        *last = n - 1;
+        return 1;
+    }
+    *last = i;
+    if (!graphable(r, i, padded)) return 0;
+    while (*last + 1 < n && graphable(r, *last + 1, padded)) ++*last;
+    return 1;
+}
+
+/* FULL or FULL_AND_PIECEWISE, and every piece can be captured for `padded`. */
+static int use_full(const vg_runner *r, const vg_batch_desc *padded, int *full_ok)
+{
+    *full_ok = all_capturable(r, padded);
+    return (r->mode == VG_MODE_FULL || r->mode == VG_MODE_FULL_AND_PIECEWISE) && *full_ok;
+}
+
 /* Execute the forward for `padded` in the runner's mode; `bucket` >= 0. */
 static vg_status run_bucket(vg_runner *r, int bucket, const vg_batch_desc *padded, vg_run_info *info)
 {
-    int n = r->model.num_pieces;
-    int full_ok = all_capturable(r, padded);
+    int full_ok, full = use_full(r, padded, &full_ok);
     if (r->mode == VG_MODE_FULL && !full_ok && !r->warned_full_downgrade) {
         r->warned_full_downgrade = 1;
         vg_log(VG_LOG_WARN, "runner: a piece cannot be captured for %lld tokens: mode full runs "
                             "piecewise for such calls", (long long)padded->num_tokens);
     }
-    if ((r->mode == VG_MODE_FULL || r->mode == VG_MODE_FULL_AND_PIECEWISE) && full_ok) {
-        info->path = VG_RUN_FULL;
-        return run_graphed(r, bucket, padded, 0, n - 1, info);
-    }
-    info->path = VG_RUN_PIECEWISE;
-    for (int i = 0; i < n;) {
-        const vg_piece *p = &r->model.pieces[i];
-        if ((p->flags & VG_PIECE_SPLITTING) || !piece_capturable(r, i, padded)) {
-            info->eager_pieces++;
-            vg_status st = run_pieces(r, padded, i, i);
-            if (st != VG_OK) return st;
-            i++;
-            continue;
+    info->path = full ? VG_RUN_FULL : VG_RUN_PIECEWISE;
+    for (int i = 0, last; i < r->model.num_pieces; i = last + 1) {
+        vg_status st;
+        if (segment_at(r, padded, full, i, &last)) {
+            st = run_graphed(r, bucket, padded, i, last, info);
+        } else {
+            info->eager_pieces += last - i + 1;
+            st = run_pieces(r, padded, i, last);
         }
-        int j = i;
-        while (j + 1 < n && !(r->model.pieces[j + 1].flags & VG_PIECE_SPLITTING) &&
-               piece_capturable(r, j + 1, padded))
-            j++;
-        vg_status st = run_graphed(r, bucket, padded, i, j, info);
         if (st != VG_OK) return st;
-        i = j + 1;
     }
     return VG_OK;
 }
@@ -583,9 +635,9 @@ vg_status vg_runner_run(vg_runner *r, const vg_batch_desc *real, const void *inp
                         vg_run_info *info_out)
 {
     double t0 = now_ms();
-    if (!r || !real) return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_run: NULL argument");
+    if (!r || !real) return vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_run: NULL argument");
     if (real->num_tokens < 1)
-        return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_run: num_tokens is %lld (must be >= 1)",
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_run: num_tokens is %lld (must be >= 1)",
                             (long long)real->num_tokens);
     vg_run_info info = {.bucket = -1, .path = VG_RUN_EAGER};
     int bucket = r->mode == VG_MODE_NONE ? -1 : vg_runner_bucket_for(r, real->num_tokens);
@@ -599,7 +651,7 @@ vg_status vg_runner_run(vg_runner *r, const vg_batch_desc *real, const void *inp
     if (st == VG_OK) {
         vg_error_clear();
         st = r->model.prepare(r->model.model, r, real, &padded, r->stream, inputs);
-        if (st != VG_OK && !vg_error_is_set()) vg_set_error(st, "runner: the model's prepare failed");
+        if (st != VG_OK && !vg_error_is_set()) vg_error_set(st, "runner: the model's prepare failed");
     }
     if (st == VG_OK) {
         if (bucket >= 0) {
@@ -612,7 +664,7 @@ vg_status vg_runner_run(vg_runner *r, const vg_batch_desc *real, const void *inp
     info.padded_tokens = padded.num_tokens;
     info.bucket = bucket;
     if (info.graph_launches == 0) info.path = VG_RUN_EAGER;
-    vg_runner_stats_add(r, bucket >= 0 || above ? bucket : vg_runner_bucket_for(r, real->num_tokens),
+    stats_add(r, bucket >= 0 || above ? bucket : vg_runner_bucket_for(r, real->num_tokens),
                         &(vg_bucket_stats){.hits = 1,
                                            .replays = (uint64_t)info.graph_launches,
                                            .eager_runs = info.graph_launches == 0,
@@ -627,12 +679,11 @@ vg_status vg_runner_run(vg_runner *r, const vg_batch_desc *real, const void *inp
 
 vg_status vg_runner_warmup(vg_runner *r, const vg_batch_desc *like, vg_warmup_fn progress, void *user)
 {
-    if (!r || !like) return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_warmup: NULL argument");
+    if (!r || !like) return vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_warmup: NULL argument");
     if (r->mode == VG_MODE_NONE) return VG_OK;
     r->active = r->graph_set;
     vg_status st = ensure_sized(r, like);
     if (st != VG_OK) return st;
-    int n = r->model.num_pieces;
     for (int k = 0; k < r->nsizes; k++) {
         int bucket = r->nsizes - 1 - k; /* largest first: the workspace peaks first */
         vg_batch_desc padded = *like;
@@ -645,23 +696,11 @@ vg_status vg_runner_warmup(vg_runner *r, const vg_batch_desc *like, vg_warmup_fn
             st = r->model.prepare(r->model.model, r, &padded, &padded, r->stream, NULL);
         }
         if (st != VG_OK) return st;
-        int full = (r->mode == VG_MODE_FULL || r->mode == VG_MODE_FULL_AND_PIECEWISE) &&
-                   all_capturable(r, &padded);
-        for (int i = 0; i < n;) {
-            int j = i;
-            if (!full) {
-                if ((r->model.pieces[i].flags & VG_PIECE_SPLITTING) || !piece_capturable(r, i, &padded)) {
-                    i++;
-                    continue;
-                }
-                while (j + 1 < n && !(r->model.pieces[j + 1].flags & VG_PIECE_SPLITTING) &&
-                       piece_capturable(r, j + 1, &padded))
-                    j++;
-            } else {
-                j = n - 1;
-            }
+        int full_ok, full = use_full(r, &padded, &full_ok);
+        for (int i = 0, j; i < r->model.num_pieces; i = j + 1) {
+            if (!segment_at(r, &padded, full, i, &j)) continue; /* eager pieces: nothing to capture */
             graph_entry *e = vg_cache_insert(&r->cache, &padded, i, j);
-            if (!e) return vg_set_error(VG_ERR_OUT_OF_MEMORY, "runner: graph cache: out of memory");
+            if (!e) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "runner: graph cache: out of memory");
             e->bucket = bucket;
             e->last_use = ++r->tick;
             if (e->state != ENTRY_READY) {
@@ -675,7 +714,6 @@ vg_status vg_runner_warmup(vg_runner *r, const vg_batch_desc *like, vg_warmup_fn
                 p.capture_ms += ms;
                 if (cst != VG_OK && p.status == VG_OK) p.status = cst;
             }
-            i = j + 1;
         }
         p.mem_free_after = mem_free_now(r);
         if (progress) progress(user, &p);
@@ -685,7 +723,7 @@ vg_status vg_runner_warmup(vg_runner *r, const vg_batch_desc *like, vg_warmup_fn
 
 vg_status vg_runner_invalidate(vg_runner *r)
 {
-    if (!r) return vg_set_error(VG_ERR_INVALID_ARG, "vg_runner_invalidate: NULL");
+    if (!r) return vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_invalidate: NULL");
     for (size_t i = 0; i < r->cache.cap; i++) {
         graph_entry *e = &r->cache.slots[i];
         if (!e->used) continue;

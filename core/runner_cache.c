@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The graph cache: an open-addressing hash table keyed by (padded descriptor, piece range). */
 #include <stdlib.h>
 #include <string.h>

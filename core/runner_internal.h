@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal state of the graph runner, shared by runner*.c. */
 #ifndef VG_RUNNER_INTERNAL_H
 #define VG_RUNNER_INTERNAL_H
@@ -23,7 +24,7 @@ typedef struct graph_entry {
     int first, last; /* pieces [first, last] */
     int bucket;
     entry_state state;
-    vg_bk_exec *exec;
+    vg_graph_exec *exec;
     uint64_t bytes; /* measured device memory of exec */
     uint64_t last_use;
     int warned;
@@ -44,6 +45,24 @@ graph_entry *vg_cache_find(graph_cache *c, const vg_batch_desc *key, int first, 
 graph_entry *vg_cache_insert(graph_cache *c, const vg_batch_desc *key, int first, int last);
 void vg_cache_free(graph_cache *c);
 
+/* runner_stats.c: counters per bucket plus the row of calls above the threshold. It knows
+ * nothing of the runner: runner.c calls it, never the other way round. */
+typedef struct runner_stats {
+    pthread_mutex_t lock; /* the counters are read from any thread */
+    vg_bucket_stats *rows;
+    int nrows;
+} runner_stats;
+
+/* rows = nsizes + 1, the last one for calls above the threshold (size -1). */
+vg_status vg_stats_init(runner_stats *st, const int64_t *sizes, int nsizes);
+void vg_stats_free(runner_stats *st);
+/* Add the counters of `delta` (not its graph_bytes / live_graphs) to row `row`. */
+void vg_stats_add(runner_stats *st, int row, const vg_bucket_stats *delta);
+/* A graph of `bytes` appeared (live = 1) or went away (bytes < 0, live = -1). */
+void vg_stats_graphs(runner_stats *st, int row, int64_t bytes, int live);
+/* Copy up to max rows and the total; returns the number of rows. */
+int vg_stats_read(runner_stats *st, vg_bucket_stats *out, int max, vg_bucket_stats *total);
+
 typedef struct runner_buffer {
     void *ptr;
     size_t bytes;
@@ -51,10 +70,8 @@ typedef struct runner_buffer {
 
 struct vg_runner {
     vg_runtime *rt;
-    const vg_backend_iface *b;
-    vg_bk_device *dev;
     vg_model_iface model;
-    vg_bk_stream *stream;
+    vg_stream *stream;
     int owns_stream;
     vg_graph_mode mode_requested, mode;
     int64_t *sizes;
@@ -62,9 +79,11 @@ struct vg_runner {
     uint64_t budget;
     int debug_addresses;
     int eager_first;
-    vg_bk_event **piece_events; /* profile_pieces: num_pieces + 1 events */
+    vg_event **piece_events; /* profile_pieces: num_pieces + 1 events */
     double *piece_ms;
-    uint64_t op_capturable; /* capturable op mask of the device, 0 without graphs */
+    /* Per piece, from its ops_used at create: every op it enqueues can be captured here (and
+     * the device has graphs). A piece without it is never graphed. */
+    unsigned char *piece_ops_capturable;
 
     /* Graphs only ever see the graph set, sized for the largest bucket. Eager calls above
      * the threshold use the overflow set, so they never move memory graphs point at. */
@@ -79,14 +98,7 @@ struct vg_runner {
     uint64_t graph_bytes; /* all live graphs */
     int warned_full_downgrade;
 
-    pthread_mutex_t stats_lock; /* guards stats: read from any thread */
-    vg_bucket_stats *stats;     /* nsizes + 1 rows; the last is "above the threshold" */
+    runner_stats stats;
 };
-
-/* runner_stats.c */
-/* Add the counters of `delta` (not its graph_bytes / live_graphs) to a bucket's row. */
-void vg_runner_stats_add(vg_runner *r, int bucket, const vg_bucket_stats *delta);
-/* A graph of `bytes` appeared (live = 1) or went away (bytes < 0, live = -1). */
-void vg_runner_stats_graphs(vg_runner *r, int bucket, int64_t bytes, int live);
 
 #endif

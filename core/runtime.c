@@ -1,17 +1,13 @@
-/* Runtime: one loaded backend with one open device. Also the probe behind `vg info`. */
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Runtime: one loaded backend with one open device, and the per-op capability table built when
+ * the device opens. Also auto-selection by score and the probe behind `vg info`. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "vg_internal.h"
 
-struct vg_runtime {
-    vg_plugin plugin; /* handle is NULL for vg_runtime_open_iface */
-    vg_backend_iface iface;
-    vg_op_table ops;
-    vg_bk_device *dev;
-    vg_device_info info;
-};
+#define VG_DEFAULT_SCORE 500
 
 void vg_runtime_options_init(vg_runtime_options *opts)
 {
@@ -21,7 +17,107 @@ void vg_runtime_options_init(vg_runtime_options *opts)
     opts->device = -1;
 }
 
-/* Open device `index` on a validated table and check the graph members its caps promise. */
+/* ---- the per-op table ------------------------------------------------------------------------ */
+
+/* The op table member of each op id: an ABI 1.0 plugin supports an op when it is non-NULL. */
+static const size_t k_op_member[VG_OP_COUNT_] = {
+    [VG_OP_FILL] = offsetof(vg_op_table, fill),
+    [VG_OP_AXPBY] = offsetof(vg_op_table, axpby),
+    [VG_OP_GEMM] = offsetof(vg_op_table, gemm),
+    [VG_OP_GATHER_ROWS] = offsetof(vg_op_table, gather_rows),
+    [VG_OP_RMSNORM] = offsetof(vg_op_table, rmsnorm),
+    [VG_OP_ROTARY_2D] = offsetof(vg_op_table, rotary_2d),
+    [VG_OP_ATTENTION] = offsetof(vg_op_table, attention),
+    [VG_OP_SILU_MUL] = offsetof(vg_op_table, silu_mul),
+    [VG_OP_CONVERT] = offsetof(vg_op_table, convert),
+    [VG_OP_ATTENTION_ROTARY] = offsetof(vg_op_table, attention_rotary),
+};
+
+static int has_member(const vg_op_table *ops, int op)
+{
+    return *(const void *const *)((const char *)ops + k_op_member[op]) != NULL;
+}
+
+/* Ask op_caps (ABI 1.1) or derive the answer from the op table and capturable_ops (ABI 1.0),
+ * once per op this core knows. */
+static vg_status build_op_table(vg_runtime *rt, const char *origin)
+{
+    const vg_backend_iface *b = &rt->iface;
+    int graphs = (rt->info.caps & VG_CAP_GRAPH) != 0;
+    for (int op = 0; op < VG_OP_COUNT_; op++) {
+        uint32_t catalogue = vg_op_catalogue_dtypes((uint32_t)op);
+        vg_op_caps c = {sizeof c, 0, 0};
+        if (b->op_caps) {
+            vg_error_clear();
+            vg_status st = b->op_caps(rt->dev, (uint32_t)op, &c);
+            if (st != VG_OK) {
+                if (!vg_error_is_set()) vg_error_set(st, "(the backend gave no reason)");
+                return vg_error_prefix("%s: op_caps(%s) failed: ", origin, vg_op_name((vg_op_id)op));
+            }
+            c.flags &= VG_OP_SUPPORTED | VG_OP_CAPTURABLE;
+        } else if (has_member(&rt->ops, op)) {
+            c.flags = VG_OP_SUPPORTED;
+            if (op < 64 && ((rt->info.capturable_ops >> op) & 1u)) c.flags |= VG_OP_CAPTURABLE;
+        }
+        if ((c.flags & VG_OP_SUPPORTED) && !has_member(&rt->ops, op)) {
+            vg_log(VG_LOG_WARN, "%s: op_caps reports op '%s' supported, but the op table has no "
+                                "member for it: not offered", origin, vg_op_name((vg_op_id)op));
+            c.flags = 0;
+        }
+        if (!(c.flags & VG_OP_SUPPORTED) || !graphs) c.flags &= ~VG_OP_CAPTURABLE;
+        if (!(c.flags & VG_OP_SUPPORTED)) c.flags = 0;
+        rt->op[op].flags = c.flags;
+        rt->op[op].dtypes = c.flags ? (c.dtypes ? c.dtypes & catalogue : catalogue) : 0;
+    }
+    return VG_OK;
+}
+
+/* The report's capturable-op mask from op_caps, for a plugin that answers only through it
+ * (ABI 1.1); the mask holds the ops below 64, which today are all of this core's. */
+static void probe_capturable(const vg_backend_iface *b, vg_bk_device *dev, vg_device_info *info)
+{
+    uint64_t mask = 0;
+    for (int op = 0; op < VG_OP_COUNT_ && op < 64; op++) {
+        vg_op_caps c = {sizeof c, 0, 0};
+        if (b->op_caps(dev, (uint32_t)op, &c) == VG_OK &&
+            (c.flags & (VG_OP_SUPPORTED | VG_OP_CAPTURABLE)) == (VG_OP_SUPPORTED | VG_OP_CAPTURABLE))
+            mask |= 1ull << op;
+    }
+    info->capturable_ops = (info->caps & VG_CAP_GRAPH) ? mask : 0;
+}
+
+void vg_abi_version(uint32_t *major, uint32_t *minor)
+{
+    if (major) *major = VG_BACKEND_ABI_MAJOR;
+    if (minor) *minor = VG_BACKEND_ABI_MINOR;
+}
+
+uint32_t vg_runtime_op_support(const vg_runtime *rt, vg_op_id op, uint32_t *dtypes)
+{
+    if (!rt || (unsigned)op >= VG_OP_COUNT_) {
+        if (dtypes) *dtypes = 0;
+        return 0;
+    }
+    if (dtypes) *dtypes = rt->op[op].dtypes;
+    return rt->op[op].flags;
+}
+
+int vg_runtime_op_capturable(const vg_runtime *rt, vg_op_id op)
+{
+    return (vg_runtime_op_support(rt, op, NULL) & VG_OP_CAPTURABLE) != 0;
+}
+
+/* ---- opening --------------------------------------------------------------------------------- */
+
+static int32_t score_of(const vg_backend_iface *b)
+{
+    if (!b->score) return VG_DEFAULT_SCORE;
+    int32_t s = b->score();
+    return s < 0 ? 0 : s > 1000 ? 1000 : s;
+}
+
+/* Open device `index` on a validated table, check the members its caps promise and build the
+ * per-op table. On failure nothing stays open. */
 static vg_status open_device(vg_runtime *rt, int index, const char *origin)
 {
     const vg_backend_iface *b = &rt->iface;
@@ -29,12 +125,12 @@ static vg_status open_device(vg_runtime *rt, int index, const char *origin)
     vg_error_clear();
     vg_status st = b->device_count(&count);
     if (st != VG_OK)
-        return vg_set_error(st == VG_ERR_NO_DEVICE ? st : VG_ERR_NO_DEVICE,
+        return vg_error_set(st == VG_ERR_NO_DEVICE ? st : VG_ERR_NO_DEVICE,
                             "%s: no device: device_count failed: %s", origin,
                             vg_error_is_set() ? vg_last_error() : vg_status_name(st));
-    if (count <= 0) return vg_set_error(VG_ERR_NO_DEVICE, "%s: no device (0 devices)", origin);
+    if (count <= 0) return vg_error_set(VG_ERR_NO_DEVICE, "%s: no device (0 devices)", origin);
     if (index >= count)
-        return vg_set_error(VG_ERR_NO_DEVICE, "%s: device %d requested, %d present", origin,
+        return vg_error_set(VG_ERR_NO_DEVICE, "%s: device %d requested, %d present", origin,
                             index, count);
     vg_error_clear();
     st = b->device_open(index, &rt->dev);
@@ -42,41 +138,22 @@ static vg_status open_device(vg_runtime *rt, int index, const char *origin)
         rt->dev = NULL;
         char which[32];
         snprintf(which, sizeof which, index < 0 ? "the default device" : "device %d", index);
-        return vg_set_error(st == VG_OK ? VG_ERR_INTERNAL : st,
+        return vg_error_set(st == VG_OK ? VG_ERR_INTERNAL : st,
                             "%s: opening %s failed: %s", origin, which,
                             vg_error_is_set() ? vg_last_error() : "(the backend gave no reason)");
     }
     memset(&rt->info, 0, sizeof rt->info);
     rt->info.struct_size = sizeof rt->info;
     st = b->device_info(rt->dev, &rt->info);
+    if (st != VG_OK) vg_error_prefix("%s: device_info failed: ", origin);
+    if (st == VG_OK) st = vg_iface_check_caps(b, &rt->info.caps, origin);
+    if (st == VG_OK) st = build_op_table(rt, origin);
     if (st != VG_OK) {
-        vg_error_prefix("%s: device_info failed: ", origin);
         b->device_close(rt->dev);
         rt->dev = NULL;
         return st;
     }
-    if (rt->info.caps & VG_CAP_GRAPH) {
-        const char *missing = !b->capture_begin       ? "capture_begin"
-                              : !b->capture_end       ? "capture_end"
-                              : !b->graph_destroy     ? "graph_destroy"
-                              : !b->graph_instantiate ? "graph_instantiate"
-                              : !b->exec_launch       ? "exec_launch"
-                              : !b->exec_destroy      ? "exec_destroy"
-                                                      : NULL;
-        if (missing) {
-            b->device_close(rt->dev);
-            rt->dev = NULL;
-            return vg_set_error(VG_ERR_ABI,
-                                "%s: device reports graph support but mandatory member '%s' is "
-                                "NULL", origin, missing);
-        }
-    }
-    if ((rt->info.caps & VG_CAP_GRAPH_UPDATE) && !b->exec_update) {
-        vg_log(VG_LOG_WARN, "%s: reports graph update but exec_update is NULL; update disabled",
-               origin);
-        rt->info.caps &= ~VG_CAP_GRAPH_UPDATE;
-    }
-    if (!(rt->info.caps & VG_CAP_GRAPH)) rt->info.caps &= ~VG_CAP_GRAPH_UPDATE;
+    rt->score = score_of(b);
     return VG_OK;
 }
 
@@ -89,47 +166,103 @@ static vg_status open_plugin(const char *req, int index, vg_runtime *rt)
     return st;
 }
 
+/* Close the device and unload the plugin, keeping the struct. */
+static vg_status shut(vg_runtime *rt)
+{
+    vg_status st = VG_OK;
+    if (rt->dev) {
+        st = rt->iface.device_close(rt->dev);
+        if (st != VG_OK) vg_log(VG_LOG_WARN, "device_close failed: %s", vg_last_error());
+        rt->dev = NULL;
+    }
+    vg_plugin_unload(&rt->plugin);
+    return st;
+}
+
+/* Auto-selection: every candidate is loaded and its device opened; the usable one with the
+ * highest score wins, ties going to the earlier. Every refusal is kept for the message. */
+static vg_status open_auto(int index, vg_runtime **out)
+{
+    char **cand = NULL;
+    int n = vg_candidates_list(&cand);
+    if (n < 0) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "auto-selection: out of host memory");
+    size_t cap = 16384, len = 0;
+    char *why = malloc(cap);
+    vg_runtime *best = NULL, *rt = NULL;
+    vg_status st = why ? VG_OK : VG_ERR_OUT_OF_MEMORY;
+    if (why) why[0] = '\0';
+    for (int i = 0; st == VG_OK && i < n; i++) {
+        if (!rt && !(rt = calloc(1, sizeof *rt))) {
+            st = VG_ERR_OUT_OF_MEMORY;
+            break;
+        }
+        if (open_plugin(cand[i], index, rt) != VG_OK) {
+            /* a path candidate's message repeats its path: "[path] reason" is enough */
+            const char *msg = vg_last_error(), *tried = strstr(msg, "; tried:\n  ");
+            size_t clen = strlen(cand[i]);
+            if (tried && strncmp(tried + 11, cand[i], clen) == 0 && tried[11 + clen] == ':' &&
+                !strchr(tried + 11, '\n'))
+                msg = tried + 11 + clen + 2;
+            else if (strncmp(msg, cand[i], clen) == 0 && msg[clen] == ':')
+                msg += clen + 2;
+            int k = snprintf(why + len, cap - len, "\n[%s] %s", cand[i], msg);
+            if (k > 0) len = len + (size_t)k < cap ? len + (size_t)k : cap - 1;
+            vg_log(VG_LOG_INFO, "auto-selection: backend '%s' not usable: %s", cand[i],
+                   vg_last_error());
+            memset(rt, 0, sizeof *rt);
+            continue;
+        }
+        vg_log(VG_LOG_INFO, "auto-selection: backend '%s' (%s) is usable, score %d", rt->iface.name,
+               rt->plugin.path, (int)rt->score);
+        if (!best || rt->score > best->score) {
+            vg_runtime *loser = best;
+            best = rt;
+            rt = loser;
+        }
+        if (rt) { /* the loser: close it, reuse the struct */
+            shut(rt);
+            memset(rt, 0, sizeof *rt);
+        }
+    }
+    free(rt);
+    if (st == VG_OK && best) {
+        vg_log(VG_LOG_INFO, "auto-selected backend '%s' (%s), score %d", best->iface.name,
+               best->plugin.path, (int)best->score);
+        *out = best;
+    } else if (st == VG_OK) {
+        st = vg_error_set(VG_ERR_NO_DEVICE,
+                          "no backend usable (VG_BACKEND unset; tried the builtins cuda, hip, "
+                          "kunlun_stub and %d plugin%s on VG_BACKEND_PATH):%s",
+                          n - vg_backend_builtin_count(),
+                          n - vg_backend_builtin_count() == 1 ? "" : "s", why);
+    } else {
+        if (best) {
+            shut(best);
+            free(best);
+        }
+        vg_error_set(st, "auto-selection: out of host memory");
+    }
+    free(why);
+    vg_candidates_free(cand, n);
+    return st;
+}
+
 vg_status vg_runtime_open(const vg_runtime_options *opts, vg_runtime **out)
 {
-    if (!out) return vg_set_error(VG_ERR_INVALID_ARG, "vg_runtime_open: out is NULL");
+    if (!out) return vg_error_set(VG_ERR_INVALID_ARG, "vg_runtime_open: out is NULL");
     *out = NULL;
     vg_runtime_options def;
     vg_runtime_options_init(&def);
     if (!opts) opts = &def;
     if (opts->struct_size < sizeof(uint32_t) * 2)
-        return vg_set_error(VG_ERR_INVALID_ARG, "vg_runtime_open: options.struct_size not set "
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_runtime_open: options.struct_size not set "
                                                 "(call vg_runtime_options_init)");
-    vg_runtime *rt = calloc(1, sizeof *rt);
-    if (!rt) return vg_set_error(VG_ERR_OUT_OF_MEMORY, "vg_runtime_open: out of host memory");
-
     const char *req = opts->backend;
     if (!req || !*req) req = getenv("VG_BACKEND");
-    vg_status st;
-    if (req && *req) {
-        st = open_plugin(req, opts->device, rt);
-    } else {
-        /* Auto: the first builtin whose device opens wins; every refusal is kept. */
-        char why[6144];
-        size_t len = 0;
-        why[0] = '\0';
-        st = VG_ERR_NO_DEVICE;
-        for (int i = 0; i < vg_backend_builtin_count(); i++) {
-            const char *name = vg_backend_builtin_name(i);
-            st = open_plugin(name, opts->device, rt);
-            if (st == VG_OK) {
-                vg_log(VG_LOG_INFO, "auto-selected backend '%s' (%s)", name, rt->plugin.path);
-                break;
-            }
-            int n = snprintf(why + len, sizeof why - len, "\n[%s] %s", name, vg_last_error());
-            if (n > 0) len = len + (size_t)n < sizeof why ? len + (size_t)n : sizeof why - 1;
-            vg_log(VG_LOG_INFO, "auto-selection: backend '%s' not usable: %s", name,
-                   vg_last_error());
-        }
-        if (st != VG_OK)
-            vg_set_error(VG_ERR_NO_DEVICE,
-                         "no backend usable (VG_BACKEND unset, tried cuda, hip, kunlun_stub):%s",
-                         why);
-    }
+    if (!req || !*req) return open_auto(opts->device, out);
+    vg_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_runtime_open: out of host memory");
+    vg_status st = open_plugin(req, opts->device, rt);
     if (st != VG_OK) {
         free(rt);
         return st;
@@ -140,10 +273,10 @@ vg_status vg_runtime_open(const vg_runtime_options *opts, vg_runtime **out)
 
 vg_status vg_runtime_open_iface(const vg_backend_iface *iface, int device, vg_runtime **out)
 {
-    if (!out) return vg_set_error(VG_ERR_INVALID_ARG, "vg_runtime_open_iface: out is NULL");
+    if (!out) return vg_error_set(VG_ERR_INVALID_ARG, "vg_runtime_open_iface: out is NULL");
     *out = NULL;
     vg_runtime *rt = calloc(1, sizeof *rt);
-    if (!rt) return vg_set_error(VG_ERR_OUT_OF_MEMORY, "vg_runtime_open_iface: out of memory");
+    if (!rt) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_runtime_open_iface: out of memory");
     vg_status st = vg_iface_validate(iface, "in-process backend", &rt->iface, &rt->ops);
     if (st == VG_OK) st = open_device(rt, device, "in-process backend");
     if (st != VG_OK) {
@@ -157,32 +290,18 @@ vg_status vg_runtime_open_iface(const vg_backend_iface *iface, int device, vg_ru
 vg_status vg_runtime_close(vg_runtime *rt)
 {
     if (!rt) return VG_OK;
-    vg_status st = VG_OK;
-    if (rt->dev) {
-        st = rt->iface.device_close(rt->dev);
-        if (st != VG_OK) vg_log(VG_LOG_WARN, "device_close failed: %s", vg_last_error());
-    }
-    vg_plugin_unload(&rt->plugin);
+    vg_status st = shut(rt);
     free(rt);
     return st;
 }
 
-const vg_backend_iface *vg_runtime_iface(const vg_runtime *rt) { return rt ? &rt->iface : NULL; }
-const vg_op_table *vg_runtime_ops(const vg_runtime *rt) { return rt ? &rt->ops : NULL; }
-vg_bk_device *vg_runtime_device(const vg_runtime *rt) { return rt ? rt->dev : NULL; }
 const char *vg_runtime_backend_name(const vg_runtime *rt) { return rt ? rt->iface.name : ""; }
 const char *vg_runtime_plugin_path(const vg_runtime *rt) { return rt ? rt->plugin.path : ""; }
 uint64_t vg_runtime_caps(const vg_runtime *rt) { return rt ? rt->info.caps : 0; }
 
-int vg_runtime_op_capturable(const vg_runtime *rt, vg_op_id op)
-{
-    if (!rt || (unsigned)op >= 64 || !(rt->info.caps & VG_CAP_GRAPH)) return 0;
-    return (rt->info.capturable_ops >> op) & 1u;
-}
-
 vg_status vg_runtime_device_info(vg_runtime *rt, vg_device_info *info)
 {
-    if (!rt || !info) return vg_set_error(VG_ERR_INVALID_ARG, "vg_runtime_device_info: NULL");
+    if (!rt || !info) return vg_error_set(VG_ERR_INVALID_ARG, "vg_runtime_device_info: NULL");
     vg_device_info full;
     memset(&full, 0, sizeof full);
     full.struct_size = sizeof full;
@@ -193,9 +312,11 @@ vg_status vg_runtime_device_info(vg_runtime *rt, vg_device_info *info)
     return VG_OK;
 }
 
+/* ---- probe ----------------------------------------------------------------------------------- */
+
 vg_status vg_backend_probe(const char *req, vg_probe_report *r)
 {
-    if (!r || !req) return vg_set_error(VG_ERR_INVALID_ARG, "vg_backend_probe: NULL argument");
+    if (!r || !req) return vg_error_set(VG_ERR_INVALID_ARG, "vg_backend_probe: NULL argument");
     memset(r, 0, sizeof *r);
     r->struct_size = sizeof *r;
     snprintf(r->request, sizeof r->request, "%s", req);
@@ -215,6 +336,7 @@ vg_status vg_backend_probe(const char *req, vg_probe_report *r)
     snprintf(r->version, sizeof r->version, "%s", b.version);
     r->abi_major = b.abi_major;
     r->abi_minor = b.abi_minor;
+    r->score = VG_DEFAULT_SCORE;
     int count = 0;
     vg_error_clear();
     st = b.device_count(&count);
@@ -225,6 +347,7 @@ vg_status vg_backend_probe(const char *req, vg_probe_report *r)
         vg_plugin_unload(&p);
         return r->status;
     }
+    r->score = score_of(&b); /* score() is called after device_count */
     r->device_count = count;
     int opened = 0;
     for (int i = 0; i < count && i < VG_PROBE_MAX_DEVICES; i++) {
@@ -235,6 +358,7 @@ vg_status vg_backend_probe(const char *req, vg_probe_report *r)
         st = b.device_open(i, &dev);
         if (st == VG_OK && dev) {
             st = b.device_info(dev, &r->devices[i]);
+            if (st == VG_OK && b.op_caps) probe_capturable(&b, dev, &r->devices[i]);
             b.device_close(dev);
         } else if (st == VG_OK) {
             st = VG_ERR_INTERNAL;

@@ -1,20 +1,34 @@
-/* Core-internal helpers shared by the files of libvg. Not installed. */
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Core-internal definitions shared by the files of libvg. Not installed: only core/ includes it.
+ *
+ * The core is the only holder of a plugin's table. The structs below (runtime, stream, event,
+ * graph, exec) are defined here so that the core's hot paths (ops, graph launch) reach the
+ * table with a load and an indirect call, without a function call per accessor. */
 #ifndef VG_INTERNAL_H
 #define VG_INTERNAL_H
 
 #include <stdarg.h>
 
 #include "vg/vg.h"
+#include "vg/vg_backend.h"
+#include "vg/vg_device.h"
 
-/* Set this thread's last error and return `status`, so callers can `return vg_set_error(...)`. */
-vg_status vg_set_error(vg_status status, const char *fmt, ...) VG_PRINTF(2, 3);
+#define VG_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#if defined(__GNUC__)
+#define VG_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define VG_UNLIKELY(x) (x)
+#endif
+
+/* ---- errors and logging (error.c, log.c) --------------------------------------------------- */
+
 vg_status vg_set_errorv(vg_status status, const char *fmt, va_list ap);
-/* Prefix the current message with context ("loading model: " + old message). */
-vg_status vg_error_prefix(const char *fmt, ...) VG_PRINTF(1, 2);
 /* Nonzero while a message is set on this thread. */
 int vg_error_is_set(void);
 void vg_logv(vg_log_level level, const char *fmt, va_list ap);
 int vg_log_enabled(vg_log_level level);
+
+/* ---- plugin tables (iface.c) ---------------------------------------------------------------- */
 
 /* The table of host services handed to every plugin. */
 const vg_host_services *vg_host_services_get(void);
@@ -22,21 +36,89 @@ const vg_host_services *vg_host_services_get(void);
 /* Validate a plugin's table and produce a zero-extended copy of this core's size. */
 vg_status vg_iface_validate(const vg_backend_iface *in, const char *origin, vg_backend_iface *out,
                             vg_op_table *ops_out);
+/* The members a device's capabilities make mandatory (VG_CAP_GRAPH: the graph members). A
+ * missing mandatory member fails with VG_ERR_ABI; a missing optional one (exec_update for
+ * VG_CAP_GRAPH_UPDATE) clears the capability from *caps with a warning. */
+vg_status vg_iface_check_caps(const vg_backend_iface *b, uint64_t *caps, const char *origin);
 
-/* Loader: resolve and dlopen a name or path; the message of a failure names every attempt. */
+/* ---- loader (loader.c) ------------------------------------------------------------------------ */
+
 typedef struct vg_plugin {
     void *handle;
     char path[1024];
 } vg_plugin;
-/* On success *iface and *ops hold the validated, zero-extended table (iface->ops == ops). */
+/* Resolve and dlopen a name or path; the message of a failure names every attempt. On success
+ * *iface and *ops hold the validated, zero-extended table (iface->ops == ops). */
 vg_status vg_plugin_load(const char *name_or_path, vg_plugin *out, vg_backend_iface *iface,
                          vg_op_table *ops);
 void vg_plugin_unload(vg_plugin *p);
+/* Auto-selection's candidates: the builtin names, then the absolute paths of every
+ * libvg_<name>.so in the directories of VG_BACKEND_PATH (each directory sorted by name; a
+ * builtin's name is left out, since the builtin resolves to it anyway). Returns how many, or -1
+ * on out of memory; free the list with vg_candidates_free. */
+int vg_candidates_list(char ***out);
+void vg_candidates_free(char **list, int n);
+
+/* ---- catalogue facts (names.c) ---------------------------------------------------------------- */
+
+/* VG_DTYPE_BIT set each op allows by the catalogue (vg_ops.h); 0 for an unknown op. */
+uint32_t vg_op_catalogue_dtypes(uint32_t op);
+/* Bit of a dtype, or a bit outside every mask for a value that is not a dtype. */
+static inline uint32_t vg_dtype_bit(vg_dtype t)
+{
+    return (unsigned)t < VG_DTYPE_COUNT_ ? VG_DTYPE_BIT(t) : 0x80000000u;
+}
+
+/* ---- runtime (runtime.c) ---------------------------------------------------------------------- */
+
+/* What the open device offers for one op: VG_OP_* flags and the accepted dtypes (already
+ * intersected with the catalogue's). Built once at open; VG_OP_SUPPORTED implies the op
+ * table's member is non-NULL. */
+typedef struct vg_op_entry {
+    uint32_t flags;
+    uint32_t dtypes;
+} vg_op_entry;
+
+struct vg_runtime {
+    vg_plugin plugin; /* handle is NULL for vg_runtime_open_iface */
+    vg_backend_iface iface;
+    vg_op_table ops;
+    vg_bk_device *dev;
+    vg_device_info info; /* caps after the core's own checks */
+    int32_t score;
+    vg_op_entry op[VG_OP_COUNT_];
+};
+
+/* Internal accessors, for core files only (the runner, device.c, ops*.c). */
+static inline const vg_backend_iface *vg_rt_iface(const vg_runtime *rt) { return &rt->iface; }
+static inline vg_bk_device *vg_rt_dev(const vg_runtime *rt) { return rt->dev; }
+
+/* ---- device objects (device.c) ---------------------------------------------------------------- */
+
+struct vg_stream {
+    vg_runtime *rt;
+    vg_bk_stream *bk;
+    int capturing; /* between vg_graph_capture_begin and vg_graph_capture_end */
+};
+struct vg_event {
+    vg_runtime *rt;
+    vg_bk_event *bk;
+};
+struct vg_graph {
+    vg_runtime *rt;
+    vg_bk_graph *bk;
+};
+struct vg_graph_exec {
+    vg_runtime *rt;
+    vg_bk_exec *bk;
+};
+
+static inline vg_bk_stream *vg_stream_bk(const vg_stream *s) { return s->bk; }
+
+/* ---- environment (env.c) ---------------------------------------------------------------------- */
 
 /* Reading an environment variable as a bounded value; malformed values are logged and ignored. */
 long long vg_env_int(const char *name, long long fallback, long long lo, long long hi);
 int vg_env_flag(const char *name);
-
-#define VG_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 #endif

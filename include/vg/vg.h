@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vg: portable GPU graph capture and replay. Core API.
  *
  * Naming: vg_<noun>_<verb>. Every function that can fail returns a vg_status and, on failure,
@@ -5,7 +6,7 @@
 #ifndef VG_H
 #define VG_H
 
-#include "vg_backend.h"
+#include "vg_ops.h"
 #include "vg_types.h"
 
 #ifdef __cplusplus
@@ -20,10 +21,18 @@ extern "C" {
 /* ---- errors ------------------------------------------------------------------------------ */
 
 VG_API const char *vg_status_name(vg_status status); /* "VG_ERR_NOT_FOUND" */
+/* The plugin ABI this core speaks (major, minor), for diagnostics. */
+VG_API void vg_abi_version(uint32_t *major, uint32_t *minor);
 /* Message of the last failure on this thread, "" when none. Valid until the next vg call. */
 VG_API const char *vg_last_error(void);
 VG_API vg_status vg_last_status(void);
 VG_API void vg_error_clear(void);
+/* Set this thread's last error and return `status`, so code built on vg (models, engines)
+ * reports failures through the same channel: `return vg_error_set(VG_ERR_FORMAT, "...")`. */
+VG_API vg_status vg_error_set(vg_status status, const char *fmt, ...) VG_PRINTF(2, 3);
+/* Prefix the current message with context ("loading model: " + old message); returns the
+ * current status. */
+VG_API vg_status vg_error_prefix(const char *fmt, ...) VG_PRINTF(1, 2);
 
 /* ---- logging ------------------------------------------------------------------------------ */
 
@@ -43,9 +52,15 @@ VG_API size_t vg_dtype_size(vg_dtype dtype); /* 0 for an unknown dtype */
 
 /* ---- backend discovery ---------------------------------------------------------------------- */
 
-/* The names tried, in order, when VG_BACKEND is unset: "cuda", "hip", "kunlun_stub". */
+/* vg's own backends: "cuda", "hip", "kunlun_stub". With VG_BACKEND unset, these and every
+ * libvg_<name>.so in the directories of VG_BACKEND_PATH are candidates; the usable one with the
+ * highest score wins (docs/adding-a-backend.md). */
 VG_API int vg_backend_builtin_count(void);
 VG_API const char *vg_backend_builtin_name(int i);
+/* The candidates auto-selection considers, in the order it considers them: the builtins, then
+ * the plugins found on VG_BACKEND_PATH (as paths). Returns how many; names[i] for i < max are
+ * valid until the next call on this thread. */
+VG_API int vg_backend_candidates(const char **names, int max);
 
 #define VG_PROBE_MAX_DEVICES 16
 
@@ -57,6 +72,7 @@ typedef struct vg_probe_report {
     char name[64];      /* the backend's own name */
     char version[128];  /* the backend's own version text */
     uint32_t abi_major, abi_minor;
+    int32_t score;      /* its auto-selection score (500 when it reports none) */
     int loaded;         /* 1: the plugin loaded and passed ABI validation */
     vg_status status;   /* VG_OK, or why loading / device discovery failed */
     char error[4096];   /* the message for status, naming everything that was tried */
@@ -75,27 +91,20 @@ typedef struct vg_runtime vg_runtime;
 
 typedef struct vg_runtime_options {
     uint32_t struct_size;
-    const char *backend; /* name or path; NULL: $VG_BACKEND, else auto (cuda, hip, kunlun_stub) */
+    const char *backend; /* name or path; NULL: $VG_BACKEND, else auto-selection by score */
     int device;          /* device index; -1: the backend's default (e.g. $VG_CUDA_DEVICE or 0) */
 } vg_runtime_options;
 
 VG_API void vg_runtime_options_init(vg_runtime_options *opts);
 VG_API vg_status vg_runtime_open(const vg_runtime_options *opts, vg_runtime **out);
-/* Open a runtime on an interface table the caller owns (an in-process or wrapped backend).
- * The table is validated like a plugin's and must outlive the runtime. */
-VG_API vg_status vg_runtime_open_iface(const vg_backend_iface *iface, int device,
-                                       vg_runtime **out);
 VG_API vg_status vg_runtime_close(vg_runtime *rt);
 
-/* The validated table, normalised to this core's size: members the plugin lacks are NULL,
- * and ops is never NULL (an empty table when the plugin has none). */
-VG_API const vg_backend_iface *vg_runtime_iface(const vg_runtime *rt);
-VG_API const vg_op_table *vg_runtime_ops(const vg_runtime *rt);
-VG_API vg_bk_device *vg_runtime_device(const vg_runtime *rt);
+/* Memory, streams, events, graphs and ops of a runtime: vg_device.h. */
 VG_API const char *vg_runtime_backend_name(const vg_runtime *rt);
 VG_API const char *vg_runtime_plugin_path(const vg_runtime *rt); /* "" for open_iface */
 /* Capabilities of the open device, as reported at open time. */
 VG_API uint64_t vg_runtime_caps(const vg_runtime *rt);
+/* 1 when op may be enqueued during capture on this device (vg_runtime_op_support has more). */
 VG_API int vg_runtime_op_capturable(const vg_runtime *rt, vg_op_id op);
 /* Fresh device info (memory figures change). */
 VG_API vg_status vg_runtime_device_info(vg_runtime *rt, vg_device_info *info);

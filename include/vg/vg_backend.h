@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vg plugin ABI: the only header a backend needs.
  *
  * A backend is a shared object exporting one C symbol, VG_BACKEND_ENTRY_NAME, of type
@@ -13,6 +14,7 @@
 #ifndef VG_BACKEND_H
 #define VG_BACKEND_H
 
+#include "vg_ops.h"
 #include "vg_types.h"
 
 #ifdef __cplusplus
@@ -20,7 +22,7 @@ extern "C" {
 #endif
 
 #define VG_BACKEND_ABI_MAJOR 1
-#define VG_BACKEND_ABI_MINOR 0
+#define VG_BACKEND_ABI_MINOR 1
 #define VG_BACKEND_ENTRY_NAME "vg_backend_query"
 
 /* Opaque handles. Each backend defines these structs privately. */
@@ -29,6 +31,14 @@ typedef struct vg_bk_stream vg_bk_stream;
 typedef struct vg_bk_event vg_bk_event;
 typedef struct vg_bk_graph vg_bk_graph;
 typedef struct vg_bk_exec vg_bk_exec;
+typedef struct vg_runtime vg_runtime;
+
+/* Filled by op_caps (ABI 1.1). The core sets struct_size and zeroes the rest before the call. */
+typedef struct vg_op_caps {
+    uint32_t struct_size;
+    uint32_t flags;  /* VG_OP_SUPPORTED | VG_OP_CAPTURABLE */
+    uint32_t dtypes; /* VG_DTYPE_BIT per accepted dtype; 0: every dtype the catalogue allows */
+} vg_op_caps;
 
 /* ---- host services: what the core offers a plugin ------------------------------------ */
 
@@ -43,45 +53,6 @@ typedef struct vg_host_services {
     void (*set_error)(vg_status status, const char *fmt, ...) VG_PRINTF(2, 3);
 } vg_host_services;
 
-/* ---- capabilities ---------------------------------------------------------------------- */
-
-#define VG_CAP_GRAPH (1ull << 0)        /* capture/instantiate/launch work */
-#define VG_CAP_GRAPH_UPDATE (1ull << 1) /* exec_update is implemented */
-#define VG_CAP_IPC (1ull << 2)          /* the IPC section is implemented (later ABI minor) */
-#define VG_CAP_PINNED_HOST (1ull << 3)  /* host_alloc returns page-locked memory */
-
-/* Op identifiers: bit positions in vg_device_info.capturable_ops. Append only. */
-typedef enum vg_op_id {
-    VG_OP_FILL = 0,
-    VG_OP_AXPBY = 1,
-    VG_OP_GEMM = 2,
-    VG_OP_GATHER_ROWS = 3,
-    /* op table version 2 */
-    VG_OP_RMSNORM = 4,
-    VG_OP_ROTARY_2D = 5,
-    VG_OP_ATTENTION = 6,
-    VG_OP_SILU_MUL = 7,
-    VG_OP_CONVERT = 8,
-    /* op table version 3 */
-    VG_OP_ATTENTION_ROTARY = 9,
-    VG_OP_COUNT_ = 10
-} vg_op_id;
-
-/* Filled by device_info. The caller sets struct_size; the backend writes only the fields that
- * lie inside it (vg_backend_copy_out below does that), so old callers stay safe. */
-typedef struct vg_device_info {
-    uint32_t struct_size;
-    char name[128];
-    uint64_t mem_total;      /* bytes */
-    uint64_t mem_free;       /* bytes, at the time of the call */
-    uint64_t caps;           /* VG_CAP_* */
-    uint64_t capturable_ops; /* bit (1 << vg_op_id): the op may be enqueued during capture */
-    int32_t arch_major;      /* vendor architecture (CUDA compute capability, gfx major), or 0 */
-    int32_t arch_minor;
-    int32_t compute_units;   /* SMs, CUs, or host cores for a CPU stand-in */
-    int32_t index;           /* device index within the backend */
-} vg_device_info;
-
 /* ---- graph update result ---------------------------------------------------------------- */
 
 typedef enum vg_update_result {
@@ -91,93 +62,42 @@ typedef enum vg_update_result {
 
 /* ---- op table: the kernels models call --------------------------------------------------- */
 
-typedef enum vg_activation {
-    VG_ACT_NONE = 0,
-    VG_ACT_GELU_ERF = 1,  /* 0.5·x·(1 + erf(x/√2)) */
-    VG_ACT_GELU_TANH = 2, /* tanh approximation */
-    VG_ACT_SILU = 3,      /* x·sigmoid(x) */
-    VG_ACT_QUICK_GELU = 4 /* x·sigmoid(1.702·x) */
-} vg_activation;
-
-/* C[m,n] = act(alpha · A[m,k] · B[n,k]ᵀ + bias[n]) + residual[m,n]
- * Row-major with leading dimensions in elements. B is in the Linear-weight layout [out, in].
- * A and B share dtype_ab (F32, BF16 or F16); bias has dtype_ab; C and residual have dtype_c.
- * residual may alias c (in-place residual add) only when act is VG_ACT_NONE: with an
- * activation, the residual is added after it and must be a separate buffer. Accumulation is
- * at least fp32. */
-typedef struct vg_gemm_args {
-    uint32_t struct_size;
-    vg_dtype dtype_ab;
-    vg_dtype dtype_c;
-    int64_t m, n, k;
-    const void *a;
-    int64_t lda;
-    const void *b;
-    int64_t ldb;
-    void *c;
-    int64_t ldc;
-    const void *bias;     /* optional */
-    const void *residual; /* optional */
-    int64_t ldr;
-    vg_activation act;
-    float alpha;
-} vg_gemm_args;
-
-/* Every op enqueues on `stream`, is asynchronous to the host, reads and writes only the device
- * memory it is given, allocates nothing, and may be captured when its bit is set in
- * capturable_ops. All members are optional: callers check for NULL (and for struct_size). */
+/* The kernels of the op catalogue (vg_ops.h says what each computes). Every op enqueues on
+ * `stream`, is asynchronous to the host, reads and writes only the device memory it is given,
+ * allocates nothing, and may be captured when the device says so (op_caps, or capturable_ops
+ * for ABI 1.0 plugins). The core validates every call against the catalogue's preconditions
+ * before it reaches a member, so members need not check them again. All members are optional:
+ * the core checks for NULL (and for struct_size). */
 typedef struct vg_op_table {
     uint32_t version; /* VG_OP_TABLE_VERSION the backend was built against */
     uint32_t struct_size;
-    /* dst[0..count) = value, converted to dtype (F32, BF16, F16, I32, I64). */
     vg_status (*fill)(vg_bk_device *dev, vg_bk_stream *stream, void *dst, vg_dtype dtype,
                       size_t count, double value);
-    /* y[i] = alpha·x[i] + beta·y[i], F32. x may equal y. */
     vg_status (*axpby)(vg_bk_device *dev, vg_bk_stream *stream, size_t n, float alpha,
                        const float *x, float beta, float *y);
     vg_status (*gemm)(vg_bk_device *dev, vg_bk_stream *stream, const vg_gemm_args *args);
-    /* dst[r, :] = src[idx[r], :] for r < rows; idx is I32 in device memory, rows of `cols`
-     * elements of dtype. Out-of-range indices are the caller's bug; backends may clamp. */
     vg_status (*gather_rows)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype, void *dst,
                              const void *src, const int32_t *idx, int64_t rows, int64_t cols);
 
     /* ---- version 2: the kernels of a vision transformer ---- */
 
-    /* out[r, :] = w ⊙ x[r, :] / sqrt(mean(x[r, :]²) + eps), statistics in fp32. x, w and out
-     * share dtype; out may equal x. */
     vg_status (*rmsnorm)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype, const void *x,
                          const void *w, void *out, int64_t rows, int64_t cols, float eps);
-    /* 2-D rotary embedding, in place, on the first `heads` head-sized slices of each row of x
-     * (row stride ld elements). pos is I32 [rows, 2] (h, w) in device memory. With
-     * half = head_dim / 2 and quarter = head_dim / 4, element i < half of a head rotates with
-     * i + half by the angle p·θ^(-2j/half), where p = pos.h, j = i for i < quarter and
-     * p = pos.w, j = i - quarter otherwise (Qwen2-VL's vision rotary). */
     vg_status (*rotary_2d)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype, void *x,
                            int64_t ld, int64_t rows, int heads, int head_dim,
                            const int32_t *pos, float theta);
-    /* Non-causal attention within segments. qkv rows hold q, k and v of `heads` heads
-     * ([rows, 3·heads·head_dim], row stride ld_qkv); out is [rows, heads·head_dim] (ld_out).
-     * cu_seqlens is I32 [num_segments + 1] in device memory, ascending from 0 to rows; a row
-     * attends to the rows of its own segment. Empty segments are allowed, so one capture can
-     * serve any segmentation up to num_segments. Softmax in fp32, scores scaled by `scale`. */
     vg_status (*attention)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype,
                            const void *qkv, int64_t ld_qkv, void *out, int64_t ld_out,
                            int64_t rows, int heads, int head_dim, const int32_t *cu_seqlens,
                            int num_segments, float scale);
-    /* out[r, c] = silu(in[r, c]) · in[r, cols + c]: the gate and up halves of one row. */
     vg_status (*silu_mul)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype,
                           const void *in, int64_t ld_in, void *out, int64_t ld_out, int64_t rows,
                           int64_t cols);
-    /* dst[i] = src[i] converted between F32, BF16 and F16 (round to nearest even). */
     vg_status (*convert)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype src_dtype,
                          const void *src, vg_dtype dst_dtype, void *dst, size_t count);
 
     /* ---- version 3 ---- */
 
-    /* attention over q and k rotated as rotary_2d would rotate them (pos, theta), in one pass:
-     * the result equals rotary_2d on the q and k slices followed by attention, but qkv is only
-     * read. Worth it when segments are short (each key is loaded by few query tiles); for long
-     * segments a backend may re-rotate each key many times, so callers prefer the two ops. */
     vg_status (*attention_rotary)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype,
                                   const void *qkv, int64_t ld_qkv, void *out, int64_t ld_out,
                                   int64_t rows, int heads, int head_dim,
@@ -243,13 +163,33 @@ typedef struct vg_backend_iface {
     /* kernels; mandatory pointer, members optional */
     const vg_op_table *ops;
 
-    /* ABI 1.0 ends here. The IPC section will be appended by a later minor. */
+    /* ---- ABI 1.0 ends here ---- */
+
+    /* ---- ABI 1.1: per-op capabilities and auto-selection ---- */
+
+    /* Optional. What the device offers for op `op` (any uint32_t: an op this plugin does not
+     * know gets flags 0). Replaces vg_device_info.capturable_ops, which cannot describe more
+     * than 64 ops; the core asks once per op when it opens the device. Without it the core
+     * derives the answer from the op table's members and capturable_ops. */
+    vg_status (*op_caps)(vg_bk_device *dev, uint32_t op, vg_op_caps *out);
+    /* Optional. How strongly auto-selection (VG_BACKEND unset) should prefer this backend when
+     * its device opens, 0..1000; NULL counts as 500. vg's own: cuda 900, hip 800, kunlun_stub
+     * 10 (a CPU stand-in loses to any real device). Called after device_count. */
+    int32_t (*score)(void);
+
+    /* A later minor appends the IPC section here. */
 } vg_backend_iface;
 
 typedef const vg_backend_iface *(*vg_backend_query_fn)(const vg_host_services *host);
 
 /* Size of the table for ABI 1.<minor>. The core uses it to reject truncated tables. */
 #define VG_BACKEND_IFACE_SIZE_1_0 (offsetof(vg_backend_iface, ops) + sizeof(void *))
+#define VG_BACKEND_IFACE_SIZE_1_1 (offsetof(vg_backend_iface, score) + sizeof(void *))
+
+/* Open a runtime on an interface table the caller owns (an in-process or wrapped backend, or a
+ * test). The table is validated like a plugin's and must outlive the runtime. */
+VG_API vg_status vg_runtime_open_iface(const vg_backend_iface *iface, int device,
+                                       vg_runtime **out);
 
 /* Copy a fully filled device_info into a caller's possibly smaller struct. */
 static inline void vg_backend_copy_out(vg_device_info *dst, const vg_device_info *src)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host-side conversions between float and the 16-bit floating formats (BF16, IEEE F16).
  * Header-only; round to nearest even; NaN stays NaN. */
 #ifndef VG_HALF_H

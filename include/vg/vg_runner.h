@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vg graph runner: decides, call by call, how a model forward executes.
  *
  * A model describes its forward as an ordered list of pieces. Each piece enqueues work on a
@@ -8,7 +9,7 @@
 #ifndef VG_RUNNER_H
 #define VG_RUNNER_H
 
-#include "vg.h"
+#include "vg_device.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,10 +46,11 @@ struct vg_piece {
      * runner buffers (vg_runner_buffer) and memory that lives as long as the runner, and must
      * not depend on per-request host data: that goes into device buffers in `prepare`. */
     vg_status (*run)(void *model, vg_runner *runner, const vg_piece *piece,
-                     const vg_batch_desc *padded, vg_bk_stream *stream);
-    uint32_t flags;    /* VG_PIECE_SPLITTING */
-    uint64_t ops_used; /* bit (1 << vg_op_id) per op enqueued: an op the device cannot capture
-                          makes the piece not graph-safe */
+                     const vg_batch_desc *padded, vg_stream *stream);
+    uint32_t flags;           /* VG_PIECE_SPLITTING */
+    const vg_op_id *ops_used; /* every op the piece enqueues: one the device cannot capture
+                                 makes the piece not graph-safe (checked once, at create) */
+    int num_ops_used;
     /* Optional: 0 when this piece cannot be captured for `padded` (NULL: always can). */
     int (*graph_safe)(void *model, const vg_batch_desc *padded);
     int64_t arg; /* the model's own, e.g. a layer index */
@@ -68,7 +70,7 @@ typedef struct vg_model_iface {
      * data (segment bounds, positions, permutations). With eager_first, warm-up calls it with
      * inputs == NULL: any valid call will do. */
     vg_status (*prepare)(void *model, vg_runner *runner, const vg_batch_desc *real,
-                         const vg_batch_desc *padded, vg_bk_stream *stream, const void *inputs);
+                         const vg_batch_desc *padded, vg_stream *stream, const void *inputs);
     /* Optional, for the address check (VG_DEBUG_ADDRESSES=1): the device addresses the pieces
      * will use for this call. Returns how many were written (at most max). */
     int (*addresses)(void *model, vg_runner *runner, const void **out, int max);
@@ -97,7 +99,7 @@ typedef struct vg_runner_options {
     int num_capture_sizes;
     int64_t max_capture_size;    /* calls above it run eagerly; 0: the largest capture size */
     uint64_t graph_memory_budget; /* bytes of graph memory before LRU eviction; 0: unlimited */
-    vg_bk_stream *stream;        /* NULL: the runner creates and owns one */
+    vg_stream *stream;        /* NULL: the runner creates and owns one */
     int debug_addresses;         /* -1: from VG_DEBUG_ADDRESSES; 0 off; 1 on */
     /* Run a key's pieces eagerly once before capturing them (the first call of a bucket is
      * served eagerly, then captured), so backends can tune kernels and allocate lazily outside
@@ -160,7 +162,7 @@ VG_API vg_status vg_runner_warmup(vg_runner *r, const vg_batch_desc *like, vg_wa
  * Stale graphs are recaptured on next use, through graph update where the backend has it. */
 VG_API vg_status vg_runner_invalidate(vg_runner *r);
 
-VG_API vg_bk_stream *vg_runner_stream(vg_runner *r);
+VG_API vg_stream *vg_runner_stream(vg_runner *r);
 VG_API vg_graph_mode vg_runner_mode(const vg_runner *r); /* after downgrades */
 /* The bucket a call of n tokens uses: index into the capture sizes, or -1 (eager). */
 VG_API int vg_runner_bucket_for(const vg_runner *r, int64_t n);
@@ -187,11 +189,10 @@ typedef struct vg_bucket_stats {
 
 /* Copy up to max rows (one per bucket, then the eager row) into out and the sum into total
  * (either may be NULL). Returns the number of rows available. Safe to call from any thread,
- * concurrently with vg_runner_run. */
+ * concurrently with vg_runner_run. Formatting them is the caller's business (the vg command
+ * prints them as a table or JSON). */
 VG_API int vg_runner_stats(vg_runner *r, vg_bucket_stats *out, int max, vg_bucket_stats *total);
-/* The statistics as a text table or as JSON; free the string with vg_free. */
-VG_API vg_status vg_runner_stats_text(vg_runner *r, char **out);
-VG_API vg_status vg_runner_stats_json(vg_runner *r, char **out);
+/* Free memory vg handed to the caller (output arrays of the model APIs). */
 VG_API void vg_free(void *p);
 
 /* With profile_pieces: device milliseconds spent in each piece over all eager runs so far

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reading and writing safetensors files (Hugging Face's tensor container).
  *
  * The reader memory-maps the file and validates the whole header before handing out anything:

@@ -1,4 +1,5 @@
-/* vg: definitions shared by the core API (vg.h) and the plugin ABI (vg_backend.h).
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vg: definitions shared by the core API (vg.h) and the plugin ABI.
  * Plain C, no dependencies, safe to include from C++ and from CUDA/HIP sources. */
 #ifndef VG_TYPES_H
 #define VG_TYPES_H
@@ -54,6 +55,31 @@ typedef enum vg_log_level {
     VG_LOG_DEBUG = 3,
     VG_LOG_TRACE = 4
 } vg_log_level;
+
+/* ---- device capabilities ------------------------------------------------------------------ */
+
+#define VG_CAP_GRAPH (1ull << 0)        /* capture/instantiate/launch work */
+#define VG_CAP_GRAPH_UPDATE (1ull << 1) /* a graph exec can be updated in place */
+#define VG_CAP_IPC (1ull << 2)          /* memory can be shared across processes (later ABI) */
+#define VG_CAP_PINNED_HOST (1ull << 3)  /* host_alloc returns page-locked memory */
+
+/* What a device is. Filled by the backend's device_info (and vg_runtime_device_info): the
+ * caller sets struct_size, and only the fields inside it are written, so old callers stay
+ * safe. */
+typedef struct vg_device_info {
+    uint32_t struct_size;
+    char name[128];
+    uint64_t mem_total;      /* bytes */
+    uint64_t mem_free;       /* bytes, at the time of the call */
+    uint64_t caps;           /* VG_CAP_* */
+    /* ABI 1.0's capturable-op mask, bit (1 << vg_op_id) for ops below 64. Read only from
+     * plugins without op_caps; ask vg_runtime_op_support instead. */
+    uint64_t capturable_ops;
+    int32_t arch_major;      /* vendor architecture (CUDA compute capability, gfx major), or 0 */
+    int32_t arch_minor;
+    int32_t compute_units;   /* SMs, CUs, or host cores for a CPU stand-in */
+    int32_t index;           /* device index within the backend */
+} vg_device_info;
 
 #ifdef __cplusplus
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Vision encoders through the graph runner: the Qwen2.5-VL vision tower.
  *
  * Inputs are laid out as the Hugging Face image processor produces them: pixel_values

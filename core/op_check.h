@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The checks every vg_op_* applies (ops.c, ops_nn.c): the catalogue's preconditions, then what
+ * the device offers, then capture state, then one call into the plugin. Each check is a compare
+ * or two; a message is formatted only when a check fails. */
+#ifndef VG_OP_CHECK_H
+#define VG_OP_CHECK_H
+
+#include <stdint.h>
+
+#include "vg_internal.h"
+
+#define OP_INT_MAX 0x7fffffffLL /* rows and columns the kernels index with int */
+#define DTYPES_ANY ((1u << VG_DTYPE_COUNT_) - 1u)
+#define DTYPES_ANY_TEXT "F32, F16, BF16, I32, I64 or U8"
+#define DTYPES_FLOAT_TEXT "F32, BF16 or F16"
+
+/* A precondition of the catalogue: VG_ERR_INVALID_ARG with a message naming the op and value. */
+#define REQUIRE(cond, ...)                                                                   \
+    do {                                                                                     \
+        if (VG_UNLIKELY(!(cond))) return vg_error_set(VG_ERR_INVALID_ARG, __VA_ARGS__);      \
+    } while (0)
+
+#define REQUIRE_STREAM(op, s) REQUIRE(s, op ": stream is NULL")
+/* A pointer that must be set when the op has work (n > 0). */
+#define REQUIRE_PTR(op, name, p, n) REQUIRE((p) || !(n), op ": " name " is NULL")
+#define REQUIRE_ALIGNED(op, name, p, esz)                                                    \
+    REQUIRE(!((uintptr_t)(p) & ((uintptr_t)(esz) - 1u)),                                     \
+            op ": " name " %p is not aligned to its %u-byte elements", (const void *)(p),    \
+            (unsigned)(esz))
+#define REQUIRE_DTYPE(op, name, t, mask, allowed)                                            \
+    REQUIRE(vg_dtype_bit(t) & (mask), op ": " name " %s is not allowed (" allowed ")",       \
+            vg_op_dtype_text(t))
+/* lo <= v <= hi, for int64 values. */
+#define REQUIRE_RANGE(op, name, v, lo, hi)                                                   \
+    REQUIRE((int64_t)(v) >= (lo) && (int64_t)(v) <= (hi),                                    \
+            op ": " name " %lld is not in [%lld, %lld]", (long long)(v), (long long)(lo),    \
+            (long long)(hi))
+/* a >= b, as in "gemm: lda 10 < k 16". */
+#define REQUIRE_GE(op, a_name, a, b_name, b)                                                 \
+    REQUIRE((int64_t)(a) >= (int64_t)(b), op ": " a_name " %lld < " b_name " %lld",          \
+            (long long)(a), (long long)(b))
+
+/* What the device offers for `op` and capture state; `dtype_bits` is the VG_DTYPE_BIT set the
+ * call uses. On failure vg_op_refuse says which check failed. */
+vg_status vg_op_refuse(const vg_stream *s, vg_op_id op, uint32_t dtype_bits);
+static inline vg_status vg_op_gate(const vg_stream *s, vg_op_id op, uint32_t dtype_bits)
+{
+    const vg_op_entry *e = &s->rt->op[op];
+    uint32_t need = VG_OP_SUPPORTED | (s->capturing ? VG_OP_CAPTURABLE : 0u);
+    if (VG_UNLIKELY((e->flags & need) != need || (dtype_bits & ~e->dtypes)))
+        return vg_op_refuse(s, op, dtype_bits);
+    return VG_OK;
+}
+#define OP_GATE(s, op, dtype_bits)                                                           \
+    do {                                                                                     \
+        vg_status gate_st_ = vg_op_gate((s), (op), (dtype_bits));                            \
+        if (VG_UNLIKELY(gate_st_ != VG_OK)) return gate_st_;                                 \
+    } while (0)
+
+/* The plugin's member; non-NULL once the gate passed (VG_OP_SUPPORTED implies it). */
+#define OP_CALL(s, member, ...) ((s)->rt->ops.member((s)->rt->dev, (s)->bk, __VA_ARGS__))
+
+static inline unsigned op_dtype_size(vg_dtype t)
+{
+    static const unsigned char sizes[VG_DTYPE_COUNT_] = {4, 2, 2, 4, 8, 1};
+    return (unsigned)t < VG_DTYPE_COUNT_ ? sizes[t] : 1u;
+}
+
+/* "BF16", or "dtype 17" for a value that is not one (a static buffer: failure paths only). */
+const char *vg_op_dtype_text(vg_dtype t);
+
+#endif

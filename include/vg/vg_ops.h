@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vg: the op catalogue. Each op is described by what it computes, never by the model it came
+ * from; models compose them. Shared by the core device API (vg_device.h), which validates every
+ * call against the preconditions written here, and by the plugin ABI, whose op table
+ * implements them.
+ *
+ * Conventions for every op:
+ *   - matrices are row-major; a leading dimension (ld*) is the distance between rows in
+ *     elements and is at least the row's width;
+ *   - "float dtype" means F32, BF16 or F16; arithmetic is at least fp32;
+ *   - every device pointer is aligned to its element size;
+ *   - a row count of 0 is a valid no-op;
+ *   - the row-wise ops (rmsnorm, rotary_2d, attention, silu_mul, attention_rotary) take fewer
+ *     than 2^31 rows and columns (kernels index them with int), as gemm takes m, n, k;
+ *   - index and position arrays are I32 in device memory.
+ * The core checks these preconditions once, before a backend sees the call (docs/plugin-abi.md,
+ * "Op catalogue"); a backend may rely on them. */
+#ifndef VG_OPS_H
+#define VG_OPS_H
+
+#include "vg_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Op identifiers. Append only: the values are part of the plugin ABI. There is no limit on their
+ * number: support and capturability are queried per op (vg_runtime_op_support). */
+typedef enum vg_op_id {
+    VG_OP_FILL = 0,
+    VG_OP_AXPBY = 1,
+    VG_OP_GEMM = 2,
+    VG_OP_GATHER_ROWS = 3,
+    /* op table version 2 */
+    VG_OP_RMSNORM = 4,
+    VG_OP_ROTARY_2D = 5,
+    VG_OP_ATTENTION = 6,
+    VG_OP_SILU_MUL = 7,
+    VG_OP_CONVERT = 8,
+    /* op table version 3 */
+    VG_OP_ATTENTION_ROTARY = 9,
+    VG_OP_COUNT_ = 10
+} vg_op_id;
+
+/* What a device offers for one op (vg_runtime_op_support). */
+#define VG_OP_SUPPORTED (1u << 0)  /* the backend implements the op */
+#define VG_OP_CAPTURABLE (1u << 1) /* the op may be enqueued while a stream captures a graph */
+
+/* Bit (1 << vg_dtype) for each dtype a float op accepts. */
+#define VG_DTYPE_BIT(t) (1u << (unsigned)(t))
+#define VG_DTYPES_FLOAT (VG_DTYPE_BIT(VG_DTYPE_F32) | VG_DTYPE_BIT(VG_DTYPE_BF16) | VG_DTYPE_BIT(VG_DTYPE_F16))
+
+typedef enum vg_activation {
+    VG_ACT_NONE = 0,
+    VG_ACT_GELU_ERF = 1,  /* 0.5·x·(1 + erf(x/√2)) */
+    VG_ACT_GELU_TANH = 2, /* tanh approximation */
+    VG_ACT_SILU = 3,      /* x·sigmoid(x) */
+    VG_ACT_QUICK_GELU = 4 /* x·sigmoid(1.702·x) */
+} vg_activation;
+
+/* ---- the catalogue ------------------------------------------------------------------------ *
+ *
+ * fill          dst[0..count) = value converted to dtype (F32, BF16, F16, I32, I64, U8).
+ *
+ * axpby         y[i] = alpha·x[i] + beta·y[i] over n F32 elements; x may equal y.
+ *
+ * gemm          C[m,n] = act(alpha · A[m,k] · B[n,k]ᵀ + bias[n]) + residual[m,n]  (vg_gemm_args)
+ *               B is in the Linear-weight layout [out, in]. A, B and bias share dtype_ab; C and
+ *               residual share dtype_c (float dtypes). m, n, k >= 1 and below 2^31; lda, ldb >= k,
+ *               ldc, ldr >= n. residual may alias c only when act is VG_ACT_NONE.
+ *
+ * gather_rows   dst[r, :] = src[idx[r], :] for r < rows, rows of `cols` elements of any dtype.
+ *               dst must not alias src. Each idx[r] must lie in the rows of src (the caller's
+ *               bug otherwise: the device cannot check it without a synchronisation).
+ *
+ * rmsnorm       out[r, :] = w ⊙ x[r, :] / sqrt(mean(x[r, :]²) + eps); statistics in fp32.
+ *               x, w and out share a float dtype; out may equal x. cols >= 1, eps >= 0.
+ *
+ * rotary_2d     Rotary position embedding with two position axes, split-half layout, in place.
+ *               For each row r and each of the first `heads` head-sized slices of row r
+ *               (row stride ld >= heads·head_dim), with half = head_dim/2, quarter = head_dim/4:
+ *               element i < half rotates with element i + half by the angle p·θ^(-2j/half),
+ *               where (p, j) = (pos[r, 0], i) for i < quarter and (pos[r, 1], i - quarter)
+ *               otherwise. head_dim is a multiple of 4; theta > 0; pos is I32 [rows, 2].
+ *
+ * attention     Non-causal softmax attention within segments. qkv rows hold q, k and v of
+ *               `heads` heads ([rows, 3·heads·head_dim], row stride ld_qkv); out is
+ *               [rows, heads·head_dim] (row stride ld_out). cu_seqlens is I32
+ *               [num_segments + 1], ascending from 0 to rows; a row attends to the rows of its
+ *               own segment. Empty segments are allowed, so one capture can serve any
+ *               segmentation of up to num_segments. Softmax in fp32, scores scaled by `scale`.
+ *               head_dim in [1, VG_ATTENTION_MAX_HEAD_DIM] (a backend may compile fewer and
+ *               answer VG_ERR_UNSUPPORTED naming those it has); heads >= 1; num_segments >= 1;
+ *               ld_qkv >= 3·heads·head_dim, ld_out >= heads·head_dim.
+ *
+ * silu_mul      out[r, c] = silu(in[r, c]) · in[r, cols + c]: the two halves of one row.
+ *               ld_in >= 2·cols, ld_out >= cols.
+ *
+ * convert       dst[i] = src[i] converted between float dtypes (round to nearest even).
+ *               In place only between dtypes of equal size.
+ *
+ * attention_rotary
+ *               attention over q and k rotated as rotary_2d rotates them (pos, theta), in one
+ *               pass: equal to rotary_2d on the q and k slices followed by attention, but qkv is
+ *               only read. Worth it when segments are short; for long segments a backend may
+ *               re-rotate each key many times, so callers prefer the two ops there. The
+ *               preconditions of both: head_dim a multiple of 4, theta > 0, pos I32 [rows, 2].
+ */
+
+/* Arguments of gemm (a struct: it has too many to pass by position). */
+typedef struct vg_gemm_args {
+    uint32_t struct_size; /* sizeof(vg_gemm_args) */
+    vg_dtype dtype_ab;
+    vg_dtype dtype_c;
+    int64_t m, n, k;
+    const void *a;
+    int64_t lda;
+    const void *b;
+    int64_t ldb;
+    void *c;
+    int64_t ldc;
+    const void *bias;     /* optional */
+    const void *residual; /* optional */
+    int64_t ldr;
+    vg_activation act;
+    float alpha;
+} vg_gemm_args;
+
+/* The highest head_dim attention accepts. */
+#define VG_ATTENTION_MAX_HEAD_DIM 256
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* VG_OPS_H */
