@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Segment-local (varlen) non-causal attention with an online softmax (flash-style), fp32
  * accumulation. Segment bounds come from cu_seqlens in device memory at execution time, so one
  * captured launch serves every segmentation of its rows.
@@ -132,7 +133,7 @@ static vg_status dispatch(vg_bk_stream *s, const vgc_attention_call *c)
     case VG_DTYPE_F32: return launch<float, ROPE>(s, c);
     case VG_DTYPE_BF16: return launch<vg_bf16, ROPE>(s, c);
     case VG_DTYPE_F16: return launch<vg_f16, ROPE>(s, c);
-    default: return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": attention: dtype must be F32, BF16 or F16");
+    default: return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": attention: no kernel for dtype %d", (int)c->t);
     }
 }
 
@@ -149,21 +150,22 @@ static vg_status run(vg_bk_stream *s, const vgc_attention_call *c)
     return c->pos ? dispatch<true>(s, c) : dispatch<false>(s, c);
 }
 
-/* The checks both ops apply (attention_rotary adds its own on pos, theta and head_dim). */
-static bool args_ok(const vg_bk_stream *s, const void *qkv, int64_t ld_qkv, const void *out,
-                    int64_t ld_out, int64_t rows, int heads, int head_dim, const int32_t *cu, int nseg)
+/* What the kernels cannot do although the catalogue allows it (the core has checked the rest):
+ * rows are indexed with int, and heads span the grid's y dimension. */
+static vg_status limits_ok(const char *name, int64_t rows, int heads)
 {
-    int64_t hidden = (int64_t)heads * head_dim;
-    return s && rows >= 0 && rows <= 0x7fffffff && heads > 0 && heads <= 65535 && head_dim > 0 &&
-           nseg >= 1 && ld_qkv >= 3 * hidden && ld_out >= hidden && (!rows || (qkv && out && cu));
+    if (rows > 0x7fffffff || heads > 65535)
+        return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": %s: %lld rows of %d heads: at most "
+                       "2^31-1 rows and 65535 heads", name, (long long)rows, heads);
+    return VG_OK;
 }
 
 vg_status vgc_op_attention(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void *qkv,
                            int64_t ld_qkv, void *out, int64_t ld_out, int64_t rows, int heads,
                            int head_dim, const int32_t *cu, int nseg, float scale)
 {
-    if (!args_ok(s, qkv, ld_qkv, out, ld_out, rows, heads, head_dim, cu, nseg))
-        return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": attention: bad argument");
+    vg_status st = limits_ok("attention", rows, heads);
+    if (st != VG_OK) return st;
     vgc_attention_call c = {t, qkv, ld_qkv, out, ld_out, (int)rows, heads, head_dim, cu, nseg, scale, NULL, 0.0f};
     return run(s, &c);
 }
@@ -173,10 +175,8 @@ vg_status vgc_op_attention_rotary(vg_bk_device *, vg_bk_stream *s, vg_dtype t, c
                                   int head_dim, const int32_t *cu, int nseg, float scale,
                                   const int32_t *pos, float theta)
 {
-    if (!args_ok(s, qkv, ld_qkv, out, ld_out, rows, heads, head_dim, cu, nseg) || head_dim % 4 ||
-        !(theta > 0.0f) || (rows && !pos))
-        return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": attention_rotary: bad argument "
-                                           "(head_dim must be a multiple of 4)");
+    vg_status st = limits_ok("attention_rotary", rows, heads);
+    if (st != VG_OK) return st;
     vgc_attention_call c = {t, qkv, ld_qkv, out, ld_out, (int)rows, heads, head_dim, cu, nseg, scale, pos, theta};
     return run(s, &c);
 }

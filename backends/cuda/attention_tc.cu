@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tensor-core attention for BF16 and F16 (mma.sync m16n8k16, fp32 accumulation), the
  * flash-attention-2 scheme: a block of 4 warps owns 64 or 128 query rows of one head, each warp
  * 16 or 32 of them; key/value tiles of 64 rows are staged in shared memory, two stages deep with

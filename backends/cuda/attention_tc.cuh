@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the two tensor-core attention kernels share: attention_tc.cu (mma.sync, any GPU since
  * Ampere) and attention_wg.cu (wgmma, Hopper). Both keep scores and outputs in the accumulator
  * layout of an m16n8 MMA: a warp owns 16 rows of a tile, lane/4 and lane/4 + 8 of them, and in

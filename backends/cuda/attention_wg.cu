@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tensor-core attention on Hopper (sm_90a) for BF16 and F16, warp-specialised as in
  * flash-attention 3: one warp copies, two warpgroups compute.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The CUDA backend's interface table and entry symbol. */
 #include "common.cuh"
 
@@ -32,7 +33,11 @@ vg_status vgc_graph_instantiate(vg_bk_device *, vg_bk_graph *, vg_bk_exec **);
 vg_status vgc_exec_launch(vg_bk_device *, vg_bk_exec *, vg_bk_stream *);
 vg_status vgc_exec_destroy(vg_bk_device *, vg_bk_exec *);
 vg_status vgc_exec_update(vg_bk_device *, vg_bk_exec *, vg_bk_graph *, vg_update_result *);
+vg_status vgc_op_caps(vg_bk_device *, uint32_t, vg_op_caps *);
 }
+
+/* Auto-selection: a GPU backend beats the CPU stand-in; cuda 900, hip 800 (vendor.h). */
+static int32_t vgc_score(void) { return VG_VENDOR_SCORE; }
 
 static char g_version[128];
 
@@ -73,6 +78,8 @@ static vg_backend_iface make_iface(void)
     t.exec_destroy = vgc_exec_destroy;
     t.exec_update = vgc_exec_update;
     t.ops = &vgc_ops;
+    t.op_caps = vgc_op_caps;
+    t.score = vgc_score;
     return t;
 }
 

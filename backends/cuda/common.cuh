@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared state and helpers of the CUDA backend (also compiled for HIP: see vendor.h). */
 #ifndef VG_CUDA_COMMON_CUH
 #define VG_CUDA_COMMON_CUH
@@ -72,35 +73,28 @@ struct vg_bk_exec {
  * H100). Captured graphs gained nothing measurable from programmatic edges, so by default they
  * get plain ones (VG_CUDA_PDL=1 adds them there too, for comparison). Every kernel starts with
  * vgk_grid_sync() (kernels.cuh), which waits for the previous kernel's writes. Errors surface
- * through cudaGetLastError (VGC_CHECK_LAUNCH), as with <<<>>>. */
+ * through cudaGetLastError (VGC_CHECK_LAUNCH), as with <<<>>>. Where the vendor has no such
+ * launch (HIP: vg_pdl_capable is 0), dev->pdl is VGC_PDL_OFF and every launch is plain. */
 template <typename... KArgs, typename... Args>
 static inline void vgc_launch(vg_bk_stream *s, void (*kern)(KArgs...), dim3 grid, dim3 block,
                               size_t smem, Args... args)
 {
-#ifndef VG_VENDOR_HIP
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (s->dev->pdl == VGC_PDL_EAGER && cudaStreamIsCapturing(s->s, &cs) != cudaSuccess)
         (void)cudaGetLastError(), cs = cudaStreamCaptureStatusActive; /* when unsure, plain */
     if (s->dev->pdl == VGC_PDL_ALWAYS ||
         (s->dev->pdl == VGC_PDL_EAGER && cs == cudaStreamCaptureStatusNone)) {
-        cudaLaunchAttribute attr;
-        attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr.val.programmaticStreamSerializationAllowed = 1;
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = s->s;
-        cfg.attrs = &attr, cfg.numAttrs = 1;
-        (void)cudaLaunchKernelEx(&cfg, kern, args...);
+        vg_launch_programmatic(kern, grid, block, smem, s->s, args...); /* vendor.h */
         return;
     }
-#endif
     kern<<<grid, block, smem, s->s>>>(args...);
 }
 
-/* gemm_tiled.cu: the portable GEMM kernel and the argument checks every GEMM applies */
+/* gemm_tiled.cu: the portable GEMM kernel. Like every op, GEMM receives arguments the core has
+ * validated against the catalogue (vg_ops.h); a backend checks only its own limits. */
 vg_status vgc_gemm_tiled(vg_bk_stream *s, const vg_gemm_args *a);
-vg_status vgc_gemm_check(const vg_gemm_args *a);
 
-/* gemm.cu (cuBLASLt) on CUDA; backends/hip/hip_gemm.cu on HIP */
+/* gemm.cu (cuBLASLt) on CUDA; backends/hip/hip_glue.cu (the tiled kernel) on HIP */
 vg_status vgc_gemm_device_init(vg_bk_device *dev);
 void vgc_gemm_device_fini(vg_bk_device *dev);
 vg_status vgc_gemm_stream_init(vg_bk_stream *s);
@@ -120,7 +114,7 @@ vg_status vgc_op_attention(vg_bk_device *, vg_bk_stream *, vg_dtype, const void 
 vg_status vgc_op_attention_rotary(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                                   void *, int64_t, int64_t, int, int, const int32_t *, int, float,
                                   const int32_t *, float);
-/* One validated attention call; pos is NULL unless q and k are rotated on the fly. */
+/* One attention call (validated by the core); pos is NULL unless q and k are rotated on the fly. */
 typedef struct vgc_attention_call {
     vg_dtype t;
     const void *qkv;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Devices, error mapping and the memory section of the CUDA backend. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,9 +55,16 @@ extern "C" vg_status vgc_device_count(int *count)
     *count = 0;
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
+    if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) {
+        /* the usual case on a machine without the vendor's GPU: say so plainly */
+        (void)cudaGetLastError();
+        vgc_host->set_error(VG_ERR_NO_DEVICE, VG_VENDOR_NAME ": no " VG_VENDOR_HARDWARE
+                                              " driver or GPU found (%s)", cudaGetErrorName(e));
+        return VG_ERR_NO_DEVICE;
+    }
     if (e != cudaSuccess) {
         vgc_fail(e, "cudaGetDeviceCount", __FILE__, __LINE__);
-        return VG_ERR_NO_DEVICE; /* no driver or no GPU: never a harder failure than that */
+        return VG_ERR_NO_DEVICE; /* never a harder failure than "no device" */
     }
     *count = n;
     return VG_OK;
@@ -92,13 +100,9 @@ extern "C" vg_status vgc_device_open(int index, vg_bk_device **out)
                      : tune && strcmp(tune, "2") == 0 ? VGC_TUNE_WIDE : VGC_TUNE_CANDIDATES;
     const char *gemm = getenv("VG_CUDA_GEMM");
     dev->gemm_tiled = gemm && strcmp(gemm, "tiled") == 0;
-#ifdef VG_VENDOR_HIP
-    dev->pdl = 0;
-#else
     const char *pdl = getenv("VG_CUDA_PDL");
-    dev->pdl = dev->prop.major < 9 || (pdl && strcmp(pdl, "0") == 0) ? VGC_PDL_OFF
+    dev->pdl = !vg_pdl_capable(&dev->prop) || (pdl && strcmp(pdl, "0") == 0) ? VGC_PDL_OFF
                : pdl && strcmp(pdl, "1") == 0 ? VGC_PDL_ALWAYS : VGC_PDL_EAGER;
-#endif
     const char *arows = getenv("VG_CUDA_ATTENTION_ROWS");
     dev->attention_rows = arows && (strcmp(arows, "64") == 0 || strcmp(arows, "128") == 0) ? atoi(arows) : 0;
     st = vgc_attention_tc_prepare();
@@ -124,6 +128,41 @@ extern "C" vg_status vgc_device_close(vg_bk_device *dev)
     return VG_OK;
 }
 
+/* What every device of this backend offers. */
+static const uint64_t k_caps = VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_PINNED_HOST;
+
+/* The dtypes each op of vgc_ops accepts; 0 for an op this backend does not implement. */
+static uint32_t op_dtypes(uint32_t op)
+{
+    const uint32_t every = VG_DTYPE_BIT(VG_DTYPE_F32) | VG_DTYPE_BIT(VG_DTYPE_F16) |
+                           VG_DTYPE_BIT(VG_DTYPE_BF16) | VG_DTYPE_BIT(VG_DTYPE_I32) |
+                           VG_DTYPE_BIT(VG_DTYPE_I64) | VG_DTYPE_BIT(VG_DTYPE_U8);
+    switch (op) {
+    case VG_OP_FILL:
+    case VG_OP_GATHER_ROWS: return every;
+    case VG_OP_AXPBY: return VG_DTYPE_BIT(VG_DTYPE_F32);
+    case VG_OP_GEMM:
+    case VG_OP_RMSNORM:
+    case VG_OP_ROTARY_2D:
+    case VG_OP_ATTENTION:
+    case VG_OP_SILU_MUL:
+    case VG_OP_CONVERT:
+    case VG_OP_ATTENTION_ROTARY: return VG_DTYPES_FLOAT;
+    default: return 0;
+    }
+}
+
+/* ABI 1.1. Every op is captured as plain kernel launches (GEMM plans are tuned only outside
+ * capture; inside it cuBLASLt's first pick is used), so each is capturable. */
+extern "C" vg_status vgc_op_caps(vg_bk_device *dev, uint32_t op, vg_op_caps *out)
+{
+    if (!dev || !out) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": op_caps: NULL");
+    uint32_t dtypes = op_dtypes(op);
+    out->flags = dtypes ? VG_OP_SUPPORTED | ((k_caps & VG_CAP_GRAPH) ? VG_OP_CAPTURABLE : 0u) : 0u;
+    out->dtypes = dtypes;
+    return VG_OK;
+}
+
 extern "C" vg_status vgc_device_info(vg_bk_device *dev, vg_device_info *info)
 {
     if (!dev || !info) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": device_info: NULL");
@@ -136,8 +175,12 @@ extern "C" vg_status vgc_device_info(vg_bk_device *dev, vg_device_info *info)
     snprintf(full.name, sizeof full.name, "%s", dev->prop.name);
     full.mem_total = total_b;
     full.mem_free = free_b;
-    full.caps = VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_PINNED_HOST;
-    full.capturable_ops = (1ull << VG_OP_COUNT_) - 1;
+    full.caps = k_caps;
+    for (uint32_t op = 0; op < 64; op++) { /* for ABI 1.0 consumers; op_caps says the same */
+        vg_op_caps c = {sizeof c, 0, 0};
+        if (vgc_op_caps(dev, op, &c) == VG_OK && (c.flags & VG_OP_CAPTURABLE))
+            full.capturable_ops |= 1ull << op;
+    }
     full.arch_major = dev->prop.major;
     full.arch_minor = dev->prop.minor;
     full.compute_units = dev->prop.multiProcessorCount;

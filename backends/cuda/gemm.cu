@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GEMM through cuBLASLt: row-major C = act(alpha·A·Bᵀ + bias) + residual.
  *
  * Row-major C[m,n] is column-major Cᵀ[n,m] = B·Aᵀ, so the call passes our B (stored [n,k]) as
@@ -357,14 +358,12 @@ static vg_status plan_get(vg_bk_stream *s, const gemm_key *k, const vg_gemm_args
 
 vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
 {
-    if (!s) return VGC_ERR(VG_ERR_INVALID_ARG, "cuda: gemm: NULL stream");
-    vg_status cst = vgc_gemm_check(a);
-    if (cst != VG_OK) return cst;
     if (s->dev->gemm_tiled) return vgc_gemm_tiled(s, a); /* the portable kernel, for testing it */
     /* Decide what cuBLASLt fuses. Its bias must have C's type; its epilogue applies the
      * activation after beta·C, so a residual is fused only when there is no activation. */
     int lt_bias = a->bias && a->dtype_ab == a->dtype_c;
-    int lt_gelu = a->act == VG_ACT_GELU_TANH && !a->residual;
+    /* GELU is fused only when the bias is fused too (or absent): the bias comes before it. */
+    int lt_gelu = a->act == VG_ACT_GELU_TANH && !a->residual && (!a->bias || lt_bias);
     int lt_residual = a->residual && a->act == VG_ACT_NONE;
     cublasLtEpilogue_t epi = lt_gelu ? (lt_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
                                      : (lt_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
@@ -380,6 +379,13 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
     k.align_r = lt_residual ? align_of(a->residual, a->ldr, ec) : k.align_c;
     gemm_plan *p = NULL;
     vg_status st = plan_get(s, &k, a, &p);
+    if (st == VG_ERR_UNSUPPORTED) {
+        /* cuBLASLt has no algorithm for this combination (2-byte aligned operands with some
+         * epilogues, say): the portable kernel computes every case the catalogue allows */
+        vgc_host->log(VG_LOG_DEBUG, "cuda: gemm %lldx%lldx%lld: cuBLASLt has no algorithm, "
+                      "using the tiled kernel", (long long)a->m, (long long)a->n, (long long)a->k);
+        return vgc_gemm_tiled(s, a);
+    }
     if (st != VG_OK) return st;
     if (lt_bias)
         LT_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Device-side helpers shared by the kernel files: dtype conversion and activations. */
 #ifndef VG_CUDA_KERNELS_CUH
 #define VG_CUDA_KERNELS_CUH
@@ -55,14 +56,9 @@ __device__ __forceinline__ float vgk_rotary_angle(const int32_t *pos, int64_t r,
 
 /* First statement of every kernel (see vgc_launch): wait until the kernel before this one on the
  * stream has completed and its writes are visible, then allow the next kernel to be scheduled
- * (it waits the same way). A no-op before sm_90, on HIP, and without a programmatic launch. */
-__device__ __forceinline__ void vgk_grid_sync()
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900 && !defined(VG_VENDOR_HIP)
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
-}
+ * (it waits the same way). A no-op before sm_90, on HIP, and without a programmatic launch
+ * (vg_pdl_wait_release, vendor.h). */
+__device__ __forceinline__ void vgk_grid_sync() { vg_pdl_wait_release(); }
 
 /* Grid size for a grid-stride loop over n items with 256-thread blocks. */
 static inline unsigned vgk_blocks(size_t n)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Elementwise and data-movement kernels of the op table. */
 #include "kernels.cuh"
 
@@ -11,7 +12,6 @@ __global__ void k_fill(T *dst, size_t n, T v)
 
 static vg_status op_fill(vg_bk_device *, vg_bk_stream *s, void *dst, vg_dtype dt, size_t n, double v)
 {
-    if (!s || (!dst && n)) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": fill: NULL");
     if (!n) return VG_OK;
     unsigned g = vgk_blocks(n);
     switch (dt) {
@@ -21,7 +21,7 @@ static vg_status op_fill(vg_bk_device *, vg_bk_stream *s, void *dst, vg_dtype dt
     case VG_DTYPE_I32: vgc_launch(s, k_fill<int32_t>, g, 256, 0, (int32_t *)dst, n, (int32_t)v); break;
     case VG_DTYPE_I64: vgc_launch(s, k_fill<int64_t>, g, 256, 0, (int64_t *)dst, n, (int64_t)v); break;
     case VG_DTYPE_U8: vgc_launch(s, k_fill<uint8_t>, g, 256, 0, (uint8_t *)dst, n, (uint8_t)v); break;
-    default: return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": fill: unknown dtype %d", (int)dt);
+    default: return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": fill: no kernel for dtype %d", (int)dt);
     }
     VGC_CHECK_LAUNCH("fill");
     return VG_OK;
@@ -37,7 +37,6 @@ __global__ void k_axpby(size_t n, float alpha, const float *x, float beta, float
 static vg_status op_axpby(vg_bk_device *, vg_bk_stream *s, size_t n, float alpha, const float *x,
                           float beta, float *y)
 {
-    if (!s || (n && (!x || !y))) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": axpby: NULL");
     if (!n) return VG_OK;
     vgc_launch(s, k_axpby, vgk_blocks(n), 256, 0, n, alpha, x, beta, y);
     VGC_CHECK_LAUNCH("axpby");
@@ -64,11 +63,6 @@ static vg_status op_gather_rows(vg_bk_device *, vg_bk_stream *s, vg_dtype dt, vo
                                 const void *src, const int32_t *idx, int64_t rows, int64_t cols)
 {
     static const size_t sizes[VG_DTYPE_COUNT_] = {4, 2, 2, 4, 8, 1};
-    if (!s || (unsigned)dt >= VG_DTYPE_COUNT_ || rows < 0 || cols < 0 ||
-        (rows && (!dst || !src || !idx)))
-        return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": gather_rows: bad argument");
-    if (dst == src && rows)
-        return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": gather_rows: dst must not alias src");
     if (!rows || !cols) return VG_OK;
     size_t row_bytes = (size_t)cols * sizes[dt];
     uintptr_t align = (uintptr_t)dst | (uintptr_t)src | row_bytes;
@@ -77,8 +71,10 @@ static vg_status op_gather_rows(vg_bk_device *, vg_bk_stream *s, vg_dtype dt, vo
         vgc_launch(s, k_gather_rows<uint4>, blocks, 256, 0, (char *)dst, (const char *)src, idx, rows, row_bytes / 16);
     else if (align % 4 == 0)
         vgc_launch(s, k_gather_rows<uint32_t>, blocks, 256, 0, (char *)dst, (const char *)src, idx, rows, row_bytes / 4);
-    else
+    else if (align % 2 == 0)
         vgc_launch(s, k_gather_rows<uint16_t>, blocks, 256, 0, (char *)dst, (const char *)src, idx, rows, row_bytes / 2);
+    else /* U8 rows at odd addresses or of odd length */
+        vgc_launch(s, k_gather_rows<uint8_t>, blocks, 256, 0, (char *)dst, (const char *)src, idx, rows, row_bytes);
     VGC_CHECK_LAUNCH("gather_rows");
     return VG_OK;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Streams, events and the static graph wrapper of the CUDA backend. */
 #include <stdlib.h>
 

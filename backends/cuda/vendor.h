@@ -1,7 +1,20 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One kernel source, two vendors: the CUDA backend's sources are written against the CUDA
  * runtime, and compiled for AMD by the hip backend with VG_VENDOR_HIP defined. This header maps
  * every CUDA name those sources use to its HIP equivalent, and papers over the places where
- * HIP's graph API still has the CUDA 11 forms. Add a mapping here, never an #ifdef in a kernel. */
+ * HIP's graph API still has the CUDA 11 forms. Add a mapping here, never an #ifdef in a kernel:
+ * this is the one file of the shared sources that may branch on VG_VENDOR_HIP.
+ *
+ * Besides the name mappings, each vendor defines:
+ *   VG_VENDOR_NAME          the backend's name ("cuda", "hip")
+ *   VG_VENDOR_SCORE         its auto-selection score (vg_backend_iface.score)
+ *   VG_VENDOR_HARDWARE      whose GPUs it drives, for messages ("NVIDIA", "AMD")
+ *   vg_bf16, vg_f16         the 16-bit float types
+ *   vg_runtime_version_text the version line of the interface table
+ *   vg_graph_exec_update, vg_graph_upload   the graph calls whose forms differ
+ *   vg_pdl_capable(prop)    whether a device can take programmatic dependent launches
+ *   vg_launch_programmatic  a kernel launch that may overlap the previous kernel's tail
+ *   vg_pdl_wait_release()   the device side: wait for the previous kernel, release the next */
 #ifndef VG_VENDOR_H
 #define VG_VENDOR_H
 
@@ -21,6 +34,8 @@ static __host__ __device__ inline hip_bfloat16 __float2bfloat16(float f) { retur
 #endif
 
 #define VG_VENDOR_NAME "hip"
+#define VG_VENDOR_SCORE 800
+#define VG_VENDOR_HARDWARE "AMD"
 #define cudaError_t hipError_t
 #define cudaSuccess hipSuccess
 #define cudaErrorMemoryAllocation hipErrorOutOfMemory
@@ -72,6 +87,7 @@ static __host__ __device__ inline hip_bfloat16 __float2bfloat16(float f) { retur
 #define cudaStreamCaptureModeThreadLocal hipStreamCaptureModeThreadLocal
 #define cudaStreamCaptureStatus hipStreamCaptureStatus
 #define cudaStreamCaptureStatusNone hipStreamCaptureStatusNone
+#define cudaStreamCaptureStatusActive hipStreamCaptureStatusActive
 #define cudaStreamIsCapturing hipStreamIsCapturing
 #define cudaGraphDestroy hipGraphDestroy
 #define cudaGraphExecDestroy hipGraphExecDestroy
@@ -108,6 +124,20 @@ static inline hipError_t vg_graph_exec_update(hipGraphExec_t exec, hipGraph_t gr
 #define vg_graph_upload(exec, stream) hipSuccess
 #endif
 
+/* No programmatic dependent launch on HIP: every launch is a plain one, and kernels do not wait. */
+static inline int vg_pdl_capable(const hipDeviceProp_t *prop)
+{
+    (void)prop;
+    return 0;
+}
+template <typename... KArgs, typename... Args>
+static inline void vg_launch_programmatic(void (*kern)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                                          hipStream_t stream, Args... args)
+{
+    kern<<<grid, block, smem, stream>>>(args...);
+}
+__device__ __forceinline__ void vg_pdl_wait_release() {}
+
 #else /* CUDA */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -116,6 +146,8 @@ static inline hipError_t vg_graph_exec_update(hipGraphExec_t exec, hipGraph_t gr
 #include <stdio.h>
 
 #define VG_VENDOR_NAME "cuda"
+#define VG_VENDOR_SCORE 900
+#define VG_VENDOR_HARDWARE "NVIDIA"
 typedef __nv_bfloat16 vg_bf16;
 typedef __half vg_f16;
 
@@ -134,6 +166,36 @@ static inline cudaError_t vg_graph_exec_update(cudaGraphExec_t exec, cudaGraph_t
     return cudaGraphExecUpdate(exec, graph, &info);
 }
 #define vg_graph_upload(exec, stream) cudaGraphUpload((exec), (stream))
+
+/* Programmatic dependent launch: sm_90 and newer. */
+static inline int vg_pdl_capable(const cudaDeviceProp *prop) { return prop->major >= 9; }
+
+/* Launch kern so that the GPU may schedule its blocks while the previous kernel on the stream is
+ * finishing; the kernel waits for that kernel's writes with vg_pdl_wait_release(). Errors surface
+ * through cudaGetLastError, as with <<<>>>. */
+template <typename... KArgs, typename... Args>
+static inline void vg_launch_programmatic(void (*kern)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                                          cudaStream_t stream, Args... args)
+{
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = stream;
+    cfg.attrs = &attr, cfg.numAttrs = 1;
+    (void)cudaLaunchKernelEx(&cfg, kern, args...);
+}
+
+/* Device side: wait until the kernel before this one on the stream has completed and its writes
+ * are visible, then allow the next kernel to be scheduled. A no-op before sm_90 and without a
+ * programmatic launch. */
+__device__ __forceinline__ void vg_pdl_wait_release()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
 #endif
 
 #endif /* VG_VENDOR_H */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Hopper's warpgroup MMA (wgmma, sm_90a only): shared-memory matrix descriptors, the fences
  * and group waits, and the MMA shapes attention_wg.cu uses. A wgmma is issued by the four
  * warps of a warpgroup together and runs asynchronously: its accumulators must not be touched

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the hip backend provides instead of the CUDA-only files of backends/cuda:
  *  - GEMM: the portable kernel of gemm_tiled.cu (Debian's ROCm has no hipBLAS or hipBLASLt);
  *  - attention: no tensor-core kernel yet (attention_tc.cu and attention_wg.cu are written with
@@ -27,9 +28,7 @@ void vgc_gemm_stream_fini(vg_bk_stream *s) { (void)s; }
 
 vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
 {
-    if (!s) return VGC_ERR(VG_ERR_INVALID_ARG, "hip: gemm: NULL stream");
-    vg_status st = vgc_gemm_check(a);
-    return st == VG_OK ? vgc_gemm_tiled(s, a) : st;
+    return vgc_gemm_tiled(s, a);
 }
 
 vg_status vgc_attention_tc_prepare(void) { return VG_OK; }

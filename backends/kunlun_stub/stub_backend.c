@@ -1,7 +1,12 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kunlun_stub: the interface table and the entry symbol. A vendor's backend starts here. */
 #include "stub_internal.h"
 
 const vg_host_services *stub_host;
+
+/* Auto-selection: a CPU stand-in loses to any real device, a vendor's plugin without a score
+ * (500) included. */
+static int32_t stub_score(void) { return 10; }
 
 static const vg_backend_iface k_iface = {
     .abi_major = VG_BACKEND_ABI_MAJOR,
@@ -38,6 +43,8 @@ static const vg_backend_iface k_iface = {
     .exec_destroy = stub_exec_destroy,
     .exec_update = stub_exec_update,
     .ops = &stub_ops,
+    .op_caps = stub_op_caps,
+    .score = stub_score,
 };
 
 VG_BACKEND_EXPORT const vg_backend_iface *vg_backend_query(const vg_host_services *host)

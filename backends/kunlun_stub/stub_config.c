@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Environment knobs of kunlun_stub. Each is documented in docs/kunlun-stub.md.
  *   VG_STUB_DEVICES=N           devices reported (default 1; 0 simulates a machine without one)
  *   VG_STUB_MEM_CAPACITY=B[K|M|G]  device memory capacity (default 8G)
@@ -19,7 +20,7 @@ static const char *const k_fault_names[STUB_FAULT_COUNT_] = {
     "device_open", "mem_alloc", "capture_begin", "capture_end", "instantiate", "launch", "update",
 };
 
-static const char *const k_op_names[VG_OP_COUNT_] = {
+static const char *const k_op_names[STUB_OP_COUNT] = {
     "fill", "axpby", "gemm", "gather_rows", "rmsnorm", "rotary_2d", "attention", "silu_mul", "convert",
     "attention_rotary",
 };
@@ -59,9 +60,9 @@ static void parse_caps(stub_config *cfg, const char *spec)
             cfg->caps &= ~VG_CAP_GRAPH_UPDATE;
         } else if (strncmp(tok, "nocapture:", 10) == 0) {
             int found = 0;
-            for (int i = 0; i < VG_OP_COUNT_; i++)
+            for (int i = 0; i < STUB_OP_COUNT; i++)
                 if (strcmp(tok + 10, k_op_names[i]) == 0) {
-                    cfg->capturable_ops &= ~(1ull << i);
+                    cfg->nocapture[i] = 1;
                     found = 1;
                 }
             if (!found) STUB_LOG(VG_LOG_WARN, "kunlun_stub: VG_STUB_CAPS: unknown op '%s'", tok + 10);
@@ -108,7 +109,6 @@ void stub_config_load(stub_config *cfg)
     cfg->capacity = 8ull << 30;
     cfg->quarantine_cap = 256ull << 20;
     cfg->caps = VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE;
-    cfg->capturable_ops = (1ull << VG_OP_COUNT_) - 1;
     const char *v = getenv("VG_STUB_DEVICES");
     if (v && *v) {
         char *end = NULL;

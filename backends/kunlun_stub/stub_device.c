@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kunlun_stub devices: configuration read at open, honest capability bits. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,49 @@ vg_status stub_device_close(vg_bk_device *dev)
     return VG_OK;
 }
 
+/* The dtypes each op of stub_ops accepts; 0 for an op the stub does not implement. */
+static uint32_t op_dtypes(uint32_t op)
+{
+    const uint32_t every = VG_DTYPE_BIT(VG_DTYPE_F32) | VG_DTYPE_BIT(VG_DTYPE_F16) |
+                           VG_DTYPE_BIT(VG_DTYPE_BF16) | VG_DTYPE_BIT(VG_DTYPE_I32) |
+                           VG_DTYPE_BIT(VG_DTYPE_I64) | VG_DTYPE_BIT(VG_DTYPE_U8);
+    switch (op) {
+    case VG_OP_FILL:
+    case VG_OP_GATHER_ROWS: return every;
+    case VG_OP_AXPBY: return VG_DTYPE_BIT(VG_DTYPE_F32);
+    case VG_OP_GEMM:
+    case VG_OP_RMSNORM:
+    case VG_OP_ROTARY_2D:
+    case VG_OP_ATTENTION:
+    case VG_OP_SILU_MUL:
+    case VG_OP_CONVERT:
+    case VG_OP_ATTENTION_ROTARY: return VG_DTYPES_FLOAT;
+    default: return 0;
+    }
+}
+
+int stub_op_capturable(const vg_bk_device *dev, int op)
+{
+    return op >= 0 && op < STUB_OP_COUNT && !dev->cfg.nocapture[op];
+}
+
+/* ABI 1.1: per-op capabilities. Every op the stub implements is supported; it is capturable
+ * when the device has graphs and VG_STUB_CAPS did not say nocapture:<op>. The core asks once per
+ * op when it opens the device. */
+vg_status stub_op_caps(vg_bk_device *dev, uint32_t op, vg_op_caps *out)
+{
+    if (!dev || !out) return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: op_caps: NULL");
+    uint32_t dtypes = op_dtypes(op);
+    out->flags = 0;
+    out->dtypes = dtypes;
+    if (dtypes) {
+        out->flags = VG_OP_SUPPORTED;
+        if ((dev->cfg.caps & VG_CAP_GRAPH) && stub_op_capturable(dev, (int)op))
+            out->flags |= VG_OP_CAPTURABLE;
+    }
+    return VG_OK;
+}
+
 vg_status stub_device_info(vg_bk_device *dev, vg_device_info *info)
 {
     if (!dev || !info) return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: device_info: NULL");
@@ -68,7 +112,11 @@ vg_status stub_device_info(vg_bk_device *dev, vg_device_info *info)
     full.mem_free = dev->cfg.capacity > dev->used ? dev->cfg.capacity - dev->used : 0;
     pthread_mutex_unlock(&dev->lock);
     full.caps = dev->cfg.caps;
-    full.capturable_ops = (dev->cfg.caps & VG_CAP_GRAPH) ? dev->cfg.capturable_ops : 0;
+    for (uint32_t op = 0; op < 64; op++) { /* for ABI 1.0 consumers; op_caps says the same */
+        vg_op_caps c = {sizeof c, 0, 0};
+        if (stub_op_caps(dev, op, &c) == VG_OK && (c.flags & VG_OP_CAPTURABLE))
+            full.capturable_ops |= 1ull << op;
+    }
     full.compute_units = (int32_t)sysconf(_SC_NPROCESSORS_ONLN);
     full.index = dev->index;
     vg_backend_copy_out(info, &full);

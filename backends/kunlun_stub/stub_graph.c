@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kunlun_stub graphs: a captured command list; an exec is an independent copy of it. */
 #include <stdio.h>
 #include <stdlib.h>

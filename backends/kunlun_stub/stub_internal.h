@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kunlun_stub: a vendor backend that runs on the host CPU.
  *
  * It is both the test device of vg (everything runs without a GPU) and the template a vendor
@@ -41,6 +42,10 @@ typedef struct stub_alloc {
     size_t bytes;
 } stub_alloc;
 
+/* The ops this stub implements: VG_OP_FILL up to VG_OP_ATTENTION_ROTARY. Not VG_OP_COUNT_: an op
+ * appended to the catalogue is not implemented here until someone writes it. */
+#define STUB_OP_COUNT (VG_OP_ATTENTION_ROTARY + 1)
+
 typedef struct stub_config {
     int devices;             /* VG_STUB_DEVICES, default 1 */
     uint64_t capacity;       /* VG_STUB_MEM_CAPACITY, bytes */
@@ -48,7 +53,7 @@ typedef struct stub_config {
     uint64_t quarantine_cap; /* bytes of freed memory kept poisoned before real release */
     long long launch_ns;     /* VG_STUB_LAUNCH_US: simulated host cost per launch */
     uint64_t caps;           /* after VG_STUB_CAPS */
-    uint64_t capturable_ops; /* after VG_STUB_CAPS nocapture:... */
+    unsigned char nocapture[STUB_OP_COUNT]; /* VG_STUB_CAPS nocapture:<op>, per op */
     stub_fault faults[STUB_FAULT_COUNT_];
 } stub_config;
 
@@ -132,6 +137,9 @@ vg_status stub_device_count(int *count);
 vg_status stub_device_open(int index, vg_bk_device **out);
 vg_status stub_device_close(vg_bk_device *dev);
 vg_status stub_device_info(vg_bk_device *dev, vg_device_info *info);
+vg_status stub_op_caps(vg_bk_device *dev, uint32_t op, vg_op_caps *out);
+/* 1 when `op` (a vg_op_id) may be recorded into a graph on this device. */
+int stub_op_capturable(const vg_bk_device *dev, int op);
 vg_status stub_mem_alloc(vg_bk_device *dev, size_t bytes, void **out);
 vg_status stub_mem_free(vg_bk_device *dev, void *ptr);
 vg_status stub_host_alloc(vg_bk_device *dev, size_t bytes, void **out);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Host-side element helpers shared by the kernel files of kunlun_stub. */
 #ifndef STUB_KERNELS_H
 #define STUB_KERNELS_H
@@ -16,11 +17,6 @@ static inline size_t dtype_size(vg_dtype t)
     case VG_DTYPE_U8: return 1;
     default: return 0;
     }
-}
-
-static inline int is_float(vg_dtype t)
-{
-    return t == VG_DTYPE_F32 || t == VG_DTYPE_BF16 || t == VG_DTYPE_F16;
 }
 
 static inline float load_f(const void *p, vg_dtype t, size_t i)

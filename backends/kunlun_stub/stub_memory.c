@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kunlun_stub memory: host allocations with an accounted capacity, so out-of-memory paths are
  * testable, and optional poisoning so a graph that reads a stale buffer is caught. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* kunlun_stub streams and events. A stream executes each command at once, in order, on the
  * calling thread, unless the stream is capturing, in which case the command is recorded. */
 #include <stdio.h>
@@ -79,7 +80,7 @@ vg_status stub_submit(vg_bk_stream *s, int op, const char *name,
     c.name = name;
     memcpy(c.args, args, size);
     if (s->capture == STUB_CAPTURE_ACTIVE) {
-        if (op != STUB_NOT_AN_OP && !((s->dev->cfg.capturable_ops >> op) & 1u)) {
+        if (op != STUB_NOT_AN_OP && !stub_op_capturable(s->dev, op)) {
             s->capture = STUB_CAPTURE_INVALID;
             snprintf(s->capture_error, sizeof s->capture_error,
                      "op '%s' cannot be captured on this device", name);
