@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The vision encoder's public API: load a checkpoint, encode calls, report. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +25,7 @@ static vg_status check_sizes(const vg_vit_options *o, int unit)
     if (!sizes) n = vg_runner_default_sizes(&sizes);
     for (int i = 0; i < n; i++)
         if (sizes[i] % unit)
-            return vg_set_error(VG_ERR_INVALID_ARG, "vit: capture size %lld is not a multiple of "
+            return vg_error_set(VG_ERR_INVALID_ARG, "vit: capture size %lld is not a multiple of "
                                                     "spatial_merge_size^2 = %d", (long long)sizes[i], unit);
     return VG_OK;
 }
@@ -53,16 +54,16 @@ static vg_status build(vg_vit *m, const vg_ckpt *ck, uint64_t seed, vg_dtype dt,
     vg_status st = check_sizes(o, m->cfg.unit);
     if (st != VG_OK) return st;
     m->opts = *o;
-    if (o->num_capture_sizes > (int)VG_ARRAY_LEN(m->sizes))
-        return vg_set_error(VG_ERR_INVALID_ARG, "vit: at most %d capture sizes", (int)VG_ARRAY_LEN(m->sizes));
+    if (o->num_capture_sizes > (int)VGM_ARRAY_LEN(m->sizes))
+        return vg_error_set(VG_ERR_INVALID_ARG, "vit: at most %d capture sizes", (int)VGM_ARRAY_LEN(m->sizes));
     if (o->capture_sizes) memcpy(m->sizes, o->capture_sizes, (size_t)o->num_capture_sizes * sizeof(int64_t));
     else m->opts.num_capture_sizes = 0;
     m->dt = dt;
     if (m->dt != VG_DTYPE_F32 && m->dt != VG_DTYPE_BF16 && m->dt != VG_DTYPE_F16)
-        return vg_set_error(VG_ERR_INVALID_ARG, "vit: compute dtype must be F32, BF16 or F16");
+        return vg_error_set(VG_ERR_INVALID_ARG, "vit: compute dtype must be F32, BF16 or F16");
     st = vit_weights_load(m->rt, ck, seed, &m->cfg, m->dt, &m->w);
-    if (st == VG_OK) st = m->b->event_create(m->dev, &m->ev0);
-    if (st == VG_OK) st = m->b->event_create(m->dev, &m->ev1);
+    if (st == VG_OK) st = vg_event_create(m->rt, &m->ev0);
+    if (st == VG_OK) st = vg_event_create(m->rt, &m->ev1);
     if (st == VG_OK) st = vit_pieces_init(m);
     if (st == VG_OK) st = make_runner(m);
     return st;
@@ -73,9 +74,6 @@ static vg_vit *alloc_model(vg_runtime *rt)
     vg_vit *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     m->rt = rt;
-    m->b = vg_runtime_iface(rt);
-    m->ops = vg_runtime_ops(rt);
-    m->dev = vg_runtime_device(rt);
     snprintf(m->model_type, sizeof m->model_type, "qwen2_5_vl");
     return m;
 }
@@ -88,12 +86,12 @@ static const vg_vit_options *options_or_default(const vg_vit_options *o, vg_vit_
 
 vg_status vg_vit_load(vg_runtime *rt, const char *dir, const vg_vit_options *opts, vg_vit **out)
 {
-    if (!rt || !dir || !out) return vg_set_error(VG_ERR_INVALID_ARG, "vg_vit_load: NULL argument");
+    if (!rt || !dir || !out) return vg_error_set(VG_ERR_INVALID_ARG, "vg_vit_load: NULL argument");
     *out = NULL;
     vg_vit_options def;
     opts = options_or_default(opts, &def);
     if (opts->struct_size < sizeof(vg_vit_options))
-        return vg_set_error(VG_ERR_INVALID_ARG, "vg_vit_load: options.struct_size not set "
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_vit_load: options.struct_size not set "
                                                 "(call vg_vit_options_init)");
     vg_ckpt *ck = NULL;
     vg_status st = vg_ckpt_open(dir, &ck);
@@ -101,7 +99,7 @@ vg_status vg_vit_load(vg_runtime *rt, const char *dir, const vg_vit_options *opt
     vg_vit *m = alloc_model(rt);
     if (!m) {
         vg_ckpt_close(ck);
-        return vg_set_error(VG_ERR_OUT_OF_MEMORY, "vg_vit_load: out of memory");
+        return vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_vit_load: out of memory");
     }
     st = vit_config_parse(vg_ckpt_config(ck), vg_ckpt_dir(ck), &m->cfg);
     vg_dtype dt = opts->compute_dtype;
@@ -138,20 +136,20 @@ vg_status vg_vit_create_synthetic(vg_runtime *rt, const char *config, uint64_t s
                                   const vg_vit_options *opts, vg_vit **out)
 {
     if (!rt || !config || !out)
-        return vg_set_error(VG_ERR_INVALID_ARG, "vg_vit_create_synthetic: NULL argument");
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_vit_create_synthetic: NULL argument");
     *out = NULL;
     vg_vit_options def;
     opts = options_or_default(opts, &def);
     const char *json = NULL;
-    for (size_t i = 0; i < VG_ARRAY_LEN(k_synthetic); i++)
+    for (size_t i = 0; i < VGM_ARRAY_LEN(k_synthetic); i++)
         if (strcmp(config, k_synthetic[i].name) == 0) json = k_synthetic[i].json;
     if (!json)
-        return vg_set_error(VG_ERR_NOT_FOUND, "vit: no synthetic configuration '%s' (known: "
+        return vg_error_set(VG_ERR_NOT_FOUND, "vit: no synthetic configuration '%s' (known: "
                                               "qwen2.5-vl-7b, qwen2.5-vl-3b, qwen2.5-vl-tiny)", config);
     cJSON *root = cJSON_Parse(json);
     vg_vit *m = root ? alloc_model(rt) : NULL;
     vg_status st = m ? vit_config_parse(root, config, &m->cfg)
-                     : vg_set_error(VG_ERR_OUT_OF_MEMORY, "vg_vit_create_synthetic: out of memory");
+                     : vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_vit_create_synthetic: out of memory");
     cJSON_Delete(root);
     if (st == VG_OK) st = build(m, NULL, seed, dt, opts);
     if (st != VG_OK) {
@@ -165,11 +163,11 @@ vg_status vg_vit_create_synthetic(vg_runtime *rt, const char *config, uint64_t s
 vg_status vg_vit_reconfigure(vg_vit *m, const vg_vit_options *o)
 {
     if (!m || !o || o->struct_size < sizeof(vg_vit_options) || (unsigned)o->mode > VG_MODE_FULL_AND_PIECEWISE)
-        return vg_set_error(VG_ERR_INVALID_ARG, "vg_vit_reconfigure: bad argument");
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_vit_reconfigure: bad argument");
     vg_status st = check_sizes(o, m->cfg.unit);
     if (st != VG_OK) return st;
-    if (o->num_capture_sizes > (int)VG_ARRAY_LEN(m->sizes))
-        return vg_set_error(VG_ERR_INVALID_ARG, "vit: at most %d capture sizes", (int)VG_ARRAY_LEN(m->sizes));
+    if (o->num_capture_sizes > (int)VGM_ARRAY_LEN(m->sizes))
+        return vg_error_set(VG_ERR_INVALID_ARG, "vit: at most %d capture sizes", (int)VGM_ARRAY_LEN(m->sizes));
     vg_runner_destroy(m->runner);
     m->runner = NULL;
     m->opts = *o;
@@ -180,7 +178,7 @@ vg_status vg_vit_reconfigure(vg_vit *m, const vg_vit_options *o)
 
 vg_status vg_vit_flops(const vg_vit *m, const int64_t *grid, int64_t n, double *flops)
 {
-    if (!m || !flops) return vg_set_error(VG_ERR_INVALID_ARG, "vg_vit_flops: NULL argument");
+    if (!m || !flops) return vg_error_set(VG_ERR_INVALID_ARG, "vg_vit_flops: NULL argument");
     int64_t tokens = 0;
     vg_status st = vit_grid_tokens(&m->cfg, grid, n, &tokens);
     if (st != VG_OK) return st;
@@ -194,9 +192,10 @@ vg_status vg_vit_free(vg_vit *m)
 {
     if (!m) return VG_OK;
     vg_runner_destroy(m->runner);
-    if (m->ev0) m->b->event_destroy(m->dev, m->ev0);
-    if (m->ev1) m->b->event_destroy(m->dev, m->ev1);
-    if (m->stage) m->b->host_free(m->dev, m->stage);
+    vg_event_destroy(m->ev0);
+    vg_event_destroy(m->ev1);
+    if (m->stage) vg_host_free(m->rt, m->stage);
+    if (m->meta_stage) vg_host_free(m->rt, m->meta_stage);
     vit_weights_free(m->rt, &m->w);
     free(m->pieces);
     free(m);
@@ -205,7 +204,7 @@ vg_status vg_vit_free(vg_vit *m)
 
 vg_status vg_vit_get_info(const vg_vit *m, vg_vit_info *i)
 {
-    if (!m || !i) return vg_set_error(VG_ERR_INVALID_ARG, "vg_vit_get_info: NULL argument");
+    if (!m || !i) return vg_error_set(VG_ERR_INVALID_ARG, "vg_vit_get_info: NULL argument");
     memset(i, 0, sizeof *i);
     const vit_cfg *c = &m->cfg;
     snprintf(i->model_type, sizeof i->model_type, "%s", m->model_type);
@@ -213,7 +212,7 @@ vg_status vg_vit_get_info(const vg_vit *m, vg_vit_info *i)
     i->intermediate = c->inter, i->out_hidden = c->out_hidden, i->patch = c->patch;
     i->temporal_patch = c->tpatch, i->spatial_merge = c->merge, i->in_channels = c->in_ch;
     i->window_size = c->window, i->patch_dim = c->patch_dim, i->compute_dtype = m->dt;
-    i->weight_bytes = m->w.bytes;
+    i->weight_bytes = m->w.mem.bytes;
     double h = c->hidden, I = c->inter, mh = h * c->unit;
     i->flops_per_patch_linear = 2.0 * h * (double)c->patch_dim +
                                 c->depth * 2.0 * (3 * h * h + h * h + 3 * h * I) +
@@ -234,39 +233,50 @@ vg_status vg_vit_encode(vg_vit *m, const void *pixels, vg_dtype pdt, int64_t row
                         const int64_t *grid, int64_t n, vg_vit_output *out)
 {
     double t0 = now_ms();
-    if (!m || !out) return vg_set_error(VG_ERR_INVALID_ARG, "vg_vit_encode: NULL argument");
+    if (!m || !out) return vg_error_set(VG_ERR_INVALID_ARG, "vg_vit_encode: NULL argument");
     memset(out, 0, sizeof *out);
-    if (!pixels && rows > 0) return vg_set_error(VG_ERR_INVALID_ARG, "vit: pixel_values is NULL");
+    if (!pixels && rows > 0) return vg_error_set(VG_ERR_INVALID_ARG, "vit: pixel_values is NULL");
     if (pdt != VG_DTYPE_F32 && pdt != VG_DTYPE_BF16 && pdt != VG_DTYPE_F16)
-        return vg_set_error(VG_ERR_INVALID_ARG, "vit: pixel_values must be F32, BF16 or F16");
+        return vg_error_set(VG_ERR_INVALID_ARG, "vit: pixel_values must be F32, BF16 or F16");
     int64_t tokens = 0;
     vg_status st = vit_validate_input(&m->cfg, rows, cols, grid, n, &tokens);
     if (st != VG_OK) return st;
     int64_t units = tokens / m->cfg.unit, ocols = m->cfg.out_hidden;
+    size_t ibytes = (size_t)tokens * (size_t)cols * vg_dtype_size(m->dt);
+    size_t obytes = (size_t)units * (size_t)ocols * vg_dtype_size(m->dt);
+    /* One staging buffer serves the pixels in and the embeddings out (the stream orders the
+     * upload before the download); sized for both before anything is enqueued. */
+    size_t sbytes = ibytes > obytes ? ibytes : obytes;
+    st = vit_stage_reserve(m->rt, &m->stage, &m->stage_bytes, sbytes);
+    if (st != VG_OK) return vg_error_prefix("vit: staging %zu bytes: ", sbytes);
+    /* Convert before the runner sees the call: a refused input (non-finite values) leaves no
+     * trace on the device, the runner or its statistics. */
+    st = vit_convert_pixels(pixels, pdt, m->stage, m->dt, tokens, cols);
+    if (st != VG_OK) return st;
     float *emb = malloc((size_t)units * (size_t)ocols * sizeof(float));
-    if (!emb) return vg_set_error(VG_ERR_OUT_OF_MEMORY, "vit: no host memory for the output");
+    if (!emb) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "vit: no host memory for the output");
     /* The graph key is the token count alone: one graph serves every split of its tokens. */
     vg_batch_desc d = {.num_tokens = tokens};
-    vit_call call = {pixels, pdt, grid, n};
-    vg_bk_stream *s = vg_runner_stream(m->runner);
+    vit_call call = {m->stage, grid, n};
+    vg_stream *s = vg_runner_stream(m->runner);
     st = vg_runner_run(m->runner, &d, &call, &out->run); /* prepare records ev0 after the upload */
-    if (st == VG_OK) st = m->b->event_record(m->dev, m->ev1, s);
-    size_t obytes = (size_t)units * (size_t)ocols * vg_dtype_size(m->dt);
-    if (st == VG_OK) st = vit_stage_reserve(m, obytes);
-    if (st == VG_OK) st = m->b->copy_d2h(m->dev, s, m->stage, vg_runner_buffer(m->runner, VB_OUT), obytes);
-    if (st == VG_OK) st = m->b->stream_sync(m->dev, s);
+    if (st == VG_OK) st = vg_event_record(m->ev1, s);
+    if (st == VG_OK) st = vg_mem_copy_d2h(s, m->stage, vg_runner_buffer(m->runner, VB_OUT), obytes);
+    if (st == VG_OK) st = vg_stream_sync(s);
     float ms = 0;
-    if (st == VG_OK) st = m->b->event_elapsed_ms(m->dev, m->ev0, m->ev1, &ms);
+    if (st == VG_OK) st = vg_event_elapsed_ms(m->ev0, m->ev1, &ms);
     if (st != VG_OK) {
         free(emb);
         return vg_error_prefix("vit: encode of %lld patches: ", (long long)tokens);
     }
-    for (size_t i = 0; i < (size_t)units * (size_t)ocols; i++) {
-        const void *p = m->stage;
-        emb[i] = m->dt == VG_DTYPE_F32    ? ((const float *)p)[i]
-                 : m->dt == VG_DTYPE_BF16 ? vg_bf16_to_f32(((const uint16_t *)p)[i])
-                                          : vg_f16_to_f32(((const uint16_t *)p)[i]);
-    }
+    const void *p = m->stage;
+    size_t count = (size_t)units * (size_t)ocols;
+    if (m->dt == VG_DTYPE_F32)
+        memcpy(emb, p, count * sizeof(float));
+    else if (m->dt == VG_DTYPE_BF16)
+        for (size_t i = 0; i < count; i++) emb[i] = vg_bf16_to_f32(((const uint16_t *)p)[i]);
+    else
+        for (size_t i = 0; i < count; i++) emb[i] = vg_f16_to_f32(((const uint16_t *)p)[i]);
     out->embeddings = emb;
     out->rows = units;
     out->cols = ocols;

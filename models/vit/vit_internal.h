@@ -1,11 +1,16 @@
-/* The Qwen2.5-VL vision tower: shared definitions of the files of models/vit. Backend-agnostic: every
- * kernel is reached through the op table. */
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The Qwen2.5-VL vision tower: shared definitions of the files of models/vit. Backend-agnostic:
+ * written on the public headers alone, every kernel reached through the core device API
+ * (vg_device.h). */
 #ifndef VG_VIT_INTERNAL_H
 #define VG_VIT_INTERNAL_H
 
-#include "../checkpoint.h"
+#include "../common/checkpoint.h"
+#include "../common/config_json.h"
+#include "../common/util.h"
+#include "../common/weight_arena.h"
+#include "vg/vg_device.h"
 #include "vg/vg_vit.h"
-#include "vg_internal.h"
 
 #define VIT_MAX_DEPTH 256
 
@@ -28,15 +33,14 @@ typedef struct vit_block {
 } vit_block;
 
 typedef struct vit_weights {
-    void *arena; /* one device allocation for everything below */
-    size_t bytes;
+    vg_arena_block mem; /* one device allocation for everything below */
     void *patch_w;
     vit_block blocks[VIT_MAX_DEPTH];
     void *ln_q, *m1_w, *m1_b, *m2_w, *m2_b;
 } vit_weights;
 
-/* Upload the weights of `ck` in dtype dt, or, when ck is NULL, deterministic synthetic weights
- * (uniform with standard deviation 0.02, from `seed`) for benchmarks. gate_proj and up_proj are
+/* Upload the weights of `ck` in dtype dt through the weight arena, or, when ck is NULL,
+ * deterministic synthetic weights (from `seed`) for benchmarks. gate_proj and up_proj are
  * stacked into one [2·inter_pad, hidden] weight so the MLP input projection is one GEMM; the
  * padding rows and columns are zero. */
 vg_status vit_weights_load(vg_runtime *rt, const vg_ckpt *ck, uint64_t seed, const vit_cfg *cfg,
@@ -67,6 +71,12 @@ vg_status vit_grid_tokens(const vit_cfg *cfg, const int64_t *grid, int64_t n, in
 vg_status vit_validate_input(const vit_cfg *cfg, int64_t rows, int64_t cols, const int64_t *grid,
                              int64_t n, int64_t *tokens);
 
+/* vit_input.c: pixel_values [rows, cols] (F32, BF16 or F16) into dst in the compute dtype, in
+ * one pass that refuses a non-finite result (NaN or infinite input, or a value the compute
+ * dtype cannot hold) with VG_ERR_INVALID_ARG naming its row and column. */
+vg_status vit_convert_pixels(const void *src, vg_dtype from, void *dst, vg_dtype to, int64_t rows,
+                             int64_t cols);
+
 /* ---- the model ---------------------------------------------------------------------------- */
 
 enum vit_buffer {
@@ -76,9 +86,6 @@ enum vit_buffer {
 
 struct vg_vit {
     vg_runtime *rt;
-    const vg_backend_iface *b;
-    const vg_op_table *ops;
-    vg_bk_device *dev;
     vit_cfg cfg;
     vg_dtype dt;
     char model_type[32];
@@ -86,17 +93,20 @@ struct vg_vit {
     vg_runner *runner;
     vg_piece *pieces;
     vg_model_iface iface;
-    void *stage;         /* pinned host staging for inputs and outputs */
+    int fused_rotary;    /* the device has attention_rotary for dt: window blocks use it */
+    void *stage;         /* host staging (vg_host_alloc): pixels in, embeddings out */
     size_t stage_bytes;
-    vg_bk_event *ev0, *ev1;
+    void *meta_stage;    /* host staging of the per-call metadata (prepare) */
+    size_t meta_bytes;
+    vg_event *ev0, *ev1;
     vg_vit_options opts; /* as given, for rebuilding the runner */
     int64_t sizes[256];  /* a copy of opts.capture_sizes */
 };
 
-/* The inputs of one call, as vg_runner_run hands them to prepare. */
+/* The inputs of one call, as vg_runner_run hands them to prepare: the pixels already converted
+ * to the compute dtype (in m->stage), so a refused input never reaches the runner. */
 typedef struct vit_call {
-    const void *pixels;
-    vg_dtype pixel_dtype;
+    const void *pixels; /* real rows x patch_dim in the compute dtype; NULL: zeros */
     const int64_t *grid;
     int64_t n;
 } vit_call;
@@ -105,7 +115,8 @@ typedef struct vit_call {
 vg_status vit_pieces_init(vg_vit *m);
 vg_status vit_reserve(void *model, vg_runner *r, const vg_batch_desc *padded);
 vg_status vit_prepare(void *model, vg_runner *r, const vg_batch_desc *real,
-                      const vg_batch_desc *padded, vg_bk_stream *s, const void *inputs);
-vg_status vit_stage_reserve(vg_vit *m, size_t bytes);
+                      const vg_batch_desc *padded, vg_stream *s, const void *inputs);
+/* Grow a host staging buffer (vg_host_alloc) to at least `bytes`. */
+vg_status vit_stage_reserve(vg_runtime *rt, void **stage, size_t *have, size_t bytes);
 
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the host computes for each call from grid_thw: rotary positions, the window permutation
  * of merge units and its inverse, and the segment bounds of full and windowed attention. It is
  * uploaded into one device buffer before every call, so no graph ever holds request data. */
@@ -80,22 +81,22 @@ void vit_meta_fill(const vit_cfg *c, const int64_t *grid, int64_t n, int64_t rea
 vg_status vit_grid_tokens(const vit_cfg *c, const int64_t *grid, int64_t n, int64_t *tokens)
 {
     if (!grid || n <= 0 || n > (1 << 20))
-        return vg_set_error(VG_ERR_INVALID_ARG, "vit: grid_thw must hold 1 to %d rows (got %lld)",
+        return vg_error_set(VG_ERR_INVALID_ARG, "vit: grid_thw must hold 1 to %d rows (got %lld)",
                             1 << 20, (long long)n);
     const int64_t lim = 1 << 20;
     int64_t total = 0;
     for (int64_t g = 0; g < n; g++) {
         int64_t t = grid[3 * g], h = grid[3 * g + 1], w = grid[3 * g + 2];
         if (t < 1 || h < 1 || w < 1 || t > lim || h > lim || w > lim)
-            return vg_set_error(VG_ERR_INVALID_ARG, "vit: grid_thw[%lld] = (%lld, %lld, %lld): each "
+            return vg_error_set(VG_ERR_INVALID_ARG, "vit: grid_thw[%lld] = (%lld, %lld, %lld): each "
                                                     "of t, h, w must be in [1, %lld]", (long long)g,
                                 (long long)t, (long long)h, (long long)w, (long long)lim);
         if (h % c->merge || w % c->merge)
-            return vg_set_error(VG_ERR_INVALID_ARG, "vit: grid_thw[%lld] = (%lld, %lld, %lld): h and "
+            return vg_error_set(VG_ERR_INVALID_ARG, "vit: grid_thw[%lld] = (%lld, %lld, %lld): h and "
                                                     "w must be multiples of spatial_merge_size %d",
                                 (long long)g, (long long)t, (long long)h, (long long)w, c->merge);
         if (h * w > ((int64_t)1 << 30) / t || total > ((int64_t)1 << 30) - t * h * w)
-            return vg_set_error(VG_ERR_INVALID_ARG, "vit: grid_thw describes more than 2^30 patches");
+            return vg_error_set(VG_ERR_INVALID_ARG, "vit: grid_thw describes more than 2^30 patches");
         total += t * h * w;
     }
     *tokens = total;
@@ -105,9 +106,9 @@ vg_status vit_grid_tokens(const vit_cfg *c, const int64_t *grid, int64_t n, int6
 vg_status vit_validate_input(const vit_cfg *c, int64_t rows, int64_t cols, const int64_t *grid,
                              int64_t n, int64_t *tokens)
 {
-    if (rows <= 0) return vg_set_error(VG_ERR_INVALID_ARG, "vit: the input is empty (0 rows)");
+    if (rows <= 0) return vg_error_set(VG_ERR_INVALID_ARG, "vit: the input is empty (0 rows)");
     if (cols != c->patch_dim)
-        return vg_set_error(VG_ERR_INVALID_ARG, "vit: pixel_values has %lld columns; this model "
+        return vg_error_set(VG_ERR_INVALID_ARG, "vit: pixel_values has %lld columns; this model "
                                                 "expects in_channels x temporal_patch x patch^2 = "
                                                 "%d x %d x %d^2 = %lld", (long long)cols, c->in_ch,
                             c->tpatch, c->patch, (long long)c->patch_dim);
@@ -115,7 +116,7 @@ vg_status vit_validate_input(const vit_cfg *c, int64_t rows, int64_t cols, const
     vg_status st = vit_grid_tokens(c, grid, n, &total);
     if (st != VG_OK) return st;
     if (total != rows)
-        return vg_set_error(VG_ERR_INVALID_ARG, "vit: pixel_values has %lld rows, but grid_thw "
+        return vg_error_set(VG_ERR_INVALID_ARG, "vit: pixel_values has %lld rows, but grid_thw "
                                                 "describes sum(t x h x w) = %lld patches",
                             (long long)rows, (long long)total);
     *tokens = total;

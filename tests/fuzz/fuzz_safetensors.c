@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the safetensors header and tensor table. Beyond not crashing, a file the
  * reader accepts must be consistent: every tensor inside the data buffer, no two overlapping,
  * byte sizes equal to dtype x shape, names unique and found by lookup. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: config.json of the vision encoder. An accepted config must describe a
  * model the kernels can run: divisible heads, rotary quarters, whole windows, block indices in
  * range, and a patch width equal to channels x temporal patch x patch². */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: the pixel_values / grid_thw validation of vit encode, and the per-call
  * layout computed from an accepted grid (positions, window permutation, segment bounds). The
  * layout buffer is allocated to its exact size, so AddressSanitizer sees any overrun; beyond

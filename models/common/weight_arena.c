@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The weight arena: plan, allocate once, upload with dtype conversion and padding. */
+#include "weight_arena.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+#include "vg/vg_half.h"
+
+#define ARENA_ALIGN ((size_t)256)
+#ifndef STAGE_CHUNK /* (a test may make it small) */
+#define STAGE_CHUNK ((size_t)64 << 20) /* host staging: at most this, or one row if larger */
+#endif
+
+struct vg_arena {
+    vg_runtime *rt;
+    const vg_ckpt *ck; /* NULL: synthetic values */
+    uint64_t seed;
+    vg_dtype dt;
+    size_t es;
+    const char *what;
+    const char *prefix0;
+    char prefix[512];
+    int placing;        /* 0: the plan pass, 1: the place pass */
+    size_t offset;      /* next free byte of the arena (plan pass: the running total) */
+    int count;          /* tensors described so far in this pass */
+    size_t planned;     /* the plan pass's total bytes and tensor count */
+    int planned_count;
+    size_t stage_bytes; /* the largest chunk any tensor stages */
+    char *base;         /* place pass: the device allocation, the host staging, the stream */
+    void *stage;
+    vg_stream *s;
+};
+
+static int mul_size(size_t a, size_t b, size_t *out) { return !__builtin_mul_overflow(a, b, out); }
+
+/* Rows staged at a time: about STAGE_CHUNK bytes, at least one row. */
+static int64_t chunk_rows(size_t row_bytes)
+{
+    return row_bytes >= STAGE_CHUNK ? 1 : (int64_t)(STAGE_CHUNK / row_bytes);
+}
+
+static uint64_t splitmix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static uint64_t name_hash(const char *name) /* FNV-1a */
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = name; *p; p++) h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return h;
+}
+
+/* Synthetic values for rows [row0, row0 + nrows) of a [rows, cols] tensor whose name hashes to
+ * h: uniform with standard deviation 0.02, as a randomly initialised model would have. Element
+ * i of the tensor (row-major) depends on (seed, name, i) alone, so any chunking gives the same
+ * values. */
+static void synthesize_rows(uint64_t h, uint64_t seed, int64_t row0, int64_t nrows, int64_t cols,
+                            vg_dtype dt, void *dst, int64_t ld)
+{
+    const float a = 0.02f * 1.7320508f;
+    size_t es = vg_dtype_size(dt);
+    for (int64_t r = 0; r < nrows; r++) {
+        char *row = (char *)dst + (size_t)(r * ld) * es;
+        uint64_t i = (uint64_t)((row0 + r) * cols);
+        for (int64_t c = 0; c < cols; c++, i++) {
+            float v = ((float)(splitmix64(seed ^ h ^ (i * 0x9e3779b97f4a7c15ull)) >> 40) *
+                           (1.0f / 16777216.0f) * 2.0f -
+                       1.0f) *
+                      a;
+            if (dt == VG_DTYPE_F32) ((float *)row)[c] = v;
+            else ((uint16_t *)row)[c] = dt == VG_DTYPE_BF16 ? vg_f32_to_bf16(v) : vg_f32_to_f16(v);
+        }
+    }
+}
+
+static vg_status bad_spec(const vg_arena *a, const vg_arena_spec *t, const char *why)
+{
+    return vg_error_set(VG_ERR_INTERNAL, "%s: weight '%s%s': %s", a->what, a->prefix,
+                        t && t->names && t->names[0] ? t->names[0] : "?", why);
+}
+
+/* Upload part rows [0, rp) of one part: rows below `rows` from the source, the rest zero. */
+static vg_status place_part(vg_arena *a, const char *name, int ndim, const int64_t *shape,
+                            int64_t rows, int64_t rp, int64_t cols, int64_t ld, char *dev)
+{
+    size_t row_bytes = (size_t)ld * a->es;
+    int64_t chunk = chunk_rows(row_bytes);
+    uint64_t h = name_hash(name);
+    for (int64_t r0 = 0; r0 < rp; r0 += chunk) {
+        int64_t n = rp - r0 < chunk ? rp - r0 : chunk;
+        int64_t real = rows - r0 < 0 ? 0 : rows - r0 < n ? rows - r0 : n;
+        size_t bytes = (size_t)n * row_bytes;
+        char *dst = dev + (size_t)r0 * row_bytes;
+        if (real == 0) { /* padding rows only */
+            VGM_TRY(vg_mem_set(a->s, dst, 0, bytes));
+            continue;
+        }
+        if (ld > cols || real < n) memset(a->stage, 0, bytes);
+        if (a->ck)
+            VGM_TRY(vg_ckpt_read_rows(a->ck, name, ndim, shape, r0, real, a->dt, a->stage, ld));
+        else
+            synthesize_rows(h, a->seed, r0, real, cols, a->dt, a->stage, ld);
+        VGM_TRY(vg_mem_copy_h2d(a->s, dst, a->stage, bytes));
+        VGM_TRY(vg_stream_sync(a->s)); /* the staging buffer is reused */
+    }
+    return VG_OK;
+}
+
+vg_status vg_arena_add(vg_arena *a, const vg_arena_spec *t)
+{
+    if (!a) return vg_error_set(VG_ERR_INVALID_ARG, "vg_arena_add: NULL arena");
+    if (!t || !t->slot || !t->names || !t->shape) return bad_spec(a, t, "incomplete description");
+    int np = t->nparts ? t->nparts : 1;
+    if (np < 0 || t->ndim < 1 || t->ndim > VG_ST_MAX_DIMS || t->rows_pad < 0 || t->cols_pad < 0)
+        return bad_spec(a, t, "bad part count, rank or padding");
+    int64_t cols = 1;
+    for (int d = 1; d < t->ndim; d++)
+        if (t->shape[d] < 1 || __builtin_mul_overflow(cols, t->shape[d], &cols))
+            return bad_spec(a, t, "bad shape");
+    int64_t ld = cols > t->cols_pad ? cols : t->cols_pad;
+    size_t row_bytes, bytes = 0;
+    if (!mul_size((size_t)ld, a->es, &row_bytes)) return bad_spec(a, t, "size overflows");
+    for (int p = 0; p < np; p++) {
+        int64_t rows = t->part_rows ? t->part_rows[p] : t->shape[0];
+        int64_t rp = rows > t->rows_pad ? rows : t->rows_pad;
+        size_t part;
+        if (rows < 1 || !mul_size((size_t)rp, row_bytes, &part) ||
+            __builtin_add_overflow(bytes, part, &bytes))
+            return bad_spec(a, t, rows < 1 ? "bad shape" : "size overflows");
+    }
+    size_t at = a->offset, end;
+    if (__builtin_add_overflow(at, bytes, &end) || end > SIZE_MAX - ARENA_ALIGN)
+        return bad_spec(a, t, "size overflows");
+    if (a->placing && (a->count >= a->planned_count || end > a->planned))
+        return bad_spec(a, t, "the model described different tensors in its two passes");
+    char name[1024];
+    int64_t shape[VG_ST_MAX_DIMS];
+    memcpy(shape, t->shape, (size_t)t->ndim * sizeof *shape);
+    size_t part_at = at;
+    for (int p = 0; p < np; p++) {
+        if (!t->names[p]) return bad_spec(a, t, "a part has no name");
+        if ((size_t)snprintf(name, sizeof name, "%s%s", a->prefix, t->names[p]) >= sizeof name)
+            return vg_error_set(VG_ERR_INVALID_ARG, "%s: tensor name '%s%s' is too long", a->what,
+                                a->prefix, t->names[p]);
+        int64_t rows = t->part_rows ? t->part_rows[p] : t->shape[0];
+        int64_t rp = rows > t->rows_pad ? rows : t->rows_pad;
+        shape[0] = rows;
+        if (!a->placing) {
+            if (a->ck) VGM_TRY(vg_ckpt_check(a->ck, name, t->ndim, shape));
+            int64_t chunk = chunk_rows(row_bytes);
+            size_t need = (size_t)(rp < chunk ? rp : chunk) * row_bytes;
+            if (need > a->stage_bytes) a->stage_bytes = need;
+        } else {
+            VGM_TRY(place_part(a, name, t->ndim, shape, rows, rp, cols, ld, a->base + part_at));
+        }
+        part_at += (size_t)rp * row_bytes;
+    }
+    if (a->placing) *t->slot = a->base + at;
+    a->offset = (end + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
+    a->count++;
+    return VG_OK;
+}
+
+vg_status vg_arena_one(vg_arena *a, void **slot, const char *name, int ndim, const int64_t *shape)
+{
+    const char *names[1] = {name};
+    return vg_arena_add(a, &(vg_arena_spec){.slot = slot, .names = names, .nparts = 1,
+                                            .ndim = ndim, .shape = shape});
+}
+
+vg_status vg_arena_prefix(vg_arena *a, const char *fmt, ...)
+{
+    if (!a || !fmt) return vg_error_set(VG_ERR_INVALID_ARG, "vg_arena_prefix: NULL argument");
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(a->prefix, sizeof a->prefix, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof a->prefix)
+        return vg_error_set(VG_ERR_INVALID_ARG, "%s: tensor name prefix '%s...' is too long",
+                            a->what, a->prefix);
+    return VG_OK;
+}
+
+const vg_st_tensor *vg_arena_find(const vg_arena *a, const char *name)
+{
+    char full[1024];
+    if (!a || !a->ck || !name ||
+        (size_t)snprintf(full, sizeof full, "%s%s", a->prefix, name) >= sizeof full)
+        return NULL;
+    return vg_ckpt_find(a->ck, full, NULL);
+}
+
+vg_dtype vg_arena_dtype(const vg_arena *a) { return a ? a->dt : VG_DTYPE_COUNT_; }
+int vg_arena_synthetic(const vg_arena *a) { return a && !a->ck; }
+
+/* One pass of describe from a fresh prefix. */
+static vg_status run_pass(vg_arena *a, vg_arena_describe_fn describe, void *model, int placing)
+{
+    a->placing = placing;
+    a->offset = 0;
+    a->count = 0;
+    snprintf(a->prefix, sizeof a->prefix, "%s", a->prefix0);
+    return describe(a, model);
+}
+
+vg_status vg_arena_load(vg_runtime *rt, const vg_arena_source *src, vg_arena_describe_fn describe,
+                        void *model, vg_arena_block *out)
+{
+    if (!rt || !src || !describe || !out)
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_arena_load: NULL argument");
+    memset(out, 0, sizeof *out);
+    if (src->dtype != VG_DTYPE_F32 && src->dtype != VG_DTYPE_BF16 && src->dtype != VG_DTYPE_F16)
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_arena_load: weights must be F32, BF16 or F16");
+    vg_arena a = {.rt = rt, .ck = src->ck, .seed = src->seed, .dt = src->dtype,
+                  .es = vg_dtype_size(src->dtype), .what = src->what ? src->what : "model",
+                  .prefix0 = src->prefix ? src->prefix : ""};
+    if (strlen(a.prefix0) >= sizeof a.prefix)
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_arena_load: prefix too long");
+    vg_status st = run_pass(&a, describe, model, 0);
+    if (st != VG_OK || a.count == 0) return st;
+    a.planned = a.offset;
+    a.planned_count = a.count;
+    st = vg_mem_alloc(rt, a.planned, (void **)&a.base);
+    if (st != VG_OK)
+        return vg_error_prefix("%s: allocating %zu bytes of weights: ", a.what, a.planned);
+    st = vg_host_alloc(rt, a.stage_bytes, &a.stage);
+    if (st != VG_OK) vg_error_prefix("%s: staging weights (%zu bytes): ", a.what, a.stage_bytes);
+    if (st == VG_OK) st = vg_stream_create(rt, &a.s);
+    if (st == VG_OK) st = run_pass(&a, describe, model, 1);
+    if (st == VG_OK && (a.count != a.planned_count || a.offset != a.planned))
+        st = vg_error_set(VG_ERR_INTERNAL, "%s: the model described different tensors in its two "
+                                           "passes (%d then %d)", a.what, a.planned_count, a.count);
+    if (a.s) vg_stream_destroy(a.s);
+    if (a.stage) vg_host_free(rt, a.stage);
+    if (st != VG_OK) {
+        vg_mem_free(rt, a.base);
+        return st;
+    }
+    out->base = a.base;
+    out->bytes = a.planned;
+    out->tensors = a.count;
+    return VG_OK;
+}
+
+void vg_arena_block_free(vg_runtime *rt, vg_arena_block *b)
+{
+    if (!b) return;
+    if (b->base) vg_mem_free(rt, b->base);
+    memset(b, 0, sizeof *b);
+}
