@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* vg bench runner: what the runner itself costs, and what graphs save on a 500-op forward.
  * The model is a chain of N axpby ops over a small buffer, one piece per op. */
 #include <cjson/cJSON.h>
@@ -11,20 +12,19 @@
 
 enum { BUF_X, BUF_Y };
 
+static const vg_op_id k_ops_used[] = {VG_OP_AXPBY};
+
 typedef struct chain {
-    const vg_backend_iface *b;
-    const vg_op_table *ops;
-    vg_bk_device *dev;
     int elems;
 } chain;
 
 static vg_status piece_axpby(void *m, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
-                             vg_bk_stream *s)
+                             vg_stream *s)
 {
     chain *c = m;
     (void)p, (void)d;
-    return c->ops->axpby(c->dev, s, (size_t)c->elems, 0.5f, vg_runner_buffer(r, BUF_X), 0.5f,
-                         vg_runner_buffer(r, BUF_Y));
+    return vg_op_axpby(s, (size_t)c->elems, 0.5f, vg_runner_buffer(r, BUF_X), 0.5f,
+                       vg_runner_buffer(r, BUF_Y));
 }
 
 static vg_status chain_reserve(void *m, vg_runner *r, const vg_batch_desc *d)
@@ -36,7 +36,7 @@ static vg_status chain_reserve(void *m, vg_runner *r, const vg_batch_desc *d)
 }
 
 static vg_status chain_prepare(void *m, vg_runner *r, const vg_batch_desc *real,
-                               const vg_batch_desc *padded, vg_bk_stream *s, const void *in)
+                               const vg_batch_desc *padded, vg_stream *s, const void *in)
 {
     (void)m, (void)r, (void)real, (void)padded, (void)s, (void)in;
     return VG_OK; /* inputs stay on the device: this measures dispatch, not copies */
@@ -78,43 +78,45 @@ static vg_status time_runs(vg_runner *r, int calls, int reps, vg_sample_stats *s
     return s;
 }
 
-/* Median host µs per raw exec_launch of the same FULL graph, captured by hand. */
+/* Median host µs per raw launch of the same FULL graph, captured by hand. */
 static vg_status time_raw(setup *S, vg_runner *r, int calls, int reps, vg_sample_stats *st)
 {
-    const vg_backend_iface *b = S->c.b;
-    vg_bk_stream *s = vg_runner_stream(r);
-    vg_bk_graph *g = NULL;
-    vg_bk_exec *x = NULL;
+    vg_stream *s = vg_runner_stream(r);
+    vg_graph *g = NULL;
+    vg_graph_exec *x = NULL;
     vg_batch_desc d = {.num_tokens = 64};
-    vg_status e = b->capture_begin(S->c.dev, s);
-    for (int i = 0; e == VG_OK && i < S->iface.num_pieces; i++) e = piece_axpby(&S->c, r, &S->pieces[i], &d, s);
-    vg_status e2 = e == VG_OK ? b->capture_end(S->c.dev, s, &g) : e;
-    if (e2 == VG_OK) e2 = b->graph_instantiate(S->c.dev, g, &x);
+    vg_status e = vg_graph_capture_begin(s);
+    if (e == VG_OK) {
+        for (int i = 0; e == VG_OK && i < S->iface.num_pieces; i++) e = piece_axpby(&S->c, r, &S->pieces[i], &d, s);
+        vg_status end = vg_graph_capture_end(s, &g); /* ends the capture in every case */
+        if (e == VG_OK) e = end;
+    }
+    if (e == VG_OK) e = vg_graph_instantiate(g, &x);
     double *t = calloc((size_t)reps, sizeof *t);
-    for (int k = 0; e2 == VG_OK && t && k < reps; k++) {
+    for (int k = 0; e == VG_OK && t && k < reps; k++) {
         double t0 = vg_now_ms();
-        for (int i = 0; i < calls && e2 == VG_OK; i++) e2 = b->exec_launch(S->c.dev, x, s);
+        for (int i = 0; i < calls && e == VG_OK; i++) e = vg_graph_exec_launch(x, s);
         t[k] = (vg_now_ms() - t0) * 1000.0 / calls;
     }
-    if (e2 == VG_OK && t) *st = vg_stats_of(t, (size_t)reps);
+    if (e == VG_OK && t) *st = vg_stats_of(t, (size_t)reps);
     free(t);
-    if (x) b->exec_destroy(S->c.dev, x);
-    if (g) b->graph_destroy(S->c.dev, g);
-    return t ? e2 : VG_ERR_OUT_OF_MEMORY;
+    vg_graph_exec_destroy(x);
+    vg_graph_destroy(g);
+    return t ? e : VG_ERR_OUT_OF_MEMORY;
 }
 
 /* Median ms per forward (host wall clock, synchronised), eager or graphed. */
-static vg_status time_forward(vg_runner *r, chain *c, int iters, vg_sample_stats *st)
+static vg_status time_forward(vg_runner *r, int iters, vg_sample_stats *st)
 {
     vg_batch_desc d = {.num_tokens = 64};
     double *x = calloc((size_t)iters, sizeof *x);
     if (!x) return VG_ERR_OUT_OF_MEMORY;
     vg_status s = vg_runner_run(r, &d, NULL, NULL);
-    if (s == VG_OK) s = c->b->stream_sync(c->dev, vg_runner_stream(r));
+    if (s == VG_OK) s = vg_stream_sync(vg_runner_stream(r));
     for (int k = 0; k < iters && s == VG_OK; k++) {
         double t0 = vg_now_ms();
         s = vg_runner_run(r, &d, NULL, NULL);
-        if (s == VG_OK) s = c->b->stream_sync(c->dev, vg_runner_stream(r));
+        if (s == VG_OK) s = vg_stream_sync(vg_runner_stream(r));
         x[k] = vg_now_ms() - t0;
     }
     if (s == VG_OK) *st = vg_stats_of(x, (size_t)iters);
@@ -125,12 +127,13 @@ static vg_status time_forward(vg_runner *r, chain *c, int iters, vg_sample_stats
 int vg_bench_runner(vg_runtime *rt, int ops, int iters, int json)
 {
     setup S = {.rt = rt};
-    S.c = (chain){vg_runtime_iface(rt), vg_runtime_ops(rt), vg_runtime_device(rt), 256};
-    if (!S.c.ops->axpby) return vg_cli_fail("bench", "the backend has no axpby op");
+    S.c = (chain){256};
+    if (!(vg_runtime_op_support(rt, VG_OP_AXPBY, NULL) & VG_OP_SUPPORTED))
+        return vg_cli_fail("bench runner", "backend '%s' has no axpby op", vg_runtime_backend_name(rt));
     S.pieces = calloc((size_t)ops, sizeof *S.pieces);
-    if (!S.pieces) return vg_cli_fail("bench", "out of memory");
+    if (!S.pieces) return vg_cli_fail("bench runner", "out of memory");
     for (int i = 0; i < ops; i++)
-        S.pieces[i] = (vg_piece){"axpby", piece_axpby, 0, 1ull << VG_OP_AXPBY, NULL, i};
+        S.pieces[i] = (vg_piece){"axpby", piece_axpby, 0, k_ops_used, 1, NULL, i};
     S.iface = (vg_model_iface){.struct_size = sizeof(vg_model_iface), .model = &S.c,
                                .pieces = S.pieces, .num_pieces = ops, .reserve = chain_reserve,
                                .prepare = chain_prepare};
@@ -143,11 +146,12 @@ int vg_bench_runner(vg_runtime *rt, int ops, int iters, int json)
     if (make_runner(&S1, VG_MODE_FULL, &one) != VG_OK || time_runs(one, 20000, 21, &run1) != VG_OK ||
         time_raw(&S1, one, 20000, 21, &raw1) != VG_OK ||
         make_runner(&S, VG_MODE_FULL, &graph) != VG_OK || make_runner(&S, VG_MODE_NONE, &eager) != VG_OK ||
-        time_forward(eager, &S.c, iters, &fe) != VG_OK || time_forward(graph, &S.c, iters, &fg) != VG_OK) {
-        vg_cli_fail("bench", "runner benchmark failed: %s", vg_last_error());
+        time_forward(eager, iters, &fe) != VG_OK || time_forward(graph, iters, &fg) != VG_OK) {
+        vg_cli_fail("bench runner", "%s", vg_last_error());
         goto out;
     }
     double overhead = run1.median - raw1.median;
+    rc = 0;
     if (json) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddStringToObject(o, "bench", "runner");
@@ -163,10 +167,7 @@ int vg_bench_runner(vg_runtime *rt, int ops, int iters, int json)
         cJSON_AddNumberToObject(o, "graph_forward_ms_p10", fg.p10);
         cJSON_AddNumberToObject(o, "graph_forward_ms_p90", fg.p90);
         cJSON_AddNumberToObject(o, "speedup", fe.median / fg.median);
-        char *t = cJSON_PrintUnformatted(o);
-        if (t) puts(t);
-        free(t);
-        cJSON_Delete(o);
+        rc = vg_cli_print_json(o, 0);
     } else {
         printf("backend %s\n", vg_runtime_backend_name(rt));
         printf("dispatch overhead: %.3f us per call (runner replay %.3f us, raw graph launch %.3f us;"
@@ -177,7 +178,6 @@ int vg_bench_runner(vg_runtime *rt, int ops, int iters, int json)
         printf("  graph (full)     %10.3f %10.3f %10.3f\n", fg.median, fg.p10, fg.p90);
         printf("  eager / graph: %.2fx\n", fe.median / fg.median);
     }
-    rc = 0;
 out:
     vg_runner_destroy(one);
     vg_runner_destroy(graph);

@@ -1,20 +1,24 @@
-/* vg info: what each backend is, whether it loaded, and what its devices offer. */
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vg info: what each backend is, whether it loaded, its auto-selection score, and what its
+ * devices offer. */
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_args.h"
 #include "vg_cli.h"
 
 static const char k_help[] =
     "usage: vg info [--json] [--backend NAME|PATH]\n"
     "\n"
-    "Without --backend and with VG_BACKEND unset, every builtin backend (cuda, hip,\n"
-    "kunlun_stub) is probed and the one auto-selection would pick is named. With a backend\n"
-    "named (option or VG_BACKEND), only that one is probed, and the exit status is non-zero\n"
-    "when it cannot be loaded or has no device.\n"
-    "  --json      print the same information as JSON\n"
-    "  --backend   a backend name or the path of a plugin .so\n";
+    "Without --backend and with VG_BACKEND unset, every candidate of auto-selection (the builtin\n"
+    "backends cuda, hip and kunlun_stub, and each libvg_<name>.so on VG_BACKEND_PATH) is probed,\n"
+    "with its score, and the one auto-selection picks is named: the usable one with the highest\n"
+    "score. With a backend named (option or VG_BACKEND), only that one is probed, and the exit\n"
+    "status is non-zero when it cannot be loaded or has no device.\n"
+    "  --json      print the same information as one JSON document\n"
+    "  --backend   a backend name or the path of a plugin .so (overrides VG_BACKEND)\n";
 
 static void caps_text(uint64_t caps, char *buf, size_t cap)
 {
@@ -43,8 +47,8 @@ static void print_text(const vg_probe_report *r)
         printf("backend %s: not loaded\n  %s\n", r->request, r->error);
         return;
     }
-    printf("backend %s: loaded %s\n  version: %s (plugin ABI %u.%u)\n", r->name, r->path,
-           r->version, r->abi_major, r->abi_minor);
+    printf("backend %s: loaded %s\n  version: %s (plugin ABI %u.%u)\n  score: %d\n", r->name,
+           r->path, r->version, r->abi_major, r->abi_minor, r->score);
     if (r->status == VG_ERR_NO_DEVICE && r->device_count == 0) {
         printf("  %s\n", r->error);
         return;
@@ -80,6 +84,7 @@ static cJSON *report_json(const vg_probe_report *r)
     char abi[32];
     snprintf(abi, sizeof abi, "%u.%u", r->abi_major, r->abi_minor);
     cJSON_AddStringToObject(o, "abi", abi);
+    cJSON_AddNumberToObject(o, "score", r->score);
     cJSON *devs = cJSON_AddArrayToObject(o, "devices");
     for (int i = 0; i < r->device_count && i < VG_PROBE_MAX_DEVICES; i++) {
         const vg_device_info *d = &r->devices[i];
@@ -107,61 +112,78 @@ static cJSON *report_json(const vg_probe_report *r)
     return o;
 }
 
+#define MAX_CANDIDATES 64
+
+/* What to probe: the backend asked for, or every auto-selection candidate (copies). */
+static int request_names(const char *backend, char **out)
+{
+    const char *names[MAX_CANDIDATES] = {backend};
+    int n = backend ? 1 : vg_backend_candidates(names, MAX_CANDIDATES);
+    if (n > MAX_CANDIDATES) n = MAX_CANDIDATES;
+    for (int i = 0; i < n; i++)
+        if (!(out[i] = strdup(names[i]))) return -1;
+    return n;
+}
+
 int vg_cmd_info(int argc, char **argv)
 {
     int json = 0;
-    const char *backend = getenv("VG_BACKEND");
-    for (int i = 1; i < argc; i++) {
-        if (vg_cli_is_help(argv[i])) {
-            fputs(k_help, stdout);
-            return 0;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "--backend") == 0 && i + 1 < argc) {
-            backend = argv[++i];
-        } else {
-            fputs(k_help, stderr);
-            return vg_cli_fail("info", "unknown or incomplete option '%s'", argv[i]);
-        }
+    const char *option = NULL, *env = getenv("VG_BACKEND");
+    const vg_opt opts[] = {
+        {"--json", VG_OPT_FLAG, &json, 0, 0, NULL},
+        {"--backend", VG_OPT_STRING, &option, 0, 0, "a backend name or the path of a plugin .so"},
+    };
+    int prc = vg_opt_parse("info", k_help, opts, 2, argc, argv, 1);
+    if (prc) return prc == VG_OPT_HELP ? 0 : prc;
+    const char *backend = option ? option : env && *env ? env : NULL;
+    const char *how = option ? "--backend" : backend ? "VG_BACKEND" : "auto";
+    char *names[MAX_CANDIDATES] = {NULL};
+    int n = request_names(backend, names);
+    vg_probe_report *reports = n >= 0 ? calloc((size_t)(n ? n : 1), sizeof *reports) : NULL;
+    if (!reports) {
+        for (int i = 0; i < MAX_CANDIDATES; i++) free(names[i]);
+        return vg_cli_fail("info", "out of memory");
     }
-    int explicit = backend && *backend;
-    int n = explicit ? 1 : vg_backend_builtin_count();
-    vg_probe_report *reports = calloc((size_t)n, sizeof *reports);
-    if (!reports) return vg_cli_fail("info", "out of memory");
-    int selected = -1;
+    int selected = -1; /* the usable one with the highest score; the first of equals */
     for (int i = 0; i < n; i++) {
-        vg_backend_probe(explicit ? backend : vg_backend_builtin_name(i), &reports[i]);
-        if (selected < 0 && reports[i].status == VG_OK) selected = i;
+        reports[i].struct_size = sizeof reports[i];
+        vg_backend_probe(names[i], &reports[i]);
+        if (reports[i].status == VG_OK && (selected < 0 || reports[i].score > reports[selected].score))
+            selected = i;
     }
+    int rc = 0;
     if (json) {
         cJSON *root = cJSON_CreateObject();
         cJSON_AddStringToObject(root, "vg_version", VG_VERSION_STRING);
-        cJSON_AddStringToObject(root, "selection", explicit ? "VG_BACKEND" : "auto");
+        uint32_t major = 0, minor = 0;
+        char abi[32];
+        vg_abi_version(&major, &minor);
+        snprintf(abi, sizeof abi, "%u.%u", major, minor);
+        cJSON_AddStringToObject(root, "plugin_abi", abi);
+        cJSON_AddStringToObject(root, "selection", how);
         cJSON *arr = cJSON_AddArrayToObject(root, "backends");
         for (int i = 0; i < n; i++) cJSON_AddItemToArray(arr, report_json(&reports[i]));
         if (selected >= 0)
             cJSON_AddStringToObject(root, "selected", reports[selected].name);
         else
             cJSON_AddNullToObject(root, "selected");
-        char *text = cJSON_Print(root);
-        if (text) puts(text);
-        free(text);
-        cJSON_Delete(root);
+        rc = vg_cli_print_json(root, 1);
     } else {
-        printf("vg %s, plugin ABI %d.%d\n", VG_VERSION_STRING, VG_BACKEND_ABI_MAJOR,
-               VG_BACKEND_ABI_MINOR);
+        uint32_t major = 0, minor = 0;
+        vg_abi_version(&major, &minor);
+        printf("vg %s, plugin ABI %u.%u\n", VG_VERSION_STRING, major, minor);
         for (int i = 0; i < n; i++) print_text(&reports[i]);
         if (selected >= 0)
             printf("selected: %s (%s)\n", reports[selected].name,
-                   explicit ? "VG_BACKEND" : "auto: first of cuda, hip, kunlun_stub with a device");
+                   backend ? how : "auto: the usable candidate with the highest score");
     }
-    int rc = 0;
     if (selected < 0) {
-        if (explicit)
+        if (backend)
             rc = vg_cli_fail("info", "backend '%s' is not usable: %s", backend, reports[0].error);
         else
             rc = vg_cli_fail("info", "no usable backend found");
     }
+    for (int i = 0; i < n; i++) free(names[i]);
     free(reports);
     return rc;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Order statistics for benchmark samples. */
 #ifndef VG_TOOLS_STATS_H
 #define VG_TOOLS_STATS_H

@@ -1,7 +1,9 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared pieces of the vg command's subcommands. */
 #ifndef VG_CLI_H
 #define VG_CLI_H
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 
 #include "vg/vg.h"
@@ -15,13 +17,20 @@ typedef struct vg_cli_command {
 int vg_cmd_info(int argc, char **argv);
 int vg_cmd_bench(int argc, char **argv);
 int vg_cmd_vit(int argc, char **argv);
-int vg_vit_bench(int argc, char **argv);
+int vg_cmd_vit_encode(int argc, char **argv);
+int vg_cmd_vit_bench(int argc, char **argv);
+int vg_bench_launch(vg_runtime *rt, int kernels, int elems, int iters, int json);
 int vg_bench_runner(vg_runtime *rt, int ops, int iters, int json);
 
-/* Print "vg <cmd>: <message>" (plus vg_last_error() when with_last) to stderr; returns 1. */
+/* Print "vg <cmd>: <message>" to stderr; returns 1 (a failure), or 2 for vg_cli_usage (a
+ * wrong command line). */
 int vg_cli_fail(const char *cmd, const char *fmt, ...) VG_PRINTF(2, 3);
+int vg_cli_usage(const char *cmd, const char *fmt, ...) VG_PRINTF(2, 3);
 int vg_cli_is_help(const char *arg);
 /* Format bytes as "1.50 GiB". */
 const char *vg_cli_bytes(unsigned long long bytes, char *buf, size_t cap);
+/* Print the command's one JSON document on stdout, indented or on one line, and delete it: 0,
+ * or 1 when out of memory. */
+int vg_cli_print_json(cJSON *doc, int indented);
 
 #endif

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Device memory PyTorch's CUDA graphs hold for the Qwen2.5-VL-7B vision blocks: one graph per
 bucket, 16 buckets of 64..1024 patches, each captured with torch's default private memory pool
 (as a per-bucket graph runner does). Prints one JSON line. Needs torch and transformers (the GPU

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "cli_args.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vg_cli.h"
+
+/* "an integer in [1, 100000]", "a number in [0, 1e+06]", or the option's own description. */
+static const char *accepts(const vg_opt *o, char *buf, size_t cap)
+{
+    if (o->kind == VG_OPT_INT || o->kind == VG_OPT_I64)
+        snprintf(buf, cap, "an integer in [%.0f, %.0f]", o->lo, o->hi);
+    else if (o->kind == VG_OPT_DOUBLE)
+        snprintf(buf, cap, "a number in [%g, %g]", o->lo, o->hi);
+    else
+        snprintf(buf, cap, "%s", o->what ? o->what : "a value");
+    return buf;
+}
+
+static int set_value(const char *cmd, const vg_opt *o, const char *v)
+{
+    if (o->kind == VG_OPT_STRING) {
+        *(const char **)o->out = v;
+        return 0;
+    }
+    char *end = NULL, buf[96];
+    errno = 0;
+    double x = o->kind == VG_OPT_DOUBLE ? strtod(v, &end) : (double)strtoll(v, &end, 10);
+    if (!*v || *end || errno || !isfinite(x) || x < o->lo || x > o->hi)
+        return vg_cli_usage(cmd, "%s wants %s, got '%s'", o->name, accepts(o, buf, sizeof buf), v);
+    if (o->kind == VG_OPT_INT) *(int *)o->out = (int)x;
+    else if (o->kind == VG_OPT_I64) *(int64_t *)o->out = strtoll(v, NULL, 10);
+    else *(double *)o->out = x;
+    return 0;
+}
+
+int vg_opt_parse(const char *cmd, const char *help, const vg_opt *opts, int nopts, int argc,
+                 char **argv, int first)
+{
+    for (int i = first; i < argc; i++)
+        if (vg_cli_is_help(argv[i])) {
+            fputs(help, stdout);
+            return VG_OPT_HELP;
+        }
+    for (int i = first; i < argc; i++) {
+        const vg_opt *o = NULL;
+        for (int k = 0; k < nopts && !o; k++)
+            if (!strcmp(argv[i], opts[k].name)) o = &opts[k];
+        if (!o) {
+            char names[512] = "";
+            for (int k = 0; k < nopts; k++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), " %s", opts[k].name);
+            return vg_cli_usage(cmd, "unknown option '%s'; the options are%s (see vg %s --help)",
+                                argv[i], names, cmd);
+        }
+        if (o->kind == VG_OPT_FLAG) {
+            *(int *)o->out = 1;
+            continue;
+        }
+        char buf[96];
+        if (i + 1 == argc) return vg_cli_usage(cmd, "%s needs a value: %s", o->name, accepts(o, buf, sizeof buf));
+        if (set_value(cmd, o, argv[++i])) return 2;
+    }
+    return 0;
+}

@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "cli_output.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vg_cli.h"
+
+/* "a/b/c" -> "a/b", "c" -> ".", "/c" -> "/" (malloc'd). */
+static char *dir_of(const char *p)
+{
+    const char *slash = strrchr(p, '/');
+    if (!slash) return strdup(".");
+    size_t n = slash == p ? 1 : (size_t)(slash - p);
+    char *d = malloc(n + 1);
+    if (d) memcpy(d, p, n), d[n] = '\0';
+    return d;
+}
+
+/* Follow symbolic links (a dangling last one too) to the name that is finally written. */
+static char *resolve(const char *path)
+{
+    char *p = strdup(path);
+    for (int hops = 0; p && hops < 40; hops++) {
+        struct stat st;
+        if (lstat(p, &st) != 0 || !S_ISLNK(st.st_mode)) return p; /* lstat fails: a new file */
+        char link[PATH_MAX];
+        ssize_t n = readlink(p, link, sizeof link - 1);
+        if (n < 0) break;
+        link[n] = '\0';
+        char *dir = link[0] == '/' ? NULL : dir_of(p), *next = malloc(strlen(link) + (dir ? strlen(dir) : 0) + 2);
+        if (next) sprintf(next, "%s%s%s", dir ? dir : "", dir ? "/" : "", link);
+        free(dir);
+        free(p);
+        p = next;
+    }
+    if (p) errno = ELOOP;
+    free(p);
+    return NULL;
+}
+
+static int fail(const vg_out *o, const char *why)
+{
+    return vg_cli_fail(o->cmd, "cannot write %s: %s", o->path, why);
+}
+
+/* Decide how to write: fills o->target and sets *through for devices and FIFOs. *mode is the
+ * mode for a new file. 0, or 1 after the message. */
+static int plan(vg_out *o, int *through, mode_t *mode)
+{
+    struct stat st;
+    *through = 0;
+    if (stat(o->path, &st) == 0) {
+        if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+            *through = 1;
+            if (access(o->path, W_OK) != 0) return fail(o, strerror(errno));
+            return 0;
+        }
+        if (S_ISDIR(st.st_mode)) return fail(o, "it is a directory");
+        if (!S_ISREG(st.st_mode)) return fail(o, "not a regular file, character device or FIFO");
+        *mode = st.st_mode & 07777;
+    } else if (errno != ENOENT) {
+        return fail(o, strerror(errno));
+    } else {
+        mode_t mask = umask(0);
+        umask(mask);
+        *mode = 0666 & ~mask;
+    }
+    o->target = resolve(o->path);
+    if (!o->target) return fail(o, strerror(errno));
+    char *dir = dir_of(o->target);
+    if (!dir) return fail(o, "out of memory");
+    int rc = 0;
+    char why[PATH_MAX + 64];
+    if (stat(dir, &st) != 0) {
+        if (errno == ENOENT) snprintf(why, sizeof why, "directory %s does not exist", dir);
+        else snprintf(why, sizeof why, "directory %s: %s", dir, strerror(errno));
+        rc = fail(o, why);
+    } else if (!S_ISDIR(st.st_mode)) {
+        snprintf(why, sizeof why, "%s is not a directory", dir);
+        rc = fail(o, why);
+    } else if (access(dir, W_OK | X_OK) != 0) {
+        snprintf(why, sizeof why, "directory %s: %s", dir, strerror(errno));
+        rc = fail(o, why);
+    }
+    free(dir);
+    return rc;
+}
+
+int vg_out_check(const char *cmd, const char *path)
+{
+    vg_out o = {.cmd = cmd, .path = path};
+    int through;
+    mode_t mode;
+    int rc = plan(&o, &through, &mode);
+    free(o.target);
+    return rc;
+}
+
+int vg_out_open(vg_out *o, const char *cmd, const char *path)
+{
+    *o = (vg_out){.cmd = cmd, .path = path};
+    int through, fd;
+    mode_t mode;
+    if (plan(o, &through, &mode)) {
+        vg_out_abort(o);
+        return 1;
+    }
+    if (through) {
+        fd = open(path, O_WRONLY); /* no O_CREAT, no O_TRUNC: a device or a FIFO stays one */
+    } else {
+        const char *base = strrchr(o->target, '/');
+        char *dir = dir_of(o->target);
+        o->tmp = dir ? malloc(strlen(o->target) + 16) : NULL;
+        if (o->tmp) sprintf(o->tmp, "%s/.%s.vg-XXXXXX", dir, base ? base + 1 : o->target);
+        free(dir);
+        if (!o->tmp) {
+            vg_out_abort(o);
+            return fail(o, "out of memory");
+        }
+        fd = mkstemp(o->tmp);
+        if (fd < 0) {
+            free(o->tmp); /* nothing was created */
+            o->tmp = NULL;
+        } else if (fchmod(fd, mode) != 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    o->fp = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!o->fp) {
+        int e = errno;
+        if (fd >= 0) close(fd);
+        vg_out_abort(o);
+        return fail(o, strerror(e));
+    }
+    return 0;
+}
+
+int vg_out_commit(vg_out *o)
+{
+    int e = 0;
+    if (fflush(o->fp) != 0 || ferror(o->fp)) e = errno ? errno : EIO;
+    if (!e && o->tmp && fsync(fileno(o->fp)) != 0) e = errno;
+    if (fclose(o->fp) != 0 && !e) e = errno;
+    o->fp = NULL;
+    if (!e && o->tmp && rename(o->tmp, o->target) != 0) e = errno;
+    if (e) {
+        vg_out_abort(o);
+        return fail(o, strerror(e));
+    }
+    free(o->tmp);
+    free(o->target);
+    o->tmp = o->target = NULL;
+    return 0;
+}
+
+void vg_out_abort(vg_out *o)
+{
+    if (o->fp) fclose(o->fp);
+    if (o->tmp) unlink(o->tmp);
+    free(o->tmp);
+    free(o->target);
+    o->fp = NULL;
+    o->tmp = o->target = NULL;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Writing an output file the user named, without ever destroying what the name points at.
+ *
+ *   regular file or new path  written to a temporary file in the same directory, fsync'd, then
+ *                             renamed over it: readers see the old file or the whole new one
+ *   symbolic link             resolved (a chain too, a dangling one included); the file it
+ *                             points to is written as above, the link stays a link
+ *   character device, FIFO    written through (/dev/null, /dev/stdout, a pipe); never replaced
+ *   directory, anything else  refused with a message
+ *
+ * Every failure (a missing directory, a full disk, a close that fails) is reported as
+ * "vg <cmd>: cannot write PATH: reason", naming the path as the user gave it. */
+#ifndef VG_CLI_OUTPUT_H
+#define VG_CLI_OUTPUT_H
+
+#include <stdio.h>
+
+typedef struct vg_out {
+    const char *cmd;  /* for messages */
+    const char *path; /* as the user gave it */
+    char *target;     /* the file written in the end: path with its links resolved */
+    char *tmp;        /* the temporary beside target; NULL when writing through */
+    FILE *fp;         /* write here between open and commit */
+} vg_out;
+
+/* Whether path can be written, checked before long work: 0, or 1 after printing why not. */
+int vg_out_check(const char *cmd, const char *path);
+/* 0 with o->fp ready, or 1 after printing why not. */
+int vg_out_open(vg_out *o, const char *cmd, const char *path);
+/* Flush, sync, close and move into place: 0, or 1 after printing why not (the temporary is
+ * removed then). */
+int vg_out_commit(vg_out *o);
+/* Drop what was written (a no-op on a closed vg_out). */
+void vg_out_abort(vg_out *o);
+
+#endif
