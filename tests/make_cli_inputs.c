@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Writes the inputs of the `vg vit encode` bad-input tests into a directory: each file is a
  * valid safetensors file that is wrong for the encoder in exactly one way. */
 #include <stdio.h>

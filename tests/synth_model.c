@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The synthetic model of the runner tests: see synth_model.h. */
 #include <math.h>
 #include <stdlib.h>
@@ -20,7 +21,7 @@ static const float *x_buffer(model *m, vg_runner *r)
 }
 
 static vg_status piece_mix(void *mp, vg_runner *r, const vg_piece *pc, const vg_batch_desc *d,
-                         vg_bk_stream *s)
+                         vg_stream *s)
 {
     model *m = mp;
     (void)pc;
@@ -28,35 +29,36 @@ static vg_status piece_mix(void *mp, vg_runner *r, const vg_piece *pc, const vg_
                       .m = d->num_tokens, .n = C, .k = C, .a = x_buffer(m, r), .lda = C,
                       .b = m->w, .ldb = C, .c = vg_runner_buffer(r, BUF_Y), .ldc = C,
                       .act = VG_ACT_SILU, .alpha = 1.0f};
-    return m->ops->gemm(m->dev, s, &a);
+    return vg_op_gemm(s, &a);
 }
 
 static vg_status piece_bias(void *mp, vg_runner *r, const vg_piece *pc, const vg_batch_desc *d,
-                         vg_bk_stream *s)
+                         vg_stream *s)
 {
-    model *m = mp;
+    (void)mp;
     (void)pc;
-    return m->ops->axpby(m->dev, s, (size_t)d->num_requests * C, 1.0f,
-                         vg_runner_buffer(r, BUF_BIAS), 1.0f, vg_runner_buffer(r, BUF_Y));
+    return vg_op_axpby(s, (size_t)d->num_requests * C, 1.0f, vg_runner_buffer(r, BUF_BIAS), 1.0f,
+                       vg_runner_buffer(r, BUF_Y));
 }
 
 static vg_status piece_permute(void *mp, vg_runner *r, const vg_piece *pc, const vg_batch_desc *d,
-                         vg_bk_stream *s)
+                         vg_stream *s)
 {
     model *m = mp;
     (void)pc;
-    return m->ops->gather_rows(m->dev, s, VG_DTYPE_F32, vg_runner_buffer(r, BUF_T),
-                               vg_runner_buffer(r, BUF_Y), vg_runner_buffer(r, BUF_IDX),
-                               d->num_tokens, C);
+    if (vg_stream_is_capturing(s)) m->captured_gathers++;
+    else m->eager_gathers++;
+    return vg_op_gather_rows(s, VG_DTYPE_F32, vg_runner_buffer(r, BUF_T), vg_runner_buffer(r, BUF_Y),
+                             vg_runner_buffer(r, BUF_IDX), d->num_tokens, C);
 }
 
 static vg_status piece_chain(void *mp, vg_runner *r, const vg_piece *pc, const vg_batch_desc *d,
-                         vg_bk_stream *s)
+                         vg_stream *s)
 {
     model *m = mp;
     (void)pc;
-    return m->ops->axpby(m->dev, s, (size_t)d->num_tokens * C, 0.25f, x_buffer(m, r), 0.75f,
-                         vg_runner_buffer(r, BUF_T));
+    return vg_op_axpby(s, (size_t)d->num_tokens * C, 0.25f, x_buffer(m, r), 0.75f,
+                       vg_runner_buffer(r, BUF_T));
 }
 
 static vg_status model_reserve(void *mp, vg_runner *r, const vg_batch_desc *d)
@@ -73,36 +75,36 @@ static vg_status model_reserve(void *mp, vg_runner *r, const vg_batch_desc *d)
 }
 
 static vg_status model_prepare(void *mp, vg_runner *r, const vg_batch_desc *real,
-                               const vg_batch_desc *padded, vg_bk_stream *s, const void *in)
+                               const vg_batch_desc *padded, vg_stream *s, const void *in)
 {
-    model *m = mp;
+    (void)mp;
     const inputs *x = in;
     if (!x) { /* warm-up: zeros, the identity permutation, no bias */
         size_t p = (size_t)padded->num_tokens;
         int32_t ident[MAX_SIZE * 2];
         for (size_t i = 0; i < p; i++) ident[i] = (int32_t)i;
-        vg_status st = m->b->memset_async(m->dev, s, vg_runner_buffer(r, BUF_X), 0, p * C * 4);
-        if (st == VG_OK) st = m->b->copy_h2d(m->dev, s, vg_runner_buffer(r, BUF_IDX), ident, p * 4);
-        if (st == VG_OK) st = m->b->memset_async(m->dev, s, vg_runner_buffer(r, BUF_BIAS), 0,
+        vg_status st = vg_mem_set(s, vg_runner_buffer(r, BUF_X), 0, p * C * 4);
+        if (st == VG_OK) st = vg_mem_copy_h2d(s, vg_runner_buffer(r, BUF_IDX), ident, p * 4);
+        if (st == VG_OK) st = vg_mem_set(s, vg_runner_buffer(r, BUF_BIAS), 0,
                                                  vg_runner_buffer_size(r, BUF_BIAS));
-        if (st == VG_OK) st = m->b->stream_sync(m->dev, s);
+        if (st == VG_OK) st = vg_stream_sync(s);
         (void)real;
         return st;
     }
     size_t n = (size_t)real->num_tokens, p = (size_t)padded->num_tokens;
     char *X = vg_runner_buffer(r, BUF_X);
     int32_t *idx = vg_runner_buffer(r, BUF_IDX);
-    vg_status st = m->b->copy_h2d(m->dev, s, X, x->x, n * C * 4);
-    if (st == VG_OK && p > n) st = m->b->memset_async(m->dev, s, X + n * C * 4, 0, (p - n) * C * 4);
-    if (st == VG_OK) st = m->b->copy_h2d(m->dev, s, idx, x->perm, n * 4);
+    vg_status st = vg_mem_copy_h2d(s, X, x->x, n * C * 4);
+    if (st == VG_OK && p > n) st = vg_mem_set(s, X + n * C * 4, 0, (p - n) * C * 4);
+    if (st == VG_OK) st = vg_mem_copy_h2d(s, idx, x->perm, n * 4);
     /* padding rows map onto themselves: they never touch real rows */
     int32_t pad_idx[MAX_SIZE * 2];
     for (size_t i = n; i < p; i++) pad_idx[i - n] = (int32_t)i;
-    if (st == VG_OK && p > n) st = m->b->copy_h2d(m->dev, s, idx + n, pad_idx, (p - n) * 4);
+    if (st == VG_OK && p > n) st = vg_mem_copy_h2d(s, idx + n, pad_idx, (p - n) * 4);
     if (st == VG_OK)
-        st = m->b->copy_h2d(m->dev, s, vg_runner_buffer(r, BUF_BIAS), x->bias,
+        st = vg_mem_copy_h2d(s, vg_runner_buffer(r, BUF_BIAS), x->bias,
                             (size_t)real->num_requests * C * 4);
-    if (st == VG_OK) st = m->b->stream_sync(m->dev, s); /* the host inputs are the caller's */
+    if (st == VG_OK) st = vg_stream_sync(s); /* the host inputs are the caller's */
     return st;
 }
 
@@ -118,30 +120,28 @@ void model_init(model *m, vg_runtime *rt)
 {
     memset(m, 0, sizeof *m);
     m->rt = rt;
-    m->b = vg_runtime_iface(rt);
-    m->ops = vg_runtime_ops(rt);
-    m->dev = vg_runtime_device(rt);
-    VG_CHECK(m->b->mem_alloc(m->dev, C * C * 4, (void **)&m->w));
+    VG_CHECK(vg_mem_alloc(rt, C * C * 4, (void **)&m->w));
     float w[C * C];
     for (int i = 0; i < C * C; i++) w[i] = (float)((i * 37) % 17 - 8) / 16.0f;
-    vg_bk_stream *s;
-    VG_CHECK(m->b->stream_create(m->dev, &s));
-    VG_CHECK(m->b->copy_h2d(m->dev, s, m->w, w, sizeof w));
-    VG_CHECK(m->b->stream_sync(m->dev, s));
-    VG_CHECK(m->b->stream_destroy(m->dev, s));
+    vg_stream *s;
+    VG_CHECK(vg_stream_create(rt, &s));
+    VG_CHECK(vg_mem_copy_h2d(s, m->w, w, sizeof w));
+    VG_CHECK(vg_stream_sync(s));
+    VG_CHECK(vg_stream_destroy(s));
     int k = 0;
-    m->pieces[k++] = (vg_piece){"mix", piece_mix, 0, 1ull << VG_OP_GEMM, NULL, 0};
-    m->pieces[k++] = (vg_piece){"bias", piece_bias, 0, 1ull << VG_OP_AXPBY, NULL, 0};
-    m->pieces[k++] = (vg_piece){"permute", piece_permute, VG_PIECE_SPLITTING, 1ull << VG_OP_GATHER_ROWS, NULL, 0};
+    static const vg_op_id gemm[] = {VG_OP_GEMM}, axpby[] = {VG_OP_AXPBY}, gather[] = {VG_OP_GATHER_ROWS};
+    m->pieces[k++] = (vg_piece){"mix", piece_mix, 0, gemm, 1, NULL, 0};
+    m->pieces[k++] = (vg_piece){"bias", piece_bias, 0, axpby, 1, NULL, 0};
+    m->pieces[k++] = (vg_piece){"permute", piece_permute, VG_PIECE_SPLITTING, gather, 1, NULL, 0};
     for (int i = 0; i < CHAIN; i++)
-        m->pieces[k++] = (vg_piece){"chain", piece_chain, 0, 1ull << VG_OP_AXPBY, NULL, i};
+        m->pieces[k++] = (vg_piece){"chain", piece_chain, 0, axpby, 1, NULL, i};
     m->iface = (vg_model_iface){.struct_size = sizeof(vg_model_iface), .model = m,
                                 .pieces = m->pieces, .num_pieces = k,
                                 .reserve = model_reserve, .prepare = model_prepare,
                                 .addresses = model_addresses};
 }
 
-void model_fini(model *m) { VG_CHECK(m->b->mem_free(m->dev, m->w)); }
+void model_fini(model *m) { VG_CHECK(vg_mem_free(m->rt, m->w)); }
 
 vg_runner *make_runner(model *m, vg_graph_mode mode, uint64_t budget, int debug)
 {
@@ -183,9 +183,9 @@ vg_status run_call(vg_runner *r, model *m, const call *c, float *out, vg_run_inf
     inputs in = {c->x, c->perm, c->bias};
     vg_status st = vg_runner_run(r, &d, &in, info);
     if (st != VG_OK) return st;
-    st = m->b->copy_d2h(m->dev, vg_runner_stream(r), out, vg_runner_buffer(r, BUF_T),
-                        (size_t)c->n * C * 4);
-    if (st == VG_OK) st = m->b->stream_sync(m->dev, vg_runner_stream(r));
+    (void)m;
+    st = vg_mem_copy_d2h(vg_runner_stream(r), out, vg_runner_buffer(r, BUF_T), (size_t)c->n * C * 4);
+    if (st == VG_OK) st = vg_stream_sync(vg_runner_stream(r));
     return st;
 }
 

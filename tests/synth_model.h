@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A small synthetic model for the runner tests: X [n, C] -> mix (gemm with W, SiLU) -> Y;
  * bias (per-request rows, from a buffer whose size follows num_requests) -> Y; permute
  * (gather_rows by a per-call permutation: the splitting op) -> T; then a chain of axpby pieces
@@ -14,11 +15,10 @@ extern const int64_t k_sizes[4];
 
 typedef struct model {
     vg_runtime *rt;
-    const vg_backend_iface *b;
-    const vg_op_table *ops;
-    vg_bk_device *dev;
     float *w;               /* C x C weights, owned by the model */
     const float *x_in_use;  /* NULL: the runner's X buffer (set by the address-check test) */
+    /* gather_rows enqueues seen by the permute piece: run eagerly, or recorded into a graph */
+    int eager_gathers, captured_gathers;
     vg_piece pieces[MAXPIECES];
     vg_model_iface iface;
 } model;

@@ -1,4 +1,6 @@
-/* Loader: resolution order and every documented failure mode (docs/plugin-abi.md, "Loading"). */
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Loader: resolution order, every documented failure mode (docs/plugin-abi.md, "Loading") and
+ * auto-selection by score. ABI compatibility and vg_runtime_open_iface: test_abi.c. */
 #include <stdlib.h>
 
 #include "test_util.h"
@@ -210,21 +212,145 @@ static void test_probe_reports(void **state)
     assert_non_null(strstr(r.error, "libvg_nonexistent.so: not found"));
 }
 
-static void test_open_iface_validates(void **state)
+/* ---- auto-selection by score (docs/adding-a-backend.md, "Auto-selection") -------------------- *
+ * Every directory below is put after gpuless/, whose cuda and hip have no device: the builtins
+ * resolve there first, so a real GPU on the test machine cannot change the outcome. */
+
+#define GPULESS TEST_PLUGIN_DIR "/gpuless:"
+
+static const char *auto_open(const char *path)
+{
+    static char name[64];
+    vg_runtime *rt = NULL;
+    setenv("VG_BACKEND_PATH", path, 1);
+    VG_CHECK(vg_runtime_open(NULL, &rt));
+    snprintf(name, sizeof name, "%s", vg_runtime_backend_name(rt));
+    VG_CHECK(vg_runtime_close(rt));
+    return name;
+}
+
+static void test_auto_highest_score_wins(void **state)
 {
     (void)state;
-    vg_runtime *base = NULL, *rt = NULL;
-    VG_CHECK(open_named("kunlun_stub", &base));
-    vg_backend_iface copy = *vg_runtime_iface(base);
-    copy.stream_sync = NULL;
-    VG_CHECK_FAILS(vg_runtime_open_iface(&copy, 0, &rt), VG_ERR_ABI, "'stream_sync' is NULL");
-    copy = *vg_runtime_iface(base);
-    copy.abi_major = 0;
-    VG_CHECK_FAILS(vg_runtime_open_iface(&copy, 0, &rt), VG_ERR_ABI, "ABI major mismatch");
-    copy = *vg_runtime_iface(base);
-    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
-    VG_CHECK(vg_runtime_close(rt));
-    VG_CHECK(vg_runtime_close(base));
+    /* vendorx 950 beats fakegpu 900, vendory 600 and kunlun_stub 10 */
+    assert_string_equal(auto_open(GPULESS TEST_PLUGIN_DIR "/autoscore"), "vendorx");
+    /* the same plugins, the directory later on the path: still the score decides */
+    assert_string_equal(auto_open(GPULESS TEST_PLUGIN_DIR "/autoplain:" TEST_PLUGIN_DIR "/autoscore"),
+                        "vendorx");
+}
+
+static void test_auto_no_score_beats_stub(void **state)
+{
+    (void)state;
+    /* a plugin without score() counts 500: more than kunlun_stub's 10 */
+    assert_string_equal(auto_open(GPULESS TEST_PLUGIN_DIR "/autoplain"), "plain");
+    /* a plugin that reports less than kunlun_stub yields to it */
+    assert_string_equal(auto_open(GPULESS TEST_PLUGIN_DIR "/autolow"), "kunlun_stub");
+}
+
+static void test_auto_ties_go_to_the_earlier_candidate(void **state)
+{
+    (void)state;
+    assert_string_equal(auto_open(GPULESS TEST_PLUGIN_DIR "/tiea:" TEST_PLUGIN_DIR "/tieb"), "tiea");
+    assert_string_equal(auto_open(GPULESS TEST_PLUGIN_DIR "/tieb:" TEST_PLUGIN_DIR "/tiea"), "tieb");
+}
+
+static void test_auto_candidates_listed(void **state)
+{
+    (void)state;
+    setenv("VG_BACKEND_PATH", GPULESS TEST_PLUGIN_DIR "/autoscore", 1);
+    const char *names[32];
+    int n = vg_backend_candidates(names, 32);
+    /* the builtins first, in their order, then the files found on the path: autoscore's three;
+     * gpuless/ holds only builtin names, which are candidates once, as builtins */
+    assert_int_equal(n, vg_backend_builtin_count() + 3);
+    for (int i = 0; i < vg_backend_builtin_count(); i++)
+        assert_string_equal(names[i], vg_backend_builtin_name(i));
+    const char *want[] = {"/autoscore/libvg_vendorx.so", "/autoscore/libvg_vendory.so",
+                          "/autoscore/libvg_fakegpu.so"};
+    for (int w = 0; w < 3; w++) {
+        int found = 0;
+        for (int i = vg_backend_builtin_count(); i < n; i++) found += strstr(names[i], want[w]) != NULL;
+        if (found != 1) print_message("candidate %s listed %d times\n", want[w], found);
+        assert_int_equal(found, 1);
+    }
+    for (int i = vg_backend_builtin_count(); i < n; i++) assert_null(strstr(names[i], "/gpuless/"));
+    /* max smaller than the list: the count is still the whole list's */
+    assert_int_equal(vg_backend_candidates(names, 1), n);
+    /* no path: the builtins only */
+    unsetenv("VG_BACKEND_PATH");
+    assert_int_equal(vg_backend_candidates(names, 32), vg_backend_builtin_count());
+}
+
+static void test_probe_reports_score(void **state)
+{
+    (void)state;
+    vg_probe_report r;
+    const struct { const char *what; int32_t score; } cases[] = {
+        {TEST_PLUGIN_DIR "/autoscore/libvg_vendorx.so", 950},
+        {TEST_PLUGIN_DIR "/autoscore/libvg_fakegpu.so", 900},
+        {TEST_PLUGIN_DIR "/autoplain/libvg_plain.so", 500},
+        {TEST_PLUGIN_DIR "/autolow/libvg_low.so", 5},
+        {"kunlun_stub", 10},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memset(&r, 0, sizeof r);
+        r.struct_size = sizeof r;
+        assert_int_equal(vg_backend_probe(cases[i].what, &r), VG_OK);
+        if (r.score != cases[i].score)
+            print_message("%s: score %d, wanted %d\n", cases[i].what, r.score, cases[i].score);
+        assert_int_equal(r.score, cases[i].score);
+    }
+}
+
+static char g_log[1 << 16];
+static void collect_log(vg_log_level level, const char *msg, void *user)
+{
+    (void)level, (void)user;
+    size_t used = strlen(g_log);
+    snprintf(g_log + used, sizeof g_log - used, "%s\n", msg);
+}
+
+static void test_auto_skips_broken_plugins(void **state)
+{
+    (void)state;
+    /* garbage/ (not an ELF file) and broken/ (one plugin per loader failure) on the path, then a
+     * plugin that works: every broken one is refused, logged, and skipped */
+    g_log[0] = '\0';
+    vg_log_level old = vg_log_get_level();
+    vg_log_set_level(VG_LOG_INFO);
+    vg_log_set_callback(collect_log, NULL);
+    const char *got = auto_open(GPULESS TEST_PLUGIN_DIR "/garbage:" TEST_PLUGIN_DIR "/broken:"
+                                TEST_PLUGIN_DIR "/autobroken");
+    vg_log_set_callback(NULL, NULL);
+    vg_log_set_level(old);
+    assert_string_equal(got, "plain-survivor");
+    const char *refused[] = {"garbage/libvg_ordered.so", "broken/libvg_nosym.so",
+                             "broken/libvg_abimajor.so", "broken/libvg_nodevice.so",
+                             "broken/libvg_openfail.so", "autobroken/libvg_nodev.so"};
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        if (!strstr(g_log, refused[i])) print_message("no log line names %s:\n%s", refused[i], g_log);
+        assert_non_null(strstr(g_log, refused[i]));
+    }
+}
+
+static void test_auto_all_refused_lists_each(void **state)
+{
+    (void)state;
+    vg_runtime *rt = (vg_runtime *)0x1;
+    setenv("VG_BACKEND_PATH", GPULESS TEST_PLUGIN_DIR "/garbage:" TEST_PLUGIN_DIR "/broken", 1);
+    setenv("VG_STUB_DEVICES", "0", 1);
+    VG_CHECK_FAILS(vg_runtime_open(NULL, &rt), VG_ERR_NO_DEVICE, "no backend usable");
+    assert_null(rt);
+    const char *needles[] = {"[kunlun_stub]", "libvg_ordered.so", "dlopen failed",
+                             "libvg_nosym.so", "missing entry symbol", "libvg_abimajor.so",
+                             "ABI major mismatch", "libvg_small.so", "too small",
+                             "libvg_openfail.so", "simulated hardware fault"};
+    for (size_t i = 0; i < sizeof needles / sizeof needles[0]; i++) {
+        if (!strstr(vg_last_error(), needles[i]))
+            print_message("'%s' missing from: %s\n", needles[i], vg_last_error());
+        assert_non_null(strstr(vg_last_error(), needles[i]));
+    }
 }
 
 int main(void)
@@ -248,7 +374,13 @@ int main(void)
         cmocka_unit_test_setup(test_auto_selection_order, reset_env),
         cmocka_unit_test_setup(test_auto_selection_all_fail, reset_env),
         cmocka_unit_test_setup(test_probe_reports, reset_env),
-        cmocka_unit_test_setup(test_open_iface_validates, reset_env),
+        cmocka_unit_test_setup(test_auto_highest_score_wins, reset_env),
+        cmocka_unit_test_setup(test_auto_no_score_beats_stub, reset_env),
+        cmocka_unit_test_setup(test_auto_ties_go_to_the_earlier_candidate, reset_env),
+        cmocka_unit_test_setup(test_auto_candidates_listed, reset_env),
+        cmocka_unit_test_setup(test_probe_reports_score, reset_env),
+        cmocka_unit_test_setup(test_auto_skips_broken_plugins, reset_env),
+        cmocka_unit_test_setup(test_auto_all_refused_lists_each, reset_env),
     };
     return cmocka_run_group_tests_name("loader", tests, NULL, NULL);
 }

@@ -1,47 +1,16 @@
-/* Graph runner on kunlun_stub with the synthetic model of synth_model.h (no ViT needed). */
-#include <cjson/cJSON.h>
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Graph runner on kunlun_stub with the synthetic model of synth_model.h (no ViT needed). The
+ * model counts the gather_rows it enqueues eagerly and into graphs (vg_stream_is_capturing), so
+ * where the splitting op ran is observed from the model's side, not taken from the runner. */
 #include <math.h>
 #include <stdlib.h>
 
 #include "synth_model.h"
 #include "test_util.h"
 
-/* ---- fixture: a stub runtime; a counting wrapper of its table ------------------------------- */
+/* ---- fixture: a stub runtime ------------------------------------------------------------------- */
 
 static vg_runtime *g_base;
-
-static struct counters {
-    int capturing;
-    int eager_gathers, captured_gathers, launches;
-} g_count;
-static vg_backend_iface g_wrapped;
-static vg_op_table g_wrapped_ops;
-static const vg_backend_iface *g_real;
-static const vg_op_table *g_real_ops;
-
-static vg_status w_capture_begin(vg_bk_device *d, vg_bk_stream *s)
-{
-    vg_status st = g_real->capture_begin(d, s);
-    g_count.capturing = st == VG_OK;
-    return st;
-}
-static vg_status w_capture_end(vg_bk_device *d, vg_bk_stream *s, vg_bk_graph **g)
-{
-    g_count.capturing = 0;
-    return g_real->capture_end(d, s, g);
-}
-static vg_status w_launch(vg_bk_device *d, vg_bk_exec *x, vg_bk_stream *s)
-{
-    g_count.launches++;
-    return g_real->exec_launch(d, x, s);
-}
-static vg_status w_gather(vg_bk_device *d, vg_bk_stream *s, vg_dtype t, void *dst, const void *src,
-                          const int32_t *idx, int64_t rows, int64_t cols)
-{
-    if (g_count.capturing) g_count.captured_gathers++;
-    else g_count.eager_gathers++;
-    return g_real_ops->gather_rows(d, s, t, dst, src, idx, rows, cols);
-}
 
 static vg_runtime *open_stub(void)
 {
@@ -50,23 +19,6 @@ static vg_runtime *open_stub(void)
     o.backend = "kunlun_stub";
     vg_runtime *rt = NULL;
     VG_CHECK(vg_runtime_open(&o, &rt));
-    return rt;
-}
-
-static vg_runtime *open_counting(void)
-{
-    g_real = vg_runtime_iface(g_base);
-    g_real_ops = vg_runtime_ops(g_base);
-    g_wrapped = *g_real;
-    g_wrapped_ops = *g_real_ops;
-    g_wrapped.capture_begin = w_capture_begin;
-    g_wrapped.capture_end = w_capture_end;
-    g_wrapped.exec_launch = w_launch;
-    g_wrapped_ops.gather_rows = w_gather;
-    g_wrapped.ops = &g_wrapped_ops;
-    memset(&g_count, 0, sizeof g_count);
-    vg_runtime *rt = NULL;
-    VG_CHECK(vg_runtime_open_iface(&g_wrapped, 0, &rt));
     return rt;
 }
 
@@ -166,12 +118,13 @@ static void test_full_and_piecewise_matches_eager(void **state)
 static void test_piecewise_splitting_runs_eagerly(void **state)
 {
     (void)state;
-    vg_runtime *rt = open_counting();
+    vg_runtime *rt = open_stub();
     model m;
     model_init(&m, rt);
     vg_runner *r = make_runner(&m, VG_MODE_PIECEWISE, 0, 0);
     static float out[MAX_SIZE * 2 * C];
     call c;
+    int launches = 0;
     for (int i = 0; i < 5; i++) {
         make_call(&c, 30, 2, &g_seed);
         vg_run_info info;
@@ -179,21 +132,31 @@ static void test_piecewise_splitting_runs_eagerly(void **state)
         assert_int_equal(info.path, VG_RUN_PIECEWISE);
         assert_int_equal(info.graph_launches, 2); /* mix+bias, then the chain */
         assert_int_equal(info.eager_pieces, 1);   /* permute */
+        launches += info.graph_launches;
     }
-    assert_int_equal(g_count.eager_gathers, 5);
-    assert_int_equal(g_count.captured_gathers, 0);
-    assert_int_equal(g_count.launches, 10);
+    assert_int_equal(m.eager_gathers, 5);
+    assert_int_equal(m.captured_gathers, 0);
+    assert_int_equal(launches, 10);
+    vg_bucket_stats total;
+    vg_runner_stats(r, NULL, 0, &total);
+    assert_int_equal(total.replays, 10);
+    assert_int_equal(total.captures, 2);
     vg_runner_destroy(r);
     /* FULL captures the splitting op too: it then never runs eagerly */
-    memset(&g_count, 0, sizeof g_count);
+    m.eager_gathers = m.captured_gathers = 0;
+    launches = 0;
     r = make_runner(&m, VG_MODE_FULL, 0, 0);
     for (int i = 0; i < 5; i++) {
         make_call(&c, 30, 2, &g_seed);
-        VG_CHECK(run_call(r, &m, &c, out, NULL));
+        vg_run_info info;
+        VG_CHECK(run_call(r, &m, &c, out, &info));
+        launches += info.graph_launches;
     }
-    assert_int_equal(g_count.eager_gathers, 0);
-    assert_int_equal(g_count.captured_gathers, 1);
-    assert_int_equal(g_count.launches, 5);
+    assert_int_equal(m.eager_gathers, 0);
+    assert_int_equal(m.captured_gathers, 1);
+    assert_int_equal(launches, 5);
+    vg_runner_stats(r, NULL, 0, &total);
+    assert_int_equal(total.replays, 5);
     vg_runner_destroy(r);
     model_fini(&m);
     vg_runtime_close(rt);
@@ -368,11 +331,11 @@ static void test_address_check_catches_swapped_input(void **state)
     VG_CHECK(run_call(r, &m, &c, out, NULL));
     VG_CHECK(run_call(r, &m, &c, out, NULL)); /* a replay with the same addresses passes */
     float *other = NULL;
-    VG_CHECK(m.b->mem_alloc(m.dev, MAX_SIZE * C * 4, (void **)&other));
+    VG_CHECK(vg_mem_alloc(rt, MAX_SIZE * C * 4, (void **)&other));
     m.x_in_use = other; /* the bug: the model now reads another buffer than the graph captured */
     VG_CHECK_FAILS(run_call(r, &m, &c, out, NULL), VG_ERR_STATE, "address check failed");
     m.x_in_use = NULL;
-    VG_CHECK(m.b->mem_free(m.dev, other));
+    VG_CHECK(vg_mem_free(rt, other));
     vg_runner_destroy(r);
     model_fini(&m);
     vg_runtime_close(rt);
@@ -506,7 +469,7 @@ static void test_above_threshold_keeps_graph_buffers(void **state)
 static void test_eager_first(void **state)
 {
     (void)state;
-    vg_runtime *rt = open_counting();
+    vg_runtime *rt = open_stub();
     model m;
     model_init(&m, rt);
     vg_runner_options o;
@@ -529,7 +492,9 @@ static void test_eager_first(void **state)
         assert_int_equal(info.path, i == 0 ? VG_RUN_EAGER : VG_RUN_FULL);
         assert_int_equal(info.captures, i == 0 ? 1 : 0);
     }
-    assert_int_equal(g_count.captured_gathers, 1);
+    assert_int_equal(m.captured_gathers, 1);
+    /* the bucket's eager first run, and the three calls of the eager reference runner */
+    assert_int_equal(m.eager_gathers, 1 + 3);
     /* warm-up runs each bucket eagerly on prepare(NULL) data, then captures it */
     order ord = {.n = 0};
     vg_batch_desc like = {.num_tokens = 0, .num_requests = 2};
@@ -548,7 +513,9 @@ static void test_eager_first(void **state)
     vg_runtime_close(rt);
 }
 
-static void test_stats_text_and_json(void **state)
+/* The counters the vg command formats: hits, padding, one row per bucket plus the eager row, and
+ * a total that is the sum of the rows. */
+static void test_stats_counters(void **state)
 {
     (void)state;
     vg_runtime *rt = open_stub();
@@ -556,25 +523,38 @@ static void test_stats_text_and_json(void **state)
     model_init(&m, rt);
     vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0);
     static float out[MAX_SIZE * 2 * C];
-    for (int64_t n = 3; n <= 63; n += 20) {
+    for (int64_t n = 3; n <= 63; n += 20) { /* 3, 23, 43, 63: buckets 8, 32, 64, 64 */
         call c;
         make_call(&c, n, 1, &g_seed);
         VG_CHECK(run_call(r, &m, &c, out, NULL));
     }
-    char *text = NULL, *json = NULL;
-    VG_CHECK(vg_runner_stats_text(r, &text));
-    assert_non_null(strstr(text, "total"));
-    VG_CHECK(vg_runner_stats_json(r, &json));
-    cJSON *root = cJSON_Parse(json);
-    assert_non_null(root);
-    cJSON *total = cJSON_GetObjectItem(root, "total");
-    assert_int_equal((int)cJSON_GetObjectItem(total, "hits")->valuedouble, 4);
-    assert_int_equal((int)cJSON_GetObjectItem(total, "padded_tokens")->valuedouble,
-                     (8 - 3) + (32 - 23) + (64 - 43) + (64 - 63));
-    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "buckets")), 5);
-    cJSON_Delete(root);
-    vg_free(text);
-    vg_free(json);
+    vg_bucket_stats rows[8], total;
+    memset(rows, 0xff, sizeof rows);
+    assert_int_equal(vg_runner_stats(r, rows, 8, &total), 5);
+    assert_int_equal(total.hits, 4);
+    assert_int_equal(total.real_tokens, 3 + 23 + 43 + 63);
+    assert_int_equal(total.padded_tokens, (8 - 3) + (32 - 23) + (64 - 43) + (64 - 63));
+    assert_int_equal(total.captures, 3);
+    assert_int_equal(total.replays, 4);
+    assert_int_equal(total.live_graphs, 3);
+    const uint64_t hits[5] = {1, 0, 1, 2, 0};
+    uint64_t sum_hits = 0, sum_pad = 0, sum_captures = 0;
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(rows[i].size, i < 4 ? k_sizes[i] : -1);
+        assert_int_equal(rows[i].hits, hits[i]);
+        sum_hits += rows[i].hits, sum_pad += rows[i].padded_tokens, sum_captures += rows[i].captures;
+    }
+    assert_int_equal(rows[3].padded_tokens, (64 - 43) + (64 - 63));
+    assert_int_equal(sum_hits, total.hits);
+    assert_int_equal(sum_pad, total.padded_tokens);
+    assert_int_equal(sum_captures, total.captures);
+    assert_true(total.graph_bytes > 0);
+    /* fewer rows than there are: the count is still all of them, and nothing past max is written */
+    memset(rows, 0xab, sizeof rows);
+    assert_int_equal(vg_runner_stats(r, rows, 2, NULL), 5);
+    assert_int_equal(rows[1].size, k_sizes[1]);
+    const unsigned char *tail = (const unsigned char *)&rows[2];
+    for (size_t i = 0; i < sizeof rows[2]; i++) assert_int_equal(tail[i], 0xab);
     vg_runner_destroy(r);
     model_fini(&m);
     vg_runtime_close(rt);
@@ -630,7 +610,7 @@ int main(void)
         cmocka_unit_test_setup(test_uncapturable_op_downgrades_full, clean_env),
         cmocka_unit_test_setup(test_above_threshold_keeps_graph_buffers, clean_env),
         cmocka_unit_test_setup(test_eager_first, clean_env),
-        cmocka_unit_test_setup(test_stats_text_and_json, clean_env),
+        cmocka_unit_test_setup(test_stats_counters, clean_env),
         cmocka_unit_test_setup(test_bad_arguments, clean_env),
     };
     int failed = cmocka_run_group_tests_name("runner", tests, NULL, NULL);

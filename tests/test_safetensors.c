@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* safetensors: every class of hostile header gives a clear error naming file and tensor. */
 #include <stdlib.h>
 #include <unistd.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the cmocka test programs. */
 #ifndef VG_TEST_UTIL_H
 #define VG_TEST_UTIL_H
@@ -35,6 +36,52 @@
                           vg_last_error(), vg_status_name(want), (needle));              \
         assert_int_equal(st_, (want));                                                   \
         assert_non_null(strstr(vg_last_error(), (needle)));                              \
+    } while (0)
+
+/* Assert a call failed with `want` and that the message mentions both needles: the core's
+ * checks name the op and the offending value ("gemm", "lda 37"). */
+#define VG_CHECK_FAILS2(expr, want, needle1, needle2)                                    \
+    do {                                                                                 \
+        vg_error_clear();                                                                \
+        vg_status st_ = (expr);                                                          \
+        const char *m_ = vg_last_error();                                                \
+        if (st_ != (want) || !strstr(m_, (needle1)) || !strstr(m_, (needle2)))           \
+            print_message("%s:%d: %s -> %s: '%s' (wanted %s mentioning '%s' and '%s')\n", \
+                          __FILE__, __LINE__, #expr, vg_status_name(st_), m_,           \
+                          vg_status_name(want), (needle1), (needle2));                   \
+        assert_int_equal(st_, (want));                                                   \
+        assert_non_null(strstr(vg_last_error(), (needle1)));                             \
+        assert_non_null(strstr(vg_last_error(), (needle2)));                             \
+    } while (0)
+
+/* Assert a call failed with `want` and that the message mentions every one of the needles that
+ * follow (NULL-terminated by the macro): VG_CHECK_FAILS_ALL(call, VG_ERR_INVALID_ARG, "gemm",
+ * "lda", "37"). */
+static inline void vg_check_fails_all_(vg_status st, vg_status want, const char *expr,
+                                       const char *file, int line, ...)
+{
+    const char *msg = vg_last_error();
+    int ok = st == want;
+    va_list ap;
+    va_start(ap, line);
+    for (const char *n = va_arg(ap, const char *); n; n = va_arg(ap, const char *))
+        if (!strstr(msg, n)) {
+            print_message("%s:%d: message lacks '%s'\n", file, line, n);
+            ok = 0;
+        }
+    va_end(ap);
+    if (!ok) {
+        print_message("%s:%d: %s -> %s: '%s' (wanted %s)\n", file, line, expr, vg_status_name(st),
+                      msg, vg_status_name(want));
+        _fail(file, line);
+    }
+}
+#define VG_CHECK_FAILS_ALL(expr, want, ...)                                              \
+    do {                                                                                 \
+        vg_error_clear();                                                                \
+        vg_status sa_ = (expr);                                                          \
+        vg_check_fails_all_(sa_, (want), #expr, __FILE__, __LINE__, __VA_ARGS__,        \
+                            (const char *)NULL);                                         \
     } while (0)
 
 #endif

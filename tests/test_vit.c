@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Qwen2.5-VL vision encoder against Hugging Face's golden outputs, on the backend VG_BACKEND
  * names (kunlun_stub in CI, cuda on the GPU machine), in every graph mode, with padding. */
 #include <math.h>

@@ -1,0 +1,804 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Randomised conformance, in the spirit of ggml's test-backend-ops: every op of the catalogue the
+ * device supports, with shapes, leading dimensions, pointer offsets and dtypes drawn per case,
+ * checked against the double-precision references of reference_ops.c, through the core device
+ * API. A share of the cases is captured once and replayed on new input contents.
+ *
+ *   VG_BACKEND              the backend (as everywhere)
+ *   VG_CONFORMANCE_SEED     the seed (default below; always printed)
+ *   VG_CONFORMANCE_CASES    how many cases (default 200)
+ *   VG_CONFORMANCE_ONLY     run only the case of this index (what a failure tells you to set)
+ *   VG_CONFORMANCE_OPS      run only the cases of these ops (comma-separated names); the other
+ *                           cases are skipped, so every case keeps its index and its op
+ *   VG_REQUIRE_DEVICE=1     a backend without a device is a failure, not a skip
+ *
+ * Case i draws from its own generator, seeded from (seed, i), and case i of a backend always tests
+ * the same op: a failure reproduces with VG_CONFORMANCE_SEED and VG_CONFORMANCE_ONLY alone.
+ * Every buffer sits at a random element offset inside a larger allocation; the bytes the op must
+ * not write (stride gaps, the space around each buffer, every input) must come back bit for
+ * bit. A failure that leaves the device unusable (VG_ERR_DEVICE: a kernel fault) ends the run.
+ * Exit status: 0 pass, 1 failure, 77 no device (SKIP). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "reference_ops.h"
+#include "vg/vg_device.h"
+#include "vg/vg_half.h"
+
+#define SKIP_CODE 77
+#define DEFAULT_SEED 20261122ull
+#define DEFAULT_CASES 200
+#define MAX_BUFS 5
+
+/* ---- a small, seedable generator (splitmix64) ------------------------------------------------- */
+
+typedef struct rng { uint64_t s; } rng;
+
+static uint64_t rnext(rng *r)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static int64_t rint_in(rng *r, int64_t lo, int64_t hi) /* inclusive */
+{
+    return lo + (int64_t)(rnext(r) % (uint64_t)(hi - lo + 1));
+}
+static double runif(rng *r, double lo, double hi)
+{
+    return lo + (hi - lo) * ((double)(rnext(r) >> 11) * (1.0 / 9007199254740992.0));
+}
+static int rchance(rng *r, double p) { return runif(r, 0, 1) < p; }
+
+/* ---- buffers ----------------------------------------------------------------------------------- */
+
+typedef struct buf {
+    const char *name;
+    vg_dtype t;          /* dtype uploaded (and read by the op) */
+    vg_dtype tout;       /* dtype the op leaves in it (differs only for convert in place) */
+    size_t off, n, cap;  /* op region [off, off + n) of an allocation of cap elements */
+    unsigned char *raw0; /* the bytes uploaded */
+    double *h;           /* raw0 decoded as t: what the reference reads */
+    double *want;        /* output buffer: the expected contents, as tout */
+    unsigned char *mask; /* output buffer: 1 where the op writes */
+    void *base, *d;      /* device allocation, and the pointer the op gets */
+} buf;
+
+typedef struct tcase {
+    int index;
+    vg_op_id op;
+    vg_dtype t, t2; /* t2: gemm's dtype_c, convert's destination */
+    int graph;
+    char shape[512];
+    int nb, out;    /* number of buffers; index of the one the op writes */
+    buf b[MAX_BUFS];
+    int64_t m, n, k, lda, ldb, ldc, ldr, rows, cols, ld, ld2, count;
+    int heads, hd, nseg, bias, res, inplace; /* res: 0 none, 1 separate, 2 aliasing c */
+    vg_activation act;
+    double alpha, beta, value, eps, theta, scale;
+    double term_scale; /* set by reference() where the result may cancel: the terms' magnitude */
+} tcase;
+
+typedef struct suite {
+    vg_runtime *rt;
+    vg_stream *s;
+    uint64_t seed;
+    int graphs;
+    int verified[VG_OP_COUNT_], replayed[VG_OP_COUNT_], skipped[VG_OP_COUNT_];
+} suite;
+
+static suite S;
+
+static size_t esize(vg_dtype t) { return vg_dtype_size(t); }
+
+static void encode(vg_dtype t, double v, unsigned char *p)
+{
+    switch (t) {
+    case VG_DTYPE_F32: { float f = (float)v; memcpy(p, &f, 4); break; }
+    case VG_DTYPE_BF16: { uint16_t h = vg_f32_to_bf16((float)v); memcpy(p, &h, 2); break; }
+    case VG_DTYPE_F16: { uint16_t h = vg_f32_to_f16((float)v); memcpy(p, &h, 2); break; }
+    case VG_DTYPE_I32: { int32_t i = (int32_t)v; memcpy(p, &i, 4); break; }
+    case VG_DTYPE_I64: { int64_t i = (int64_t)v; memcpy(p, &i, 8); break; }
+    default: *p = (unsigned char)v; break;
+    }
+}
+
+static double decode(vg_dtype t, const unsigned char *p)
+{
+    switch (t) {
+    case VG_DTYPE_F32: { float f; memcpy(&f, p, 4); return f; }
+    case VG_DTYPE_BF16: { uint16_t h; memcpy(&h, p, 2); return vg_bf16_to_f32(h); }
+    case VG_DTYPE_F16: { uint16_t h; memcpy(&h, p, 2); return vg_f16_to_f32(h); }
+    case VG_DTYPE_I32: { int32_t i; memcpy(&i, p, 4); return i; }
+    case VG_DTYPE_I64: { int64_t i; memcpy(&i, p, 8); return (double)i; }
+    default: return *p;
+    }
+}
+
+static int is_float(vg_dtype t) { return t == VG_DTYPE_F32 || t == VG_DTYPE_BF16 || t == VG_DTYPE_F16; }
+
+/* Add a buffer of n elements at a random offset, with a random guard after it. */
+static buf *add_buf(tcase *c, rng *r, const char *name, vg_dtype t, size_t n)
+{
+    buf *b = &c->b[c->nb++];
+    memset(b, 0, sizeof *b);
+    b->name = name;
+    b->t = b->tout = t;
+    b->n = n;
+    b->off = (size_t)rint_in(r, 0, 7);
+    b->cap = b->off + n + (size_t)rint_in(r, 0, 5);
+    if (b->cap == 0) b->cap = 1;
+    return b;
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size);
+    if (!p) {
+        fprintf(stderr, "conformance_random: out of host memory\n");
+        exit(1);
+    }
+    return p;
+}
+
+/* A value of t: floats uniform in [-1, 1] (rounded to t), integers over their range. */
+static double random_value(rng *r, vg_dtype t)
+{
+    switch (t) {
+    case VG_DTYPE_I32: return (double)rint_in(r, -2000000000, 2000000000);
+    case VG_DTYPE_I64: return (double)rint_in(r, -(1ll << 52), 1ll << 52);
+    case VG_DTYPE_U8: return (double)rint_in(r, 0, 255);
+    default: return ref_round(t, runif(r, -1.0, 1.0));
+    }
+}
+
+static void fill_random(buf *b, rng *r)
+{
+    for (size_t i = 0; i < b->cap; i++) b->h[i] = random_value(r, b->t);
+}
+
+/* Index-like I32 contents: every element of the allocation in [lo, hi]. */
+static void fill_ints(buf *b, rng *r, int64_t lo, int64_t hi)
+{
+    for (size_t i = 0; i < b->cap; i++) b->h[i] = (double)rint_in(r, lo, hi);
+}
+
+/* ---- the ops: shapes, contents, enqueue, reference ------------------------------------------------ */
+
+static vg_dtype pick_dtype(rng *r, vg_op_id op)
+{
+    uint32_t have = 0;
+    vg_runtime_op_support(S.rt, op, &have);
+    have &= ref_catalogue_dtypes(op);
+    if (!have) have = ref_catalogue_dtypes(op);
+    vg_dtype list[VG_DTYPE_COUNT_];
+    int n = 0;
+    for (int t = 0; t < VG_DTYPE_COUNT_; t++)
+        if (have & VG_DTYPE_BIT(t)) list[n++] = (vg_dtype)t;
+    return list[rint_in(r, 0, n - 1)];
+}
+
+static int64_t pad(rng *r) { return rchance(r, 0.5) ? 0 : rint_in(r, 1, 9); }
+
+static int64_t small_rows(rng *r, int64_t hi) { return rchance(r, 0.05) ? 0 : rint_in(r, 1, hi); }
+
+static const char *act_name(vg_activation a)
+{
+    static const char *const n[] = {"none", "gelu_erf", "gelu_tanh", "silu", "quick_gelu"};
+    return (unsigned)a < 5 ? n[a] : "?";
+}
+
+/* Draw the op's parameters and declare its buffers. */
+static void generate(tcase *c, rng *r)
+{
+    c->t = pick_dtype(r, c->op);
+    c->t2 = c->t;
+    switch (c->op) {
+    case VG_OP_FILL:
+        c->count = rchance(r, 0.05) ? 0 : rint_in(r, 1, 4100);
+        c->value = is_float(c->t) ? ref_round(c->t, (float)runif(r, -100, 100)) : random_value(r, c->t);
+        add_buf(c, r, "dst", c->t, (size_t)c->count);
+        c->out = 0;
+        snprintf(c->shape, sizeof c->shape, "count=%lld value=%.17g", (long long)c->count, c->value);
+        break;
+    case VG_OP_AXPBY:
+        c->count = rchance(r, 0.05) ? 0 : rint_in(r, 1, 5000);
+        c->alpha = (float)runif(r, -2, 2), c->beta = (float)runif(r, -2, 2);
+        c->inplace = rchance(r, 0.25);
+        if (!c->inplace) add_buf(c, r, "x", VG_DTYPE_F32, (size_t)c->count);
+        add_buf(c, r, "y", VG_DTYPE_F32, (size_t)c->count);
+        c->out = c->nb - 1;
+        snprintf(c->shape, sizeof c->shape, "n=%lld alpha=%.9g beta=%.9g%s", (long long)c->count,
+                 c->alpha, c->beta, c->inplace ? " x=y" : "");
+        break;
+    case VG_OP_GEMM:
+        c->t2 = pick_dtype(r, c->op);
+        c->m = rchance(r, 0.1) ? rint_in(r, 161, 400) : rint_in(r, 1, 160);
+        c->n = rchance(r, 0.1) ? rint_in(r, 161, 520) : rint_in(r, 1, 160);
+        c->k = rchance(r, 0.1) ? rint_in(r, 257, 1100) : rint_in(r, 1, 256);
+        c->lda = c->k + pad(r), c->ldb = c->k + pad(r), c->ldc = c->n + pad(r);
+        c->act = (vg_activation)rint_in(r, 0, 4);
+        c->bias = rchance(r, 0.5);
+        c->res = (int)rint_in(r, 0, 2);
+        if (c->res == 2 && c->act != VG_ACT_NONE) c->res = 1; /* aliasing needs no activation */
+        c->ldr = c->res == 2 ? c->ldc : c->n + pad(r);
+        c->alpha = rchance(r, 0.3) ? 1.0 : (float)runif(r, 0.25, 2.0);
+        add_buf(c, r, "a", c->t, (size_t)((c->m - 1) * c->lda + c->k));
+        add_buf(c, r, "b", c->t, (size_t)((c->n - 1) * c->ldb + c->k));
+        add_buf(c, r, "c", c->t2, (size_t)((c->m - 1) * c->ldc + c->n));
+        c->out = 2;
+        if (c->bias) add_buf(c, r, "bias", c->t, (size_t)c->n);
+        if (c->res == 1) add_buf(c, r, "residual", c->t2, (size_t)((c->m - 1) * c->ldr + c->n));
+        snprintf(c->shape, sizeof c->shape,
+                 "dtype_c=%s m=%lld n=%lld k=%lld lda=%lld ldb=%lld ldc=%lld act=%s alpha=%.9g "
+                 "bias=%d residual=%s ldr=%lld", vg_dtype_name(c->t2), (long long)c->m,
+                 (long long)c->n, (long long)c->k, (long long)c->lda, (long long)c->ldb,
+                 (long long)c->ldc, act_name(c->act), c->alpha, c->bias,
+                 c->res == 0 ? "none" : c->res == 1 ? "separate" : "aliasing c", (long long)c->ldr);
+        break;
+    case VG_OP_GATHER_ROWS: {
+        int64_t src_rows = rint_in(r, 1, 100);
+        c->rows = small_rows(r, 120), c->cols = rint_in(r, 1, 200);
+        c->ld = src_rows; /* remembered for the index range */
+        add_buf(c, r, "src", c->t, (size_t)(src_rows * c->cols));
+        add_buf(c, r, "idx", VG_DTYPE_I32, (size_t)c->rows);
+        add_buf(c, r, "dst", c->t, (size_t)(c->rows * c->cols));
+        c->out = 2;
+        snprintf(c->shape, sizeof c->shape, "src_rows=%lld rows=%lld cols=%lld", (long long)src_rows,
+                 (long long)c->rows, (long long)c->cols);
+        break;
+    }
+    case VG_OP_RMSNORM:
+        c->rows = small_rows(r, 64), c->cols = rint_in(r, 1, 320);
+        c->eps = (float)(rchance(r, 0.2) ? 0.5 : rchance(r, 0.5) ? 1e-6 : 1e-5);
+        c->inplace = rchance(r, 0.3);
+        add_buf(c, r, "x", c->t, (size_t)(c->rows * c->cols));
+        add_buf(c, r, "w", c->t, (size_t)c->cols);
+        if (!c->inplace) add_buf(c, r, "out", c->t, (size_t)(c->rows * c->cols));
+        c->out = c->inplace ? 0 : 2;
+        snprintf(c->shape, sizeof c->shape, "rows=%lld cols=%lld eps=%g%s", (long long)c->rows,
+                 (long long)c->cols, c->eps, c->inplace ? " out=x" : "");
+        break;
+    case VG_OP_ROTARY_2D:
+        c->rows = small_rows(r, 48), c->heads = (int)rint_in(r, 1, 4), c->hd = 4 * (int)rint_in(r, 1, 32);
+        c->ld = (int64_t)c->heads * c->hd + pad(r);
+        c->theta = rchance(r, 0.6) ? 10000.0 : rchance(r, 0.5) ? 500.0 : 1.0;
+        add_buf(c, r, "x", c->t, (size_t)(c->rows ? (c->rows - 1) * c->ld + (int64_t)c->heads * c->hd : 0));
+        add_buf(c, r, "pos", VG_DTYPE_I32, (size_t)(2 * c->rows));
+        c->out = 0;
+        snprintf(c->shape, sizeof c->shape, "rows=%lld heads=%d head_dim=%d ld=%lld theta=%g",
+                 (long long)c->rows, c->heads, c->hd, (long long)c->ld, c->theta);
+        break;
+    case VG_OP_ATTENTION:
+    case VG_OP_ATTENTION_ROTARY: {
+        static const int common[] = {16, 32, 64, 72, 80, 96, 128};
+        int rot = c->op == VG_OP_ATTENTION_ROTARY;
+        int big = rchance(r, 0.12); /* several key and query tiles of a GPU kernel */
+        c->rows = big ? rint_in(r, 97, 600) : small_rows(r, 96), c->heads = (int)rint_in(r, 1, 4);
+        c->hd = rchance(r, 0.5) || big ? common[rint_in(r, 0, 6)] : (int)rint_in(r, 1, VG_ATTENTION_MAX_HEAD_DIM);
+        if (rot) c->hd = (c->hd + 3) / 4 * 4;
+        int64_t hidden = (int64_t)c->heads * c->hd;
+        c->ld = 3 * hidden + pad(r), c->ld2 = hidden + pad(r);
+        c->nseg = (int)rint_in(r, 1, 8);
+        c->scale = (float)(runif(r, 0.5, 2.0) / sqrt((double)c->hd));
+        c->theta = rchance(r, 0.7) ? 10000.0 : 100.0;
+        add_buf(c, r, "qkv", c->t, (size_t)(c->rows ? (c->rows - 1) * c->ld + 3 * hidden : 0));
+        add_buf(c, r, "cu_seqlens", VG_DTYPE_I32, (size_t)c->nseg + 1);
+        add_buf(c, r, "out", c->t, (size_t)(c->rows ? (c->rows - 1) * c->ld2 + hidden : 0));
+        c->out = 2;
+        if (rot) add_buf(c, r, "pos", VG_DTYPE_I32, (size_t)(2 * c->rows));
+        snprintf(c->shape, sizeof c->shape,
+                 "rows=%lld heads=%d head_dim=%d ld_qkv=%lld ld_out=%lld num_segments=%d scale=%.9g%s",
+                 (long long)c->rows, c->heads, c->hd, (long long)c->ld, (long long)c->ld2, c->nseg,
+                 c->scale, rot ? (c->theta > 1000 ? " theta=10000" : " theta=100") : "");
+        break;
+    }
+    case VG_OP_SILU_MUL:
+        c->rows = small_rows(r, 64), c->cols = rint_in(r, 1, 300);
+        c->ld = 2 * c->cols + pad(r), c->ld2 = c->cols + pad(r);
+        add_buf(c, r, "in", c->t, (size_t)(c->rows ? (c->rows - 1) * c->ld + 2 * c->cols : 0));
+        add_buf(c, r, "out", c->t, (size_t)(c->rows ? (c->rows - 1) * c->ld2 + c->cols : 0));
+        c->out = 1;
+        snprintf(c->shape, sizeof c->shape, "rows=%lld cols=%lld ld_in=%lld ld_out=%lld",
+                 (long long)c->rows, (long long)c->cols, (long long)c->ld, (long long)c->ld2);
+        break;
+    case VG_OP_CONVERT:
+        c->t2 = pick_dtype(r, c->op);
+        c->count = rchance(r, 0.05) ? 0 : rint_in(r, 1, 3000);
+        c->inplace = esize(c->t) == esize(c->t2) && rchance(r, 0.3);
+        add_buf(c, r, "src", c->t, (size_t)c->count);
+        if (c->inplace) {
+            c->b[0].tout = c->t2;
+            c->out = 0;
+        } else {
+            add_buf(c, r, "dst", c->t2, (size_t)c->count);
+            c->out = 1;
+        }
+        snprintf(c->shape, sizeof c->shape, "to %s count=%lld%s", vg_dtype_name(c->t2),
+                 (long long)c->count, c->inplace ? " in place" : "");
+        break;
+    default:
+        break;
+    }
+}
+
+/* New contents for every buffer (inputs, outputs, gaps and guards alike). */
+static void randomise(tcase *c, rng *r)
+{
+    for (int i = 0; i < c->nb; i++) fill_random(&c->b[i], r);
+    switch (c->op) {
+    case VG_OP_GATHER_ROWS:
+        fill_ints(&c->b[1], r, 0, c->ld - 1);
+        break;
+    case VG_OP_ROTARY_2D:
+        fill_ints(&c->b[1], r, 0, 64);
+        break;
+    case VG_OP_ATTENTION:
+    case VG_OP_ATTENTION_ROTARY: {
+        buf *cu = &c->b[1];
+        fill_ints(cu, r, 0, c->rows); /* guards included: any value */
+        double *v = cu->h + cu->off;
+        v[0] = 0, v[c->nseg] = (double)c->rows;
+        for (int i = 1; i < c->nseg; i++) v[i] = (double)rint_in(r, 0, c->rows);
+        for (int i = 1; i < c->nseg; i++) /* sort the inner bounds; equal ones are empty segments */
+            for (int j = i; j > 1 && v[j - 1] > v[j]; j--) {
+                double t = v[j];
+                v[j] = v[j - 1], v[j - 1] = t;
+            }
+        if (c->op == VG_OP_ATTENTION_ROTARY) fill_ints(&c->b[3], r, 0, 64);
+        break;
+    }
+    case VG_OP_CONVERT: { /* a wide range, and values F16 stores as subnormals */
+        buf *src = &c->b[0];
+        for (size_t i = 0; i < src->cap; i++) {
+            double v = runif(r, -1, 1) * (rchance(r, 0.2) ? 1e-5 : rchance(r, 0.5) ? 3000.0 : 1.0);
+            src->h[i] = ref_round(src->t, v);
+        }
+        break;
+    }
+    default:
+        break;
+    }
+    for (int i = 0; i < c->nb; i++) {
+        buf *b = &c->b[i];
+        for (size_t j = 0; j < b->cap; j++) encode(b->t, b->h[j], b->raw0 + j * esize(b->t));
+    }
+}
+
+static int32_t *ints_of(const buf *b)
+{
+    int32_t *p = xcalloc(b->n, sizeof *p);
+    for (size_t i = 0; i < b->n; i++) p[i] = (int32_t)b->h[b->off + i];
+    return p;
+}
+
+static void mark_rows(buf *o, int64_t rows, int64_t ld, int64_t width)
+{
+    for (int64_t r = 0; r < rows; r++)
+        memset(o->mask + o->off + (size_t)(r * ld), 1, (size_t)width);
+}
+
+/* The expected contents of the output buffer, and where the op writes. */
+static void reference(tcase *c)
+{
+    buf *o = &c->b[c->out];
+    /* unmasked elements are compared as bytes; the starting values matter only to in-place ops */
+    for (size_t i = 0; i < o->cap; i++) o->want[i] = o->h[i];
+    memset(o->mask, 0, o->cap);
+    double *w = o->want + o->off;
+    const buf *b = c->b;
+    switch (c->op) {
+    case VG_OP_FILL:
+        for (int64_t i = 0; i < c->count; i++) w[i] = c->value;
+        mark_rows(o, 1, 0, c->count);
+        break;
+    case VG_OP_AXPBY: {
+        /* x = y with alpha close to -beta cancels: the device's rounding is relative to the terms */
+        const double *x = c->inplace ? w : b[0].h + b[0].off;
+        double mx = 0, my = 0;
+        for (int64_t i = 0; i < c->count; i++) mx = fmax(mx, fabs(x[i])), my = fmax(my, fabs(w[i]));
+        c->term_scale = fabs(c->alpha) * mx + fabs(c->beta) * my;
+        ref_axpby((size_t)c->count, c->alpha, x, c->beta, w);
+        mark_rows(o, 1, 0, c->count);
+        break;
+    }
+    case VG_OP_GEMM: {
+        const double *bias = c->bias ? b[3].h + b[3].off : NULL;
+        const double *res = c->res == 2 ? w : c->res == 1 ? b[c->nb - 1].h + b[c->nb - 1].off : NULL;
+        ref_gemm(c->m, c->n, c->k, c->alpha, b[0].h + b[0].off, c->lda, b[1].h + b[1].off, c->ldb,
+                 bias, res, c->ldr, c->act, w, c->ldc);
+        mark_rows(o, c->m, c->ldc, c->n);
+        break;
+    }
+    case VG_OP_GATHER_ROWS: {
+        int32_t *idx = ints_of(&b[1]);
+        ref_gather_rows(w, b[0].h + b[0].off, idx, c->rows, c->cols);
+        mark_rows(o, 1, 0, c->rows * c->cols);
+        free(idx);
+        break;
+    }
+    case VG_OP_RMSNORM:
+        ref_rmsnorm(c->inplace ? w : b[0].h + b[0].off, b[1].h + b[1].off, w, c->rows, c->cols, c->eps);
+        mark_rows(o, 1, 0, c->rows * c->cols);
+        break;
+    case VG_OP_ROTARY_2D: {
+        int32_t *pos = ints_of(&b[1]);
+        ref_rotary_2d(w, c->ld, c->rows, c->heads, c->hd, pos, c->theta);
+        mark_rows(o, c->rows, c->ld, (int64_t)c->heads * c->hd);
+        free(pos);
+        break;
+    }
+    case VG_OP_ATTENTION:
+    case VG_OP_ATTENTION_ROTARY: {
+        int32_t *cu = ints_of(&b[1]);
+        int32_t *pos = c->op == VG_OP_ATTENTION_ROTARY ? ints_of(&b[3]) : NULL;
+        ref_attention(b[0].h + b[0].off, c->ld, w, c->ld2, c->rows, c->heads, c->hd, cu, c->nseg,
+                      c->scale, pos, c->theta);
+        mark_rows(o, c->rows, c->ld2, (int64_t)c->heads * c->hd);
+        free(cu);
+        free(pos);
+        break;
+    }
+    case VG_OP_SILU_MUL:
+        ref_silu_mul(b[0].h + b[0].off, c->ld, w, c->ld2, c->rows, c->cols);
+        mark_rows(o, c->rows, c->ld2, c->cols);
+        break;
+    case VG_OP_CONVERT:
+        for (int64_t i = 0; i < c->count; i++) w[i] = ref_round(c->t2, b[0].h[b[0].off + (size_t)i]);
+        mark_rows(o, 1, 0, c->count);
+        break;
+    default:
+        break;
+    }
+}
+
+static vg_status enqueue(const tcase *c)
+{
+    const buf *b = c->b;
+    vg_stream *s = S.s;
+    float theta = (float)c->theta;
+    switch (c->op) {
+    case VG_OP_FILL: return vg_op_fill(s, b[0].d, c->t, (size_t)c->count, c->value);
+    case VG_OP_AXPBY:
+        /* in place: one buffer is x and y */
+        return vg_op_axpby(s, (size_t)c->count, (float)c->alpha, b[0].d, (float)c->beta,
+                           b[c->out].d);
+    case VG_OP_GEMM: {
+        vg_gemm_args a = {.struct_size = sizeof a, .dtype_ab = c->t, .dtype_c = c->t2, .m = c->m,
+                          .n = c->n, .k = c->k, .a = b[0].d, .lda = c->lda, .b = b[1].d,
+                          .ldb = c->ldb, .c = b[2].d, .ldc = c->ldc,
+                          .bias = c->bias ? b[3].d : NULL,
+                          .residual = c->res == 2 ? b[2].d : c->res == 1 ? b[c->nb - 1].d : NULL,
+                          .ldr = c->ldr, .act = c->act, .alpha = (float)c->alpha};
+        return vg_op_gemm(s, &a);
+    }
+    case VG_OP_GATHER_ROWS:
+        return vg_op_gather_rows(s, c->t, b[2].d, b[0].d, b[1].d, c->rows, c->cols);
+    case VG_OP_RMSNORM:
+        return vg_op_rmsnorm(s, c->t, b[0].d, b[1].d, c->inplace ? b[0].d : b[2].d, c->rows,
+                             c->cols, (float)c->eps);
+    case VG_OP_ROTARY_2D:
+        return vg_op_rotary_2d(s, c->t, b[0].d, c->ld, c->rows, c->heads, c->hd, b[1].d, theta);
+    case VG_OP_ATTENTION:
+        return vg_op_attention(s, c->t, b[0].d, c->ld, b[2].d, c->ld2, c->rows, c->heads, c->hd,
+                               b[1].d, c->nseg, (float)c->scale);
+    case VG_OP_ATTENTION_ROTARY:
+        return vg_op_attention_rotary(s, c->t, b[0].d, c->ld, b[2].d, c->ld2, c->rows, c->heads,
+                                      c->hd, b[1].d, c->nseg, (float)c->scale, b[3].d, theta);
+    case VG_OP_SILU_MUL:
+        return vg_op_silu_mul(s, c->t, b[0].d, c->ld, b[1].d, c->ld2, c->rows, c->cols);
+    case VG_OP_CONVERT:
+        return vg_op_convert(s, c->t, b[0].d, c->t2, b[c->out].d, (size_t)c->count);
+    default: return VG_ERR_INTERNAL;
+    }
+}
+
+/* A refusal the catalogue allows a backend: attention head dims it did not compile, and gemm
+ * dtype pairs (the per-op dtype set cannot say which pairs a device has). */
+static int may_refuse(const tcase *c, vg_status st)
+{
+    if (st != VG_ERR_UNSUPPORTED) return 0;
+    if (c->op == VG_OP_ATTENTION || c->op == VG_OP_ATTENTION_ROTARY) return 1;
+    return c->op == VG_OP_GEMM && c->t != c->t2;
+}
+
+/* Tolerances: |got - want| <= atol · max|want| + rtol · |want| for each written element. */
+static void tolerance(const tcase *c, double *atol, double *rtol)
+{
+    vg_dtype t = c->b[c->out].tout;
+    *atol = *rtol = 0; /* fill, gather_rows, convert: exact */
+    if (c->op == VG_OP_FILL || c->op == VG_OP_GATHER_ROWS || c->op == VG_OP_CONVERT) return;
+    if (c->op == VG_OP_AXPBY) {
+        *atol = *rtol = 1e-6;
+        return;
+    }
+    int attention = c->op == VG_OP_ATTENTION || c->op == VG_OP_ATTENTION_ROTARY;
+    switch (t) {
+    case VG_DTYPE_F32: *atol = c->op == VG_OP_ROTARY_2D || c->op == VG_OP_ATTENTION_ROTARY ? 1e-4 : 2e-5, *rtol = 1e-5; break;
+    case VG_DTYPE_F16: *atol = attention ? 1e-2 : 4e-3, *rtol = 2e-3; break;
+    default: *atol = attention ? 2e-2 : 1.6e-2, *rtol = 8e-3; break; /* BF16 */
+    }
+}
+
+/* ---- running one case ------------------------------------------------------------------------------ */
+
+static int g_failing = -1; /* the case whose header has been printed */
+
+static void describe(const tcase *c, FILE *f)
+{
+    fprintf(f, "case %d (VG_CONFORMANCE_SEED=%llu VG_CONFORMANCE_ONLY=%d): %s %s %s; %s", c->index,
+            (unsigned long long)S.seed, c->index, vg_op_name(c->op), vg_dtype_name(c->t), c->shape,
+            c->graph ? "captured, replayed on new contents" : "eager");
+    fprintf(f, "; offsets");
+    for (int i = 0; i < c->nb; i++) fprintf(f, " %s+%zu", c->b[i].name, c->b[i].off);
+    fprintf(f, "\n");
+}
+
+static int upload_all(tcase *c)
+{
+    for (int i = 0; i < c->nb; i++)
+        if (vg_mem_copy_h2d(S.s, c->b[i].base, c->b[i].raw0, c->b[i].cap * esize(c->b[i].t)) != VG_OK)
+            return -1;
+    return vg_stream_sync(S.s) == VG_OK ? 0 : -1;
+}
+
+/* Before the first line about a failing case: what the case is and how to run it alone. */
+static void fail_header(const tcase *c)
+{
+    if (g_failing == c->index) return;
+    g_failing = c->index;
+    fprintf(stderr, "FAIL ");
+    describe(c, stderr);
+}
+
+/* Compare the device's buffers with the expectation; print what differs. Returns 0 when equal. */
+static int check(tcase *c, int expect_untouched)
+{
+    int bad = 0, shown = 0;
+    double atol, rtol;
+    tolerance(c, &atol, &rtol);
+    for (int i = 0; i < c->nb; i++) {
+        buf *b = &c->b[i];
+        size_t es = esize(b->t), bytes = b->cap * es;
+        unsigned char *got = xcalloc(bytes, 1);
+        if (vg_mem_copy_d2h(S.s, got, b->base, bytes) != VG_OK || vg_stream_sync(S.s) != VG_OK) {
+            fail_header(c);
+            fprintf(stderr, "  reading %s back failed: %s\n", b->name, vg_last_error());
+            free(got);
+            return 1;
+        }
+        if (i != c->out || expect_untouched) { /* inputs, and anything before a replay: as uploaded */
+            if (memcmp(got, b->raw0, bytes) != 0) {
+                size_t e = 0;
+                while (memcmp(got + e * es, b->raw0 + e * es, es) == 0) e++;
+                fail_header(c);
+                fprintf(stderr, "  %s was modified%s: element %lld of the op region (%zu of the "
+                        "allocation) holds %.9g, uploaded %.9g\n", b->name,
+                        expect_untouched ? " before the replay" : " though the op only reads it",
+                        (long long)e - (long long)b->off, e, decode(b->t, got + e * es), b->h[e]);
+                bad = 1;
+            }
+            free(got);
+            continue;
+        }
+        double scale = c->term_scale;
+        for (size_t e = 0; e < b->cap; e++)
+            if (b->mask[e]) scale = fmax(scale, fabs(b->want[e]));
+        double worst = 0;
+        for (size_t e = 0; e < b->cap; e++) {
+            const unsigned char *g = got + e * es;
+            int ok;
+            double gv = decode(b->tout, g), wv = b->want[e];
+            if (b->mask[e]) {
+                double err = fabs(gv - wv);
+                ok = !isnan(gv) && !isinf(gv) && err <= atol * scale + rtol * fabs(wv);
+                if (scale > 0) worst = fmax(worst, err / scale);
+            } else {
+                ok = memcmp(g, b->raw0 + e * es, es) == 0;
+                wv = b->h[e];
+                gv = decode(b->t, g);
+            }
+            if (!ok) {
+                fail_header(c);
+                if (shown++ >= 5) {
+                } else if (b->mask[e]) {
+                    fprintf(stderr, "  %s[%lld]: got %.9g, want %.9g (atol %.3g x max|want| %.3g, "
+                            "rtol %.3g)\n", b->name, (long long)e - (long long)b->off, gv, wv,
+                            atol, scale, rtol);
+                } else {
+                    fprintf(stderr, "  %s[%lld]: written, but the op must not touch it: got %.9g, "
+                            "uploaded %.9g\n", b->name, (long long)e - (long long)b->off, gv, wv);
+                }
+                bad = 1;
+            }
+        }
+        if (shown > 5) fprintf(stderr, "  ... %d elements differ in all\n", shown);
+        if (bad && scale > 0) fprintf(stderr, "  largest error / max|want|: %.3g\n", worst);
+        free(got);
+    }
+    return bad;
+}
+
+static void free_case(tcase *c)
+{
+    for (int i = 0; i < c->nb; i++) {
+        buf *b = &c->b[i];
+        if (b->base) vg_mem_free(S.rt, b->base);
+        free(b->raw0), free(b->h), free(b->want), free(b->mask);
+    }
+}
+
+/* Returns 0 pass, 1 failure, 2 refused (allowed), 3 failure that leaves the device unusable. */
+static int run_case(tcase *c)
+{
+    rng r = {S.seed ^ (0xA24BAED4963EE407ull * (uint64_t)(c->index + 1))};
+    rnext(&r);
+    generate(c, &r);
+    uint32_t flags = vg_runtime_op_support(S.rt, c->op, NULL);
+    c->graph = S.graphs && (flags & VG_OP_CAPTURABLE) && rchance(&r, 0.3);
+    for (int i = 0; i < c->nb; i++) {
+        buf *b = &c->b[i];
+        b->raw0 = xcalloc(b->cap, esize(b->t));
+        b->h = xcalloc(b->cap, sizeof(double));
+        if (i == c->out) {
+            b->want = xcalloc(b->cap, sizeof(double));
+            b->mask = xcalloc(b->cap, 1);
+        }
+        if (vg_mem_alloc(S.rt, b->cap * esize(b->t), &b->base) != VG_OK) {
+            fail_header(c);
+            fprintf(stderr, "  allocating %s failed: %s\n", b->name, vg_last_error());
+            return 1;
+        }
+        b->d = (char *)b->base + b->off * esize(b->t);
+    }
+    randomise(c, &r);
+    if (upload_all(c) != 0) {
+        fail_header(c);
+        fprintf(stderr, "  upload failed: %s\n", vg_last_error());
+        return 1;
+    }
+    vg_status st;
+    vg_graph_exec *exec = NULL;
+    if (c->graph) {
+        vg_graph *g = NULL;
+        st = vg_graph_capture_begin(S.s);
+        if (st == VG_OK) {
+            vg_status est = enqueue(c);
+            st = vg_graph_capture_end(S.s, &g);
+            if (est != VG_OK) st = est;
+        }
+        if (st == VG_OK) st = vg_graph_instantiate(g, &exec);
+        vg_graph_destroy(g);
+        if (st == VG_OK) { /* capture records, runs nothing: every buffer is as uploaded */
+            if (check(c, 1)) {
+                vg_graph_exec_destroy(exec);
+                return 1;
+            }
+            randomise(c, &r); /* new contents, indices and segment bounds included */
+            if (upload_all(c) != 0) st = vg_last_status();
+            else st = vg_graph_exec_launch(exec, S.s);
+        }
+    } else {
+        st = enqueue(c);
+    }
+    if (st == VG_OK) st = vg_stream_sync(S.s);
+    if (exec) vg_graph_exec_destroy(exec);
+    if (may_refuse(c, st)) return 2;
+    if (st != VG_OK) {
+        fail_header(c);
+        fprintf(stderr, "  %s: %s\n", vg_status_name(st), vg_last_error());
+        return st == VG_ERR_DEVICE ? 3 : 1;
+    }
+    reference(c);
+    return check(c, 0);
+}
+
+/* `name` is one of the comma-separated names of `list`. */
+static int name_listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        if (!end) break;
+        p = end + 1;
+    }
+    return 0;
+}
+
+static unsigned long long env_ull(const char *name, unsigned long long def)
+{
+    const char *v = getenv(name);
+    if (!v || !*v) return def;
+    char *end = NULL;
+    unsigned long long x = strtoull(v, &end, 0);
+    if (*end) {
+        fprintf(stderr, "conformance_random: %s=%s is not a number\n", name, v);
+        exit(2);
+    }
+    return x;
+}
+
+int main(void)
+{
+    S.seed = env_ull("VG_CONFORMANCE_SEED", DEFAULT_SEED);
+    int cases = (int)env_ull("VG_CONFORMANCE_CASES", DEFAULT_CASES);
+    const char *only_env = getenv("VG_CONFORMANCE_ONLY");
+    int only = only_env && *only_env ? (int)env_ull("VG_CONFORMANCE_ONLY", 0) : -1;
+    const char *want = getenv("VG_BACKEND"), *req = getenv("VG_REQUIRE_DEVICE");
+    const char *only_ops = getenv("VG_CONFORMANCE_OPS");
+    vg_status st = vg_runtime_open(NULL, &S.rt);
+    if (st == VG_ERR_NO_DEVICE && !(req && strcmp(req, "1") == 0)) {
+        printf("SKIP: backend '%s' has no device: %s\n", want ? want : "(auto)", vg_last_error());
+        return SKIP_CODE;
+    }
+    if (st != VG_OK || vg_stream_create(S.rt, &S.s) != VG_OK) {
+        fprintf(stderr, "conformance_random: cannot open backend '%s': %s\n", want ? want : "(auto)",
+                vg_last_error());
+        return 1;
+    }
+    S.graphs = (vg_runtime_caps(S.rt) & VG_CAP_GRAPH) != 0;
+    vg_op_id ops[VG_OP_COUNT_];
+    int nops = 0;
+    for (int op = 0; op < VG_OP_COUNT_; op++)
+        if (vg_runtime_op_support(S.rt, (vg_op_id)op, NULL) & VG_OP_SUPPORTED) ops[nops++] = (vg_op_id)op;
+    printf("randomised conformance on '%s': VG_CONFORMANCE_SEED=%llu VG_CONFORMANCE_CASES=%d, %d ops "
+           "supported, graphs %s\n", vg_runtime_backend_name(S.rt), (unsigned long long)S.seed,
+           cases, nops, S.graphs ? "yes" : "no");
+    if (nops == 0) {
+        fprintf(stderr, "conformance_random: the device supports no op\n");
+        return 1;
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int failures = 0, refused = 0;
+    int dead = 0;
+    for (int i = 0; i < cases && !dead; i++) {
+        if (only >= 0 && i != only) continue;
+        if (only_ops && *only_ops && !name_listed(only_ops, vg_op_name(ops[i % nops]))) continue;
+        tcase *c = xcalloc(1, sizeof *c);
+        c->index = i;
+        c->op = ops[i % nops];
+        int res = run_case(c);
+        if (res == 3) {
+            fprintf(stderr, "the device is unusable after this failure: the run stops here (rerun "
+                    "with VG_CONFORMANCE_ONLY=%d, or VG_CONFORMANCE_OPS without %s, to go on)\n",
+                    i, vg_op_name(c->op));
+            dead = 1;
+        }
+        if (res == 1 || res == 3) failures++;
+        else if (res == 2) refused++, S.skipped[c->op]++;
+        else {
+            S.verified[c->op]++;
+            S.replayed[c->op] += c->graph;
+        }
+        if (only >= 0) describe(c, stdout);
+        free_case(c);
+        free(c);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    printf("%-18s %9s %9s %9s\n", "op", "verified", "replayed", "refused");
+    for (int i = 0; i < nops; i++) {
+        printf("%-18s %9d %9d %9d\n", vg_op_name(ops[i]), S.verified[ops[i]], S.replayed[ops[i]],
+               S.skipped[ops[i]]);
+        /* every supported op must have been checked at least once when each had a case */
+        int selected = !only_ops || !*only_ops || name_listed(only_ops, vg_op_name(ops[i]));
+        if (only < 0 && !dead && selected && cases >= nops && S.verified[ops[i]] == 0) {
+            fprintf(stderr, "op %s: no case was verified (all %d refused)\n", vg_op_name(ops[i]),
+                    S.skipped[ops[i]]);
+            failures++;
+        }
+    }
+    printf("%d cases, %d failed, %d refused as the catalogue allows, %.2f s (seed %llu)\n",
+           only >= 0 ? 1 : cases, failures, refused,
+           (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec),
+           (unsigned long long)S.seed);
+    vg_stream_destroy(S.s);
+    vg_runtime_close(S.rt);
+    return failures ? 1 : 0;
+}

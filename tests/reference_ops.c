@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Double-precision references of the op catalogue: see reference_ops.h. */
+#include "reference_ops.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vg/vg_half.h"
+
+#define FLOATS (VG_DTYPE_BIT(VG_DTYPE_F32) | VG_DTYPE_BIT(VG_DTYPE_BF16) | VG_DTYPE_BIT(VG_DTYPE_F16))
+#define ALL (FLOATS | VG_DTYPE_BIT(VG_DTYPE_I32) | VG_DTYPE_BIT(VG_DTYPE_I64) | VG_DTYPE_BIT(VG_DTYPE_U8))
+
+uint32_t ref_catalogue_dtypes(vg_op_id op)
+{
+    switch (op) {
+    case VG_OP_FILL: return ALL;
+    case VG_OP_AXPBY: return VG_DTYPE_BIT(VG_DTYPE_F32);
+    case VG_OP_GATHER_ROWS: return ALL;
+    case VG_OP_GEMM:
+    case VG_OP_RMSNORM:
+    case VG_OP_ROTARY_2D:
+    case VG_OP_ATTENTION:
+    case VG_OP_SILU_MUL:
+    case VG_OP_CONVERT:
+    case VG_OP_ATTENTION_ROTARY: return FLOATS;
+    default: return 0;
+    }
+}
+
+double ref_round(vg_dtype t, double v)
+{
+    switch (t) {
+    case VG_DTYPE_F32: return (double)(float)v;
+    case VG_DTYPE_BF16: return vg_bf16_to_f32(vg_f32_to_bf16((float)v));
+    case VG_DTYPE_F16: return vg_f16_to_f32(vg_f32_to_f16((float)v));
+    default: return v;
+    }
+}
+
+double ref_activation(vg_activation act, double x)
+{
+    switch (act) {
+    case VG_ACT_GELU_ERF: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    case VG_ACT_GELU_TANH:
+        return 0.5 * x * (1.0 + tanh(0.79788456080286536 * (x + 0.044715 * x * x * x))); /* √(2/π) */
+    case VG_ACT_SILU: return x / (1.0 + exp(-x));
+    case VG_ACT_QUICK_GELU: return x / (1.0 + exp(-1.702 * x));
+    default: return x;
+    }
+}
+
+void ref_axpby(size_t n, double alpha, const double *x, double beta, double *y)
+{
+    for (size_t i = 0; i < n; i++) y[i] = alpha * x[i] + beta * y[i];
+}
+
+void ref_gemm(int64_t m, int64_t n, int64_t k, double alpha, const double *a, int64_t lda,
+              const double *b, int64_t ldb, const double *bias, const double *residual,
+              int64_t ldr, vg_activation act, double *c, int64_t ldc)
+{
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < n; j++) {
+            double acc = 0;
+            for (int64_t l = 0; l < k; l++) acc += a[i * lda + l] * b[j * ldb + l];
+            double v = ref_activation(act, alpha * acc + (bias ? bias[j] : 0.0));
+            if (residual) v += residual[i * ldr + j];
+            c[i * ldc + j] = v;
+        }
+}
+
+void ref_gather_rows(double *dst, const double *src, const int32_t *idx, int64_t rows, int64_t cols)
+{
+    for (int64_t r = 0; r < rows; r++)
+        memcpy(dst + r * cols, src + (int64_t)idx[r] * cols, (size_t)cols * sizeof(double));
+}
+
+void ref_rmsnorm(const double *x, const double *w, double *out, int64_t rows, int64_t cols, double eps)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        double ss = 0;
+        for (int64_t c = 0; c < cols; c++) ss += x[r * cols + c] * x[r * cols + c];
+        double inv = 1.0 / sqrt(ss / (double)cols + eps);
+        for (int64_t c = 0; c < cols; c++) out[r * cols + c] = w[c] * (x[r * cols + c] * inv);
+    }
+}
+
+/* The rotary angle of element i < half of a head in a row at position (ph, pw). */
+static double rotary_angle(int i, int head_dim, int32_t ph, int32_t pw, double theta)
+{
+    int half = head_dim / 2, quarter = head_dim / 4;
+    int j = i < quarter ? i : i - quarter;
+    return (double)(i < quarter ? ph : pw) * pow(theta, -2.0 * j / half);
+}
+
+static void rotate_slice(double *h, int head_dim, int32_t ph, int32_t pw, double theta)
+{
+    int half = head_dim / 2;
+    for (int i = 0; i < half; i++) {
+        double a = rotary_angle(i, head_dim, ph, pw, theta);
+        double x0 = h[i], x1 = h[i + half];
+        h[i] = x0 * cos(a) - x1 * sin(a);
+        h[i + half] = x1 * cos(a) + x0 * sin(a);
+    }
+}
+
+void ref_rotary_2d(double *x, int64_t ld, int64_t rows, int heads, int head_dim,
+                   const int32_t *pos, double theta)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int h = 0; h < heads; h++)
+            rotate_slice(x + r * ld + (int64_t)h * head_dim, head_dim, pos[2 * r], pos[2 * r + 1], theta);
+}
+
+void ref_attention(const double *qkv, int64_t ld_qkv, double *out, int64_t ld_out, int64_t rows,
+                   int heads, int head_dim, const int32_t *cu, int num_segments, double scale,
+                   const int32_t *pos, double theta)
+{
+    int64_t hidden = (int64_t)heads * head_dim;
+    /* q and k, rotated when asked, in a dense copy: [rows, 2 · hidden] */
+    double *qk = malloc((size_t)(rows ? rows : 1) * 2 * (size_t)hidden * sizeof(double));
+    double *p = malloc((size_t)(rows ? rows : 1) * sizeof(double));
+    if (!qk || !p) abort();
+    for (int64_t r = 0; r < rows; r++) {
+        memcpy(qk + r * 2 * hidden, qkv + r * ld_qkv, (size_t)(2 * hidden) * sizeof(double));
+        if (pos)
+            for (int h = 0; h < 2 * heads; h++)
+                rotate_slice(qk + r * 2 * hidden + (int64_t)h * head_dim, head_dim, pos[2 * r],
+                             pos[2 * r + 1], theta);
+    }
+    for (int sgi = 0; sgi < num_segments; sgi++)
+        for (int h = 0; h < heads; h++)
+            for (int64_t i = cu[sgi]; i < cu[sgi + 1]; i++) {
+                const double *q = qk + i * 2 * hidden + (int64_t)h * head_dim;
+                double mx = -INFINITY, sum = 0;
+                for (int64_t j = cu[sgi]; j < cu[sgi + 1]; j++) {
+                    const double *kk = qk + j * 2 * hidden + hidden + (int64_t)h * head_dim;
+                    double d = 0;
+                    for (int e = 0; e < head_dim; e++) d += q[e] * kk[e];
+                    p[j] = d * scale;
+                    mx = fmax(mx, p[j]);
+                }
+                for (int64_t j = cu[sgi]; j < cu[sgi + 1]; j++) sum += p[j] = exp(p[j] - mx);
+                for (int e = 0; e < head_dim; e++) {
+                    double acc = 0;
+                    for (int64_t j = cu[sgi]; j < cu[sgi + 1]; j++)
+                        acc += p[j] * qkv[j * ld_qkv + 2 * hidden + (int64_t)h * head_dim + e];
+                    out[i * ld_out + (int64_t)h * head_dim + e] = acc / sum;
+                }
+            }
+    free(qk);
+    free(p);
+}
+
+void ref_silu_mul(const double *in, int64_t ld_in, double *out, int64_t ld_out, int64_t rows,
+                  int64_t cols)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            double g = in[r * ld_in + c], u = in[r * ld_in + cols + c];
+            out[r * ld_out + c] = g / (1.0 + exp(-g)) * u;
+        }
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Double-precision host references for the op catalogue (vg_ops.h), written from its text and
+ * from nothing a backend does. Every array is a double array laid out exactly as the device
+ * buffer (row strides in elements); outputs are written only where the op writes, so whatever
+ * the caller left elsewhere (stride gaps) is what an untouched buffer must still hold. */
+#ifndef VG_TEST_REFERENCE_OPS_H
+#define VG_TEST_REFERENCE_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vg/vg_ops.h"
+
+/* VG_DTYPE_BIT set of the dtypes the catalogue allows for op (0 for an unknown op). */
+uint32_t ref_catalogue_dtypes(vg_op_id op);
+
+/* A value as the device stores it in dtype (round to nearest even for BF16 and F16). */
+double ref_round(vg_dtype t, double v);
+
+double ref_activation(vg_activation act, double x);
+
+void ref_axpby(size_t n, double alpha, const double *x, double beta, double *y);
+
+/* c[i, j] = act(alpha · Σ a[i, k] b[j, k] + bias[j]) + residual[i, j]; bias and residual may be
+ * NULL; residual may equal c (read before written, element by element). */
+void ref_gemm(int64_t m, int64_t n, int64_t k, double alpha, const double *a, int64_t lda,
+              const double *b, int64_t ldb, const double *bias, const double *residual,
+              int64_t ldr, vg_activation act, double *c, int64_t ldc);
+
+void ref_gather_rows(double *dst, const double *src, const int32_t *idx, int64_t rows, int64_t cols);
+
+void ref_rmsnorm(const double *x, const double *w, double *out, int64_t rows, int64_t cols, double eps);
+
+/* In place on x (row stride ld): the first `heads` slices of head_dim elements of each row. */
+void ref_rotary_2d(double *x, int64_t ld, int64_t rows, int heads, int head_dim,
+                   const int32_t *pos, double theta);
+
+/* attention, or attention_rotary when pos is not NULL (qkv is not modified). */
+void ref_attention(const double *qkv, int64_t ld_qkv, double *out, int64_t ld_out, int64_t rows,
+                   int heads, int head_dim, const int32_t *cu_seqlens, int num_segments,
+                   double scale, const int32_t *pos, double theta);
+
+void ref_silu_mul(const double *in, int64_t ld_in, double *out, int64_t ld_out, int64_t rows,
+                  int64_t cols);
+
+#endif

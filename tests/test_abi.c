@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Plugin ABI compatibility (docs/plugin-abi.md, "Versioning rules" and "Per-op capabilities"):
+ *  - an ABI 1.0 plugin (no op_caps, no score, a table that ends at `ops`) loads, opens and runs
+ *    under this 1.1 core, which derives each op's support from the op table and capturable_ops;
+ *  - an ABI 1.1 plugin's op_caps wins over capturable_ops, is asked once per op at open, and op
+ *    ids past 64 neither crash nor leak into answers the core cannot give;
+ *  - vg_runtime_open_iface validates a caller's table like a plugin's.
+ * An ABI test: the only kind of test that includes vg_backend.h. */
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdlib.h>
+
+#include "test_util.h"
+#include "vg/vg_backend.h"
+#include "vg/vg_device.h"
+
+#ifndef TEST_PLUGIN_DIR
+#error "TEST_PLUGIN_DIR must point at the built test plugins"
+#endif
+#ifndef STUB_PLUGIN_PATH
+#error "STUB_PLUGIN_PATH must point at libvg_kunlun_stub.so"
+#endif
+
+#define ABI10_PATH TEST_PLUGIN_DIR "/abi/libvg_abi10.so"
+#define OPCAPS_PATH TEST_PLUGIN_DIR "/abi/libvg_opcaps.so"
+
+static const uint32_t k_fill_dtypes = VG_DTYPE_BIT(VG_DTYPE_F32) | VG_DTYPE_BIT(VG_DTYPE_F16) |
+                                      VG_DTYPE_BIT(VG_DTYPE_BF16) | VG_DTYPE_BIT(VG_DTYPE_I32) |
+                                      VG_DTYPE_BIT(VG_DTYPE_I64) | VG_DTYPE_BIT(VG_DTYPE_U8);
+
+static vg_runtime *open_path(const char *path)
+{
+    vg_runtime_options o;
+    vg_runtime_options_init(&o);
+    o.backend = path;
+    vg_runtime *rt = NULL;
+    VG_CHECK(vg_runtime_open(&o, &rt));
+    return rt;
+}
+
+static int reset_env(void **state)
+{
+    (void)state;
+    unsetenv("VG_BACKEND");
+    unsetenv("VG_BACKEND_PATH");
+    unsetenv("VG_STUB_CAPS");
+    vg_error_clear();
+    return 0;
+}
+
+/* Capture `fill(value)` then `axpby` on s; the op the device cannot capture must be refused with
+ * VG_ERR_STATE naming it, the capture must still end, and the graph must replay the other op. */
+static void capture_refuses(vg_runtime *rt, vg_op_id refused)
+{
+    vg_stream *s = NULL;
+    float *x = NULL, *y = NULL;
+    VG_CHECK(vg_stream_create(rt, &s));
+    VG_CHECK(vg_mem_alloc(rt, 16 * sizeof(float), (void **)&x));
+    VG_CHECK(vg_mem_alloc(rt, 16 * sizeof(float), (void **)&y));
+    VG_CHECK(vg_op_fill(s, x, VG_DTYPE_F32, 16, 2.0));
+    VG_CHECK(vg_op_fill(s, y, VG_DTYPE_F32, 16, 1.0));
+    VG_CHECK(vg_stream_sync(s));
+    VG_CHECK(vg_graph_capture_begin(s));
+    assert_true(vg_stream_is_capturing(s));
+    if (refused == VG_OP_FILL) {
+        VG_CHECK_FAILS(vg_op_fill(s, y, VG_DTYPE_F32, 16, 7.0), VG_ERR_STATE, "fill");
+        VG_CHECK(vg_op_axpby(s, 16, 1.0f, x, 1.0f, y));
+    } else {
+        VG_CHECK(vg_op_fill(s, y, VG_DTYPE_F32, 16, 7.0));
+        VG_CHECK_FAILS(vg_op_axpby(s, 16, 1.0f, x, 1.0f, y), VG_ERR_STATE, "axpby");
+    }
+    /* the capture ends whatever it returns, and the stream works eagerly again */
+    vg_graph *g = NULL;
+    vg_status st = vg_graph_capture_end(s, &g);
+    assert_false(vg_stream_is_capturing(s));
+    float back[16];
+    if (st == VG_OK) { /* the refused op left no trace: the graph holds the other one only */
+        vg_graph_exec *x_exec = NULL;
+        VG_CHECK(vg_graph_instantiate(g, &x_exec));
+        VG_CHECK(vg_graph_exec_launch(x_exec, s));
+        VG_CHECK(vg_mem_copy_d2h(s, back, y, sizeof back));
+        VG_CHECK(vg_stream_sync(s));
+        for (int i = 0; i < 16; i++) assert_true(back[i] == (refused == VG_OP_FILL ? 3.0f : 7.0f));
+        VG_CHECK(vg_graph_exec_destroy(x_exec));
+        VG_CHECK(vg_graph_destroy(g));
+    } else {
+        assert_null(g);
+    }
+    VG_CHECK(vg_op_fill(s, y, VG_DTYPE_F32, 16, 5.0));
+    VG_CHECK(vg_mem_copy_d2h(s, back, y, sizeof back));
+    VG_CHECK(vg_stream_sync(s));
+    for (int i = 0; i < 16; i++) assert_true(back[i] == 5.0f);
+    VG_CHECK(vg_mem_free(rt, x));
+    VG_CHECK(vg_mem_free(rt, y));
+    VG_CHECK(vg_stream_destroy(s));
+}
+
+/* ---- ABI 1.0 ----------------------------------------------------------------------------------- */
+
+static void test_abi10_probe(void **state)
+{
+    (void)state;
+    vg_probe_report r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    assert_int_equal(vg_backend_probe(ABI10_PATH, &r), VG_OK);
+    assert_true(r.loaded);
+    assert_string_equal(r.name, "abi10");
+    assert_int_equal(r.abi_major, 1);
+    assert_int_equal(r.abi_minor, 0);
+    assert_int_equal(r.score, 500); /* no score member: the default */
+    assert_int_equal(r.device_count, 1);
+}
+
+static void test_abi10_op_support_is_derived(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_path(ABI10_PATH);
+    assert_string_equal(vg_runtime_backend_name(rt), "abi10");
+    assert_true(vg_runtime_caps(rt) & VG_CAP_GRAPH);
+    uint32_t dt = 0;
+    /* fill: a member and its capturable_ops bit */
+    assert_int_equal(vg_runtime_op_support(rt, VG_OP_FILL, &dt), VG_OP_SUPPORTED | VG_OP_CAPTURABLE);
+    assert_int_equal(dt, k_fill_dtypes); /* every dtype the catalogue allows */
+    assert_int_equal(vg_runtime_op_capturable(rt, VG_OP_FILL), 1);
+    /* axpby: a member without its bit */
+    dt = 0;
+    assert_int_equal(vg_runtime_op_support(rt, VG_OP_AXPBY, &dt), VG_OP_SUPPORTED);
+    assert_true(dt & VG_DTYPE_BIT(VG_DTYPE_F32));
+    assert_int_equal(vg_runtime_op_capturable(rt, VG_OP_AXPBY), 0);
+    /* the rest: no member */
+    for (int op = VG_OP_GEMM; op < VG_OP_COUNT_; op++) {
+        if (vg_runtime_op_support(rt, (vg_op_id)op, NULL) != 0)
+            print_message("op %s is reported, but the 1.0 plugin has no member\n", vg_op_name((vg_op_id)op));
+        assert_int_equal(vg_runtime_op_support(rt, (vg_op_id)op, NULL), 0);
+        assert_int_equal(vg_runtime_op_capturable(rt, (vg_op_id)op), 0);
+    }
+    VG_CHECK(vg_runtime_close(rt));
+}
+
+static void test_abi10_runs(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_path(ABI10_PATH);
+    vg_stream *s = NULL;
+    VG_CHECK(vg_stream_create(rt, &s));
+    int32_t *d = NULL, back[32];
+    VG_CHECK(vg_mem_alloc(rt, sizeof back, (void **)&d));
+    VG_CHECK(vg_op_fill(s, d, VG_DTYPE_I32, 32, 41.0));
+    VG_CHECK(vg_mem_copy_d2h(s, back, d, sizeof back));
+    VG_CHECK(vg_stream_sync(s));
+    for (int i = 0; i < 32; i++) assert_int_equal(back[i], 41);
+    /* an op the plugin lacks is refused by the core, naming it */
+    float *f = (float *)d;
+    vg_gemm_args a = {.struct_size = sizeof a, .dtype_ab = VG_DTYPE_F32, .dtype_c = VG_DTYPE_F32,
+                      .m = 2, .n = 2, .k = 2, .a = f, .lda = 2, .b = f + 4, .ldb = 2, .c = f + 8,
+                      .ldc = 2, .act = VG_ACT_NONE, .alpha = 1.0f};
+    VG_CHECK_FAILS(vg_op_gemm(s, &a), VG_ERR_UNSUPPORTED, "gemm");
+    VG_CHECK(vg_mem_free(rt, d));
+    VG_CHECK(vg_stream_destroy(s));
+    VG_CHECK(vg_runtime_close(rt));
+}
+
+static void test_abi10_capture(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_path(ABI10_PATH);
+    capture_refuses(rt, VG_OP_AXPBY); /* its capturable_ops bit is clear */
+    VG_CHECK(vg_runtime_close(rt));
+}
+
+/* ---- ABI 1.1 op_caps ------------------------------------------------------------------------------ */
+
+static long *op_caps_counter(void)
+{
+    void *h = dlopen(OPCAPS_PATH, RTLD_NOW | RTLD_NOLOAD);
+    assert_non_null(h); /* loaded by the runtime */
+    long *n = dlsym(h, "tp_op_caps_calls");
+    assert_non_null(n);
+    dlclose(h);
+    return n;
+}
+
+static void test_op_caps_wins_over_mask(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_path(OPCAPS_PATH);
+    uint32_t dt = 0;
+    /* capturable_ops says every op, op_caps says fill is not capturable and takes F32, I32 */
+    assert_int_equal(vg_runtime_op_support(rt, VG_OP_FILL, &dt), VG_OP_SUPPORTED);
+    assert_int_equal(dt, VG_DTYPE_BIT(VG_DTYPE_F32) | VG_DTYPE_BIT(VG_DTYPE_I32));
+    assert_int_equal(vg_runtime_op_capturable(rt, VG_OP_FILL), 0);
+    assert_int_equal(vg_runtime_op_support(rt, VG_OP_AXPBY, NULL), VG_OP_SUPPORTED | VG_OP_CAPTURABLE);
+    assert_int_equal(vg_runtime_op_capturable(rt, VG_OP_AXPBY), 1);
+    assert_int_equal(vg_runtime_op_support(rt, VG_OP_GEMM, NULL), 0);
+    /* a dtype the device refuses: VG_ERR_UNSUPPORTED naming the op and the dtype */
+    vg_stream *s = NULL;
+    VG_CHECK(vg_stream_create(rt, &s));
+    uint16_t *h = NULL;
+    VG_CHECK(vg_mem_alloc(rt, 64, (void **)&h));
+    VG_CHECK_FAILS2(vg_op_fill(s, h, VG_DTYPE_BF16, 8, 0.0), VG_ERR_UNSUPPORTED, "fill", "BF16");
+    VG_CHECK(vg_op_fill(s, h, VG_DTYPE_I32, 8, 3.0));
+    VG_CHECK(vg_mem_free(rt, h));
+    VG_CHECK(vg_stream_destroy(s));
+    capture_refuses(rt, VG_OP_FILL);
+    VG_CHECK(vg_runtime_close(rt));
+}
+
+static void test_op_caps_asked_once_per_op(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_path(OPCAPS_PATH);
+    long *calls = op_caps_counter();
+    long at_open = *calls;
+    /* every op this core knows was asked about when the device opened */
+    assert_true(at_open >= VG_OP_COUNT_);
+    vg_stream *s = NULL;
+    float *d = NULL;
+    VG_CHECK(vg_stream_create(rt, &s));
+    VG_CHECK(vg_mem_alloc(rt, 64 * sizeof(float), (void **)&d));
+    for (int i = 0; i < 200; i++) {
+        VG_CHECK(vg_op_fill(s, d, VG_DTYPE_F32, 64, i));
+        VG_CHECK(vg_op_axpby(s, 64, 1.0f, d, 0.5f, d));
+        (void)vg_runtime_op_support(rt, (vg_op_id)(i % VG_OP_COUNT_), NULL);
+        (void)vg_runtime_op_capturable(rt, (vg_op_id)(i % VG_OP_COUNT_));
+    }
+    VG_CHECK(vg_stream_sync(s));
+    assert_int_equal(*calls, at_open); /* answered from the table built at open */
+    VG_CHECK(vg_mem_free(rt, d));
+    VG_CHECK(vg_stream_destroy(s));
+    VG_CHECK(vg_runtime_close(rt));
+}
+
+static void test_op_ids_past_64(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_path(OPCAPS_PATH);
+    /* the plugin marks op 70 supported and capturable; this core has no op 70, so it cannot
+     * offer it: 0, and no crash, for any id at or beyond the catalogue, below or past 64 */
+    const uint32_t ids[] = {VG_OP_COUNT_, 63, 64, 65, 70, 127, 128, 1000, 0x7fffffff};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        uint32_t dt = 0xdeadbeef;
+        assert_int_equal(vg_runtime_op_support(rt, (vg_op_id)ids[i], &dt), 0);
+        assert_int_equal(dt, 0);
+        assert_int_equal(vg_runtime_op_capturable(rt, (vg_op_id)ids[i]), 0);
+        assert_null(vg_op_name((vg_op_id)ids[i]));
+    }
+    /* and the ops it does know are unaffected */
+    assert_int_equal(vg_runtime_op_support(rt, VG_OP_AXPBY, NULL), VG_OP_SUPPORTED | VG_OP_CAPTURABLE);
+    VG_CHECK(vg_runtime_close(rt));
+}
+
+static void test_op_caps_probe(void **state)
+{
+    (void)state;
+    vg_probe_report r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    assert_int_equal(vg_backend_probe(OPCAPS_PATH, &r), VG_OK);
+    assert_int_equal(r.abi_minor, 1);
+    assert_int_equal(r.score, 500); /* op_caps but no score */
+    assert_int_equal(vg_backend_probe(STUB_PLUGIN_PATH, &r), VG_OK);
+    assert_int_equal(r.abi_minor, VG_BACKEND_ABI_MINOR);
+    assert_int_equal(r.score, 10);
+}
+
+/* ---- vg_runtime_open_iface ------------------------------------------------------------------------ */
+
+static void host_log(vg_log_level level, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    vg_log(level, "%s", buf);
+}
+
+static void host_set_error(vg_status st, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    vg_error_set(st, "%s", buf);
+}
+
+static const vg_host_services k_host = {VG_BACKEND_ABI_MAJOR, VG_BACKEND_ABI_MINOR,
+                                        sizeof(vg_host_services), host_log, host_set_error};
+
+/* kunlun_stub's own table, as a program embedding a backend would hold it. */
+static const vg_backend_iface *stub_table(void)
+{
+    void *h = dlopen(STUB_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (!h) print_message("dlopen: %s\n", dlerror());
+    assert_non_null(h);
+    vg_backend_query_fn q = (vg_backend_query_fn)dlsym(h, VG_BACKEND_ENTRY_NAME);
+    assert_non_null(q);
+    const vg_backend_iface *t = q(&k_host);
+    assert_non_null(t);
+    return t; /* the library stays loaded for the rest of the program */
+}
+
+static void test_open_iface_validates(void **state)
+{
+    (void)state;
+    const vg_backend_iface *stub = stub_table();
+    vg_runtime *rt = NULL;
+    vg_backend_iface copy = *stub;
+    copy.stream_sync = NULL;
+    VG_CHECK_FAILS(vg_runtime_open_iface(&copy, 0, &rt), VG_ERR_ABI, "'stream_sync' is NULL");
+    assert_null(rt);
+    copy = *stub;
+    copy.abi_major = 0;
+    VG_CHECK_FAILS(vg_runtime_open_iface(&copy, 0, &rt), VG_ERR_ABI, "ABI major mismatch");
+    /* a 1.1 table must be as large as 1.1 says */
+    copy = *stub;
+    copy.abi_minor = 1;
+    copy.struct_size = (uint32_t)VG_BACKEND_IFACE_SIZE_1_0;
+    VG_CHECK_FAILS(vg_runtime_open_iface(&copy, 0, &rt), VG_ERR_ABI,
+                   "interface table too small for its version");
+    copy = *stub;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    assert_string_equal(vg_runtime_backend_name(rt), "kunlun_stub");
+    assert_string_equal(vg_runtime_plugin_path(rt), "");
+    VG_CHECK(vg_runtime_close(rt));
+}
+
+static vg_status poisoned_op_caps(vg_bk_device *d, uint32_t op, vg_op_caps *out)
+{
+    (void)d, (void)op, (void)out;
+    fail_msg("the core called op_caps beyond a 1.0 table's struct_size");
+    return VG_ERR_INTERNAL;
+}
+
+static void test_open_iface_as_abi10(void **state)
+{
+    (void)state;
+    /* kunlun_stub's table cut to 1.0: op_caps beyond struct_size must never be called, and the
+     * answers come from its op table and capturable_ops */
+    setenv("VG_STUB_CAPS", "nocapture:attention", 1);
+    vg_backend_iface copy = *stub_table();
+    copy.abi_minor = 0;
+    copy.struct_size = (uint32_t)VG_BACKEND_IFACE_SIZE_1_0;
+    copy.op_caps = poisoned_op_caps;
+    vg_runtime *rt = NULL;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    for (int op = 0; op < VG_OP_COUNT_; op++) {
+        uint32_t want = VG_OP_SUPPORTED | (op == VG_OP_ATTENTION ? 0 : VG_OP_CAPTURABLE);
+        assert_int_equal(vg_runtime_op_support(rt, (vg_op_id)op, NULL), want);
+    }
+    VG_CHECK(vg_runtime_close(rt));
+    /* a table larger than this core knows (a newer minor): the core ignores the rest */
+    struct { vg_backend_iface t; unsigned char later[64]; } big;
+    memset(&big, 0xA5, sizeof big);
+    big.t = *stub_table();
+    big.t.struct_size = (uint32_t)sizeof big;
+    VG_CHECK(vg_runtime_open_iface(&big.t, 0, &rt));
+    assert_int_equal(vg_runtime_op_support(rt, VG_OP_ATTENTION, NULL), VG_OP_SUPPORTED);
+    VG_CHECK(vg_runtime_close(rt));
+}
+
+int main(void)
+{
+    unsetenv("VG_BACKEND_PATH");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_abi10_probe, reset_env),
+        cmocka_unit_test_setup(test_abi10_op_support_is_derived, reset_env),
+        cmocka_unit_test_setup(test_abi10_runs, reset_env),
+        cmocka_unit_test_setup(test_abi10_capture, reset_env),
+        cmocka_unit_test_setup(test_op_caps_wins_over_mask, reset_env),
+        cmocka_unit_test_setup(test_op_caps_asked_once_per_op, reset_env),
+        cmocka_unit_test_setup(test_op_ids_past_64, reset_env),
+        cmocka_unit_test_setup(test_op_caps_probe, reset_env),
+        cmocka_unit_test_setup(test_open_iface_validates, reset_env),
+        cmocka_unit_test_setup(test_open_iface_as_abi10, reset_env),
+    };
+    return cmocka_run_group_tests_name("abi", tests, NULL, NULL);
+}

@@ -1,0 +1,630 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The core device API's checks (vg_device.h, "validated once"), on kunlun_stub: for every op, a
+ * call breaking each class of precondition of vg_ops.h (NULL, dtype, shape, leading dimension,
+ * alignment, aliasing, op-specific limits) is refused with the right status and a message that
+ * names the op and the offending value, and nothing is enqueued; the same calls within the rules
+ * pass. Then capture state: an op the device cannot capture (VG_STUB_CAPS=nocapture:<op>) is
+ * refused on a capturing stream with VG_ERR_STATE naming it, the capture still ends, and
+ * synchronising a capturing stream is refused. */
+#include <stdlib.h>
+
+#include "test_util.h"
+#include "vg/vg_device.h"
+#include "vg/vg_half.h"
+
+enum { BYTES = 1 << 16, ROWS = 4, HEADS = 2, HD = 16, HIDDEN = HEADS * HD };
+
+typedef struct fixture {
+    vg_runtime *rt;
+    vg_stream *s;
+    char *a, *b, *c; /* device buffers of BYTES, zeroed */
+    int32_t *idx, *cu, *pos;
+} fixture;
+
+static fixture g;
+
+static vg_runtime *open_stub(void)
+{
+    vg_runtime_options o;
+    vg_runtime_options_init(&o);
+    o.backend = "kunlun_stub";
+    vg_runtime *rt = NULL;
+    VG_CHECK(vg_runtime_open(&o, &rt));
+    return rt;
+}
+
+static void fixture_open(fixture *f)
+{
+    memset(f, 0, sizeof *f);
+    f->rt = open_stub();
+    VG_CHECK(vg_stream_create(f->rt, &f->s));
+    char **bufs[3] = {&f->a, &f->b, &f->c};
+    for (int i = 0; i < 3; i++) {
+        VG_CHECK(vg_mem_alloc(f->rt, BYTES, (void **)bufs[i]));
+        VG_CHECK(vg_mem_set(f->s, *bufs[i], 0, BYTES));
+    }
+    const int32_t cu[2] = {0, ROWS};
+    VG_CHECK(vg_mem_alloc(f->rt, 256, (void **)&f->idx));
+    VG_CHECK(vg_mem_alloc(f->rt, 256, (void **)&f->cu));
+    VG_CHECK(vg_mem_alloc(f->rt, 256, (void **)&f->pos));
+    VG_CHECK(vg_mem_set(f->s, f->idx, 0, 256));
+    VG_CHECK(vg_mem_set(f->s, f->pos, 0, 256));
+    VG_CHECK(vg_mem_copy_h2d(f->s, f->cu, cu, sizeof cu));
+    VG_CHECK(vg_stream_sync(f->s));
+}
+
+static void fixture_close(fixture *f)
+{
+    void *p[6] = {f->a, f->b, f->c, f->idx, f->cu, f->pos};
+    for (int i = 0; i < 6; i++) VG_CHECK(vg_mem_free(f->rt, p[i]));
+    VG_CHECK(vg_stream_destroy(f->s));
+    VG_CHECK(vg_runtime_close(f->rt));
+}
+
+/* The first `bytes` of a buffer are still zero: a refused call enqueued nothing. */
+static void assert_zero(const void *d, size_t bytes)
+{
+    unsigned char host[4096];
+    assert_true(bytes <= sizeof host);
+    VG_CHECK(vg_mem_copy_d2h(g.s, host, d, bytes));
+    VG_CHECK(vg_stream_sync(g.s));
+    for (size_t i = 0; i < bytes; i++) {
+        if (host[i]) print_message("byte %zu is %d: a refused call wrote\n", i, host[i]);
+        assert_int_equal(host[i], 0);
+    }
+}
+
+/* ---- one valid call per op: the base each violation changes in one way --------------------------- */
+
+static vg_gemm_args gemm_args(void)
+{
+    vg_gemm_args a = {.struct_size = sizeof a, .dtype_ab = VG_DTYPE_F32, .dtype_c = VG_DTYPE_F32,
+                      .m = 8, .n = 8, .k = 8, .a = g.a, .lda = 8, .b = g.b, .ldb = 8, .c = g.c,
+                      .ldc = 8, .act = VG_ACT_NONE, .alpha = 1.0f};
+    return a;
+}
+
+static vg_status valid_call(vg_stream *s, vg_op_id op)
+{
+    vg_gemm_args ga = gemm_args();
+    switch (op) {
+    case VG_OP_FILL: return vg_op_fill(s, g.c, VG_DTYPE_F32, 16, 0.0);
+    case VG_OP_AXPBY: return vg_op_axpby(s, 16, 1.0f, (const float *)g.a, 1.0f, (float *)g.c);
+    case VG_OP_GEMM: return vg_op_gemm(s, &ga);
+    case VG_OP_GATHER_ROWS: return vg_op_gather_rows(s, VG_DTYPE_F32, g.c, g.a, g.idx, ROWS, 8);
+    case VG_OP_RMSNORM: return vg_op_rmsnorm(s, VG_DTYPE_F32, g.a, g.b, g.c, ROWS, 8, 1e-6f);
+    case VG_OP_ROTARY_2D:
+        return vg_op_rotary_2d(s, VG_DTYPE_F32, g.c, 3 * HIDDEN, ROWS, 2 * HEADS, HD, g.pos, 1e4f);
+    case VG_OP_ATTENTION:
+        return vg_op_attention(s, VG_DTYPE_F32, g.a, 3 * HIDDEN, g.c, HIDDEN, ROWS, HEADS, HD, g.cu,
+                               1, 0.25f);
+    case VG_OP_SILU_MUL: return vg_op_silu_mul(s, VG_DTYPE_F32, g.a, 16, g.c, 8, ROWS, 8);
+    case VG_OP_CONVERT: return vg_op_convert(s, VG_DTYPE_F32, g.a, VG_DTYPE_BF16, g.c, 16);
+    case VG_OP_ATTENTION_ROTARY:
+        return vg_op_attention_rotary(s, VG_DTYPE_F32, g.a, 3 * HIDDEN, g.c, HIDDEN, ROWS, HEADS, HD,
+                                      g.cu, 1, 0.25f, g.pos, 1e4f);
+    default: return VG_ERR_INTERNAL;
+    }
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    fixture_open(&g);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    fixture_close(&g);
+    return 0;
+}
+
+static void test_valid_calls_pass(void **state)
+{
+    (void)state;
+    for (int op = 0; op < VG_OP_COUNT_; op++) {
+        vg_error_clear();
+        vg_status st = valid_call(g.s, (vg_op_id)op);
+        if (st != VG_OK) print_message("%s: %s\n", vg_op_name((vg_op_id)op), vg_last_error());
+        assert_int_equal(st, VG_OK);
+    }
+    VG_CHECK(vg_stream_sync(g.s));
+    VG_CHECK(vg_mem_set(g.s, g.c, 0, BYTES));
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
+static void test_no_stream(void **state)
+{
+    (void)state;
+    for (int op = 0; op < VG_OP_COUNT_; op++)
+        VG_CHECK_FAILS(valid_call(NULL, (vg_op_id)op), VG_ERR_INVALID_ARG, vg_op_name((vg_op_id)op));
+}
+
+/* ---- op by op ------------------------------------------------------------------------------------------ */
+
+static void test_fill(void **state)
+{
+    (void)state;
+    VG_CHECK_FAILS_ALL(vg_op_fill(g.s, NULL, VG_DTYPE_F32, 16, 1.0), VG_ERR_INVALID_ARG, "fill", "NULL");
+    VG_CHECK_FAILS_ALL(vg_op_fill(g.s, g.c, (vg_dtype)99, 16, 1.0), VG_ERR_INVALID_ARG, "fill", "99");
+    VG_CHECK_FAILS_ALL(vg_op_fill(g.s, g.c + 2, VG_DTYPE_F32, 16, 1.0), VG_ERR_INVALID_ARG, "fill", "align");
+    VG_CHECK_FAILS_ALL(vg_op_fill(g.s, g.c + 4, VG_DTYPE_I64, 16, 1.0), VG_ERR_INVALID_ARG, "fill", "align");
+    VG_CHECK_FAILS_ALL(vg_op_fill(g.s, g.c + 1, VG_DTYPE_BF16, 16, 1.0), VG_ERR_INVALID_ARG, "fill", "align");
+    assert_zero(g.c, 256);
+    /* within the rules: an odd byte for U8, an 8-byte boundary for I64, nothing to fill */
+    VG_CHECK(vg_op_fill(g.s, g.c + 1, VG_DTYPE_U8, 3, 7.0));
+    VG_CHECK(vg_op_fill(g.s, g.c + 8, VG_DTYPE_I64, 2, 7.0));
+    VG_CHECK(vg_op_fill(g.s, g.c, VG_DTYPE_F32, 0, 7.0));
+    VG_CHECK(vg_mem_set(g.s, g.c, 0, 64));
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
+static void test_axpby(void **state)
+{
+    (void)state;
+    float *x = (float *)g.a, *y = (float *)g.c;
+    VG_CHECK_FAILS_ALL(vg_op_axpby(g.s, 16, 1.0f, NULL, 1.0f, y), VG_ERR_INVALID_ARG, "axpby", "NULL");
+    VG_CHECK_FAILS_ALL(vg_op_axpby(g.s, 16, 1.0f, x, 1.0f, NULL), VG_ERR_INVALID_ARG, "axpby", "NULL");
+    VG_CHECK_FAILS_ALL(vg_op_axpby(g.s, 16, 1.0f, (const float *)(g.a + 2), 1.0f, y),
+                       VG_ERR_INVALID_ARG, "axpby", "align");
+    VG_CHECK_FAILS_ALL(vg_op_axpby(g.s, 16, 1.0f, x, 1.0f, (float *)(g.c + 1)), VG_ERR_INVALID_ARG,
+                       "axpby", "align");
+    VG_CHECK(vg_op_axpby(g.s, 16, 2.0f, y, 0.5f, y)); /* x may equal y */
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
+static void test_gemm(void **state)
+{
+    (void)state;
+    vg_gemm_args a;
+    VG_CHECK_FAILS_ALL(vg_op_gemm(g.s, NULL), VG_ERR_INVALID_ARG, "gemm", "NULL");
+#define GEMM_FAILS(field_change, ...)                                                     \
+    do {                                                                                  \
+        a = gemm_args();                                                                  \
+        field_change;                                                                     \
+        VG_CHECK_FAILS_ALL(vg_op_gemm(g.s, &a), VG_ERR_INVALID_ARG, "gemm", __VA_ARGS__); \
+    } while (0)
+    GEMM_FAILS(a.struct_size = 8, "struct_size");
+    GEMM_FAILS(a.a = NULL, "NULL");
+    GEMM_FAILS(a.b = NULL, "NULL");
+    GEMM_FAILS(a.c = NULL, "NULL");
+    GEMM_FAILS(a.dtype_ab = VG_DTYPE_I32, "I32");
+    GEMM_FAILS(a.dtype_c = VG_DTYPE_U8, "U8");
+    GEMM_FAILS(a.dtype_ab = (vg_dtype)99, "99");
+    GEMM_FAILS(a.m = -3, "-3");
+    GEMM_FAILS(a.n = 0, "n");
+    GEMM_FAILS(a.k = 0, "k");
+    GEMM_FAILS(a.m = 1ll << 31, "2147483648");
+    GEMM_FAILS((a.k = 40, a.lda = 37, a.ldb = 40), "lda", "37");
+    GEMM_FAILS((a.k = 40, a.lda = 40, a.ldb = 38), "ldb", "38");
+    GEMM_FAILS((a.n = 30, a.ldc = 29), "ldc", "29");
+    GEMM_FAILS((a.n = 30, a.ldc = 30, a.residual = g.b, a.ldr = 28), "ldr", "28");
+    GEMM_FAILS(a.a = g.a + 2, "align");
+    GEMM_FAILS(a.bias = g.b + 1, "align");
+    GEMM_FAILS((a.dtype_c = VG_DTYPE_BF16, a.c = g.c + 1), "align");
+    GEMM_FAILS((a.residual = g.b + 2, a.ldr = 8), "align");
+    GEMM_FAILS(a.act = (vg_activation)99, "99");
+    /* an activation with the residual aliasing c: the residual would be added after act */
+    GEMM_FAILS((a.residual = a.c, a.ldr = a.ldc, a.act = VG_ACT_GELU_ERF), "alias");
+    GEMM_FAILS((a.residual = a.c, a.ldr = a.ldc, a.act = VG_ACT_SILU), "alias");
+#undef GEMM_FAILS
+    assert_zero(g.c, 1024);
+    a = gemm_args(); /* in place without activation is fine, and so is ldr past n */
+    a.residual = a.c;
+    a.ldr = a.ldc;
+    VG_CHECK(vg_op_gemm(g.s, &a));
+    a = gemm_args();
+    a.residual = g.b, a.ldr = 20, a.lda = 9, a.act = VG_ACT_QUICK_GELU;
+    VG_CHECK(vg_op_gemm(g.s, &a));
+    VG_CHECK(vg_mem_set(g.s, g.c, 0, BYTES));
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
+static void test_gather_rows(void **state)
+{
+    (void)state;
+    VG_CHECK_FAILS_ALL(vg_op_gather_rows(g.s, VG_DTYPE_F32, NULL, g.a, g.idx, ROWS, 8),
+                       VG_ERR_INVALID_ARG, "gather_rows", "NULL");
+    VG_CHECK_FAILS_ALL(vg_op_gather_rows(g.s, VG_DTYPE_F32, g.c, NULL, g.idx, ROWS, 8),
+                       VG_ERR_INVALID_ARG, "gather_rows", "NULL");
+    VG_CHECK_FAILS_ALL(vg_op_gather_rows(g.s, VG_DTYPE_F32, g.c, g.a, NULL, ROWS, 8),
+                       VG_ERR_INVALID_ARG, "gather_rows", "NULL");
+    VG_CHECK_FAILS_ALL(vg_op_gather_rows(g.s, (vg_dtype)99, g.c, g.a, g.idx, ROWS, 8),
+                       VG_ERR_INVALID_ARG, "gather_rows", "99");
+    VG_CHECK_FAILS_ALL(vg_op_gather_rows(g.s, VG_DTYPE_F32, g.c, g.a, g.idx, -7, 8),
+                       VG_ERR_INVALID_ARG, "gather_rows", "-7");
+    VG_CHECK_FAILS_ALL(vg_op_gather_rows(g.s, VG_DTYPE_F32, g.c, g.a, g.idx, ROWS, -9),
+                       VG_ERR_INVALID_ARG, "gather_rows", "-9");
+    VG_CHECK_FAILS_ALL(vg_op_gather_rows(g.s, VG_DTYPE_F32, g.a, g.a, g.idx, ROWS, 8),
+                       VG_ERR_INVALID_ARG, "gather_rows", "alias");
+    VG_CHECK_FAILS_ALL(vg_op_gather_rows(g.s, VG_DTYPE_F32, g.c, g.a, (const int32_t *)(g.b + 2), ROWS, 8),
+                       VG_ERR_INVALID_ARG, "gather_rows", "align");
+    VG_CHECK_FAILS_ALL(vg_op_gather_rows(g.s, VG_DTYPE_I64, g.c + 4, g.a, g.idx, ROWS, 8),
+                       VG_ERR_INVALID_ARG, "gather_rows", "align");
+    assert_zero(g.c, 512);
+    VG_CHECK(vg_op_gather_rows(g.s, VG_DTYPE_U8, g.c + 3, g.a + 1, g.idx, ROWS, 5)); /* any dtype */
+    VG_CHECK(vg_op_gather_rows(g.s, VG_DTYPE_F32, g.c, g.a, g.idx, 0, 8));         /* no rows */
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
+static void test_rmsnorm(void **state)
+{
+    (void)state;
+    VG_CHECK_FAILS_ALL(vg_op_rmsnorm(g.s, VG_DTYPE_F32, NULL, g.b, g.c, ROWS, 8, 1e-6f),
+                       VG_ERR_INVALID_ARG, "rmsnorm", "NULL");
+    VG_CHECK_FAILS_ALL(vg_op_rmsnorm(g.s, VG_DTYPE_F32, g.a, NULL, g.c, ROWS, 8, 1e-6f),
+                       VG_ERR_INVALID_ARG, "rmsnorm", "NULL");
+    VG_CHECK_FAILS_ALL(vg_op_rmsnorm(g.s, VG_DTYPE_F32, g.a, g.b, NULL, ROWS, 8, 1e-6f),
+                       VG_ERR_INVALID_ARG, "rmsnorm", "NULL");
+    VG_CHECK_FAILS_ALL(vg_op_rmsnorm(g.s, VG_DTYPE_I32, g.a, g.b, g.c, ROWS, 8, 1e-6f),
+                       VG_ERR_INVALID_ARG, "rmsnorm", "I32");
+    VG_CHECK_FAILS_ALL(vg_op_rmsnorm(g.s, VG_DTYPE_F32, g.a, g.b, g.c, ROWS, 0, 1e-6f),
+                       VG_ERR_INVALID_ARG, "rmsnorm", "cols");
+    VG_CHECK_FAILS_ALL(vg_op_rmsnorm(g.s, VG_DTYPE_F32, g.a, g.b, g.c, -5, 8, 1e-6f),
+                       VG_ERR_INVALID_ARG, "rmsnorm", "-5");
+    VG_CHECK_FAILS_ALL(vg_op_rmsnorm(g.s, VG_DTYPE_F32, g.a, g.b, g.c, ROWS, 8, -0.5f),
+                       VG_ERR_INVALID_ARG, "rmsnorm", "eps");
+    VG_CHECK_FAILS_ALL(vg_op_rmsnorm(g.s, VG_DTYPE_BF16, g.a, g.b + 1, g.c, ROWS, 8, 1e-6f),
+                       VG_ERR_INVALID_ARG, "rmsnorm", "align");
+    assert_zero(g.c, 256);
+    VG_CHECK(vg_op_rmsnorm(g.s, VG_DTYPE_F32, g.c, g.b, g.c, ROWS, 8, 1e-6f)); /* out = x */
+    VG_CHECK(vg_op_rmsnorm(g.s, VG_DTYPE_F32, g.a, g.b, g.c, 0, 8, 0.0f));    /* eps 0, no rows */
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
+static void test_rotary_2d(void **state)
+{
+    (void)state;
+    int64_t ld = 3 * HIDDEN;
+#define ROT(x, ld_, heads, hd, pos, theta) vg_op_rotary_2d(g.s, VG_DTYPE_F32, x, ld_, ROWS, heads, hd, pos, theta)
+    VG_CHECK_FAILS_ALL(ROT(NULL, ld, HEADS, HD, g.pos, 1e4f), VG_ERR_INVALID_ARG, "rotary_2d", "NULL");
+    VG_CHECK_FAILS_ALL(ROT(g.c, ld, HEADS, HD, NULL, 1e4f), VG_ERR_INVALID_ARG, "rotary_2d", "NULL");
+    VG_CHECK_FAILS_ALL(ROT(g.c, ld, HEADS, 18, g.pos, 1e4f), VG_ERR_INVALID_ARG, "rotary_2d", "head_dim", "18");
+    VG_CHECK_FAILS_ALL(ROT(g.c, ld, HEADS, 0, g.pos, 1e4f), VG_ERR_INVALID_ARG, "rotary_2d", "head_dim");
+    VG_CHECK_FAILS_ALL(ROT(g.c, ld, 0, HD, g.pos, 1e4f), VG_ERR_INVALID_ARG, "rotary_2d", "heads");
+    VG_CHECK_FAILS_ALL(ROT(g.c, 47, 3, HD, g.pos, 1e4f), VG_ERR_INVALID_ARG, "rotary_2d", "ld", "47");
+    VG_CHECK_FAILS_ALL(ROT(g.c, ld, HEADS, HD, g.pos, -2.0f), VG_ERR_INVALID_ARG, "rotary_2d", "theta");
+    VG_CHECK_FAILS_ALL(ROT(g.c, ld, HEADS, HD, g.pos, 0.0f), VG_ERR_INVALID_ARG, "rotary_2d", "theta");
+    VG_CHECK_FAILS_ALL(ROT(g.c, ld, HEADS, HD, (const int32_t *)(g.b + 2), 1e4f), VG_ERR_INVALID_ARG,
+                       "rotary_2d", "align");
+    VG_CHECK_FAILS_ALL(ROT(g.c + 2, ld, HEADS, HD, g.pos, 1e4f), VG_ERR_INVALID_ARG, "rotary_2d", "align");
+#undef ROT
+    VG_CHECK_FAILS_ALL(vg_op_rotary_2d(g.s, VG_DTYPE_U8, g.c, ld, ROWS, HEADS, HD, g.pos, 1e4f),
+                       VG_ERR_INVALID_ARG, "rotary_2d", "U8");
+    VG_CHECK(vg_op_rotary_2d(g.s, VG_DTYPE_F32, g.c, 48, ROWS, 3, HD, g.pos, 1e4f)); /* ld = heads·hd */
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
+/* attention and attention_rotary share every check but the rotary ones */
+static vg_status attn(vg_op_id op, vg_dtype t, const void *qkv, int64_t ld_qkv, void *out,
+                      int64_t ld_out, int64_t rows, int heads, int hd, const int32_t *cu, int nseg,
+                      const int32_t *pos, float theta)
+{
+    if (op == VG_OP_ATTENTION)
+        return vg_op_attention(g.s, t, qkv, ld_qkv, out, ld_out, rows, heads, hd, cu, nseg, 0.25f);
+    return vg_op_attention_rotary(g.s, t, qkv, ld_qkv, out, ld_out, rows, heads, hd, cu, nseg,
+                                  0.25f, pos, theta);
+}
+
+static void attention_checks(vg_op_id op)
+{
+    const char *name = vg_op_name(op);
+    const vg_dtype F = VG_DTYPE_F32;
+    const int64_t L = 3 * HIDDEN;
+    VG_CHECK_FAILS_ALL(attn(op, F, NULL, L, g.c, HIDDEN, ROWS, HEADS, HD, g.cu, 1, g.pos, 1e4f),
+                       VG_ERR_INVALID_ARG, name, "NULL");
+    VG_CHECK_FAILS_ALL(attn(op, F, g.a, L, NULL, HIDDEN, ROWS, HEADS, HD, g.cu, 1, g.pos, 1e4f),
+                       VG_ERR_INVALID_ARG, name, "NULL");
+    VG_CHECK_FAILS_ALL(attn(op, F, g.a, L, g.c, HIDDEN, ROWS, HEADS, HD, NULL, 1, g.pos, 1e4f),
+                       VG_ERR_INVALID_ARG, name, "NULL");
+    VG_CHECK_FAILS_ALL(attn(op, VG_DTYPE_I32, g.a, L, g.c, HIDDEN, ROWS, HEADS, HD, g.cu, 1, g.pos, 1e4f),
+                       VG_ERR_INVALID_ARG, name, "I32");
+    VG_CHECK_FAILS_ALL(attn(op, F, g.a, L, g.c, HIDDEN, ROWS, HEADS, 0, g.cu, 1, g.pos, 1e4f),
+                       VG_ERR_INVALID_ARG, name, "head_dim");
+    VG_CHECK_FAILS_ALL(attn(op, F, g.a, 3 * 300, g.c, 300, ROWS, 1, 300, g.cu, 1, g.pos, 1e4f),
+                       VG_ERR_INVALID_ARG, name, "head_dim", "300");
+    VG_CHECK_FAILS_ALL(attn(op, F, g.a, 3 * 260, g.c, 260, ROWS, 1, 260, g.cu, 1, g.pos, 1e4f),
+                       VG_ERR_INVALID_ARG, name, "head_dim", "260");
+    VG_CHECK_FAILS_ALL(attn(op, F, g.a, L, g.c, HIDDEN, ROWS, 0, HD, g.cu, 1, g.pos, 1e4f),
+                       VG_ERR_INVALID_ARG, name, "heads");
+    VG_CHECK_FAILS_ALL(attn(op, F, g.a, L, g.c, HIDDEN, ROWS, HEADS, HD, g.cu, 0, g.pos, 1e4f),
+                       VG_ERR_INVALID_ARG, name, "num_segments");
+    VG_CHECK_FAILS_ALL(attn(op, F, g.a, 95, g.c, HIDDEN, ROWS, HEADS, HD, g.cu, 1, g.pos, 1e4f),
+                       VG_ERR_INVALID_ARG, name, "ld_qkv", "95");
+    VG_CHECK_FAILS_ALL(attn(op, F, g.a, L, g.c, 31, ROWS, HEADS, HD, g.cu, 1, g.pos, 1e4f),
+                       VG_ERR_INVALID_ARG, name, "ld_out", "31");
+    VG_CHECK_FAILS_ALL(attn(op, F, g.a, L, g.c, HIDDEN, -2, HEADS, HD, g.cu, 1, g.pos, 1e4f),
+                       VG_ERR_INVALID_ARG, name, "-2");
+    VG_CHECK_FAILS_ALL(attn(op, F, g.a, L, g.c, HIDDEN, ROWS, HEADS, HD, (const int32_t *)(g.b + 1), 1,
+                            g.pos, 1e4f), VG_ERR_INVALID_ARG, name, "align");
+    VG_CHECK_FAILS_ALL(attn(op, VG_DTYPE_BF16, g.a + 1, L, g.c, HIDDEN, ROWS, HEADS, HD, g.cu, 1, g.pos,
+                            1e4f), VG_ERR_INVALID_ARG, name, "align");
+    if (op == VG_OP_ATTENTION_ROTARY) {
+        VG_CHECK_FAILS_ALL(attn(op, F, g.a, 3 * 3 * 18, g.c, 3 * 18, ROWS, 3, 18, g.cu, 1, g.pos, 1e4f),
+                           VG_ERR_INVALID_ARG, name, "head_dim", "18");
+        VG_CHECK_FAILS_ALL(attn(op, F, g.a, L, g.c, HIDDEN, ROWS, HEADS, HD, g.cu, 1, NULL, 1e4f),
+                           VG_ERR_INVALID_ARG, name, "NULL");
+        VG_CHECK_FAILS_ALL(attn(op, F, g.a, L, g.c, HIDDEN, ROWS, HEADS, HD, g.cu, 1, g.pos, -1.0f),
+                           VG_ERR_INVALID_ARG, name, "theta");
+    }
+    assert_zero(g.c, 1024);
+    /* within the rules: head_dim 1 and 256 (attention; rotary needs multiples of 4), no rows */
+    if (op == VG_OP_ATTENTION) {
+        VG_CHECK(attn(op, F, g.a, 3, g.c, 1, ROWS, 1, 1, g.cu, 1, NULL, 0));
+        VG_CHECK(attn(op, F, g.a, 3 * 256, g.c, 256, ROWS, 1, 256, g.cu, 1, NULL, 0));
+    } else {
+        VG_CHECK(attn(op, F, g.a, 3 * 4, g.c, 4, ROWS, 1, 4, g.cu, 1, g.pos, 1e4f));
+        VG_CHECK(attn(op, F, g.a, 3 * 256, g.c, 256, ROWS, 1, 256, g.cu, 1, g.pos, 1e4f));
+    }
+    VG_CHECK(vg_mem_set(g.s, g.c, 0, BYTES));
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
+static void test_attention(void **state) { (void)state; attention_checks(VG_OP_ATTENTION); }
+static void test_attention_rotary(void **state) { (void)state; attention_checks(VG_OP_ATTENTION_ROTARY); }
+
+static void test_silu_mul(void **state)
+{
+    (void)state;
+    const vg_dtype F = VG_DTYPE_F32;
+    VG_CHECK_FAILS_ALL(vg_op_silu_mul(g.s, F, NULL, 100, g.c, 50, ROWS, 50), VG_ERR_INVALID_ARG, "silu_mul", "NULL");
+    VG_CHECK_FAILS_ALL(vg_op_silu_mul(g.s, F, g.a, 100, NULL, 50, ROWS, 50), VG_ERR_INVALID_ARG, "silu_mul", "NULL");
+    VG_CHECK_FAILS_ALL(vg_op_silu_mul(g.s, F, g.a, 99, g.c, 50, ROWS, 50), VG_ERR_INVALID_ARG,
+                       "silu_mul", "ld_in", "99");
+    VG_CHECK_FAILS_ALL(vg_op_silu_mul(g.s, F, g.a, 100, g.c, 49, ROWS, 50), VG_ERR_INVALID_ARG,
+                       "silu_mul", "ld_out", "49");
+    VG_CHECK_FAILS_ALL(vg_op_silu_mul(g.s, F, g.a, 100, g.c, 50, ROWS, 0), VG_ERR_INVALID_ARG, "silu_mul", "cols");
+    VG_CHECK_FAILS_ALL(vg_op_silu_mul(g.s, VG_DTYPE_I64, g.a, 100, g.c, 50, ROWS, 50), VG_ERR_INVALID_ARG,
+                       "silu_mul", "I64");
+    VG_CHECK_FAILS_ALL(vg_op_silu_mul(g.s, VG_DTYPE_F16, g.a, 100, g.c + 1, 50, ROWS, 50), VG_ERR_INVALID_ARG,
+                       "silu_mul", "align");
+    assert_zero(g.c, 1024);
+    VG_CHECK(vg_op_silu_mul(g.s, F, g.a, 100, g.c, 50, ROWS, 50));
+    VG_CHECK(vg_mem_set(g.s, g.c, 0, BYTES));
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
+static void test_convert(void **state)
+{
+    (void)state;
+    const vg_dtype F = VG_DTYPE_F32, B = VG_DTYPE_BF16, H = VG_DTYPE_F16;
+    VG_CHECK_FAILS_ALL(vg_op_convert(g.s, F, NULL, B, g.c, 16), VG_ERR_INVALID_ARG, "convert", "NULL");
+    VG_CHECK_FAILS_ALL(vg_op_convert(g.s, F, g.a, B, NULL, 16), VG_ERR_INVALID_ARG, "convert", "NULL");
+    VG_CHECK_FAILS_ALL(vg_op_convert(g.s, VG_DTYPE_I32, g.a, B, g.c, 16), VG_ERR_INVALID_ARG, "convert", "I32");
+    VG_CHECK_FAILS_ALL(vg_op_convert(g.s, F, g.a, VG_DTYPE_U8, g.c, 16), VG_ERR_INVALID_ARG, "convert", "U8");
+    /* in place between sizes that differ: every element would overwrite the next one's source */
+    VG_CHECK_FAILS_ALL(vg_op_convert(g.s, F, g.c, B, g.c, 16), VG_ERR_INVALID_ARG, "convert", "in place");
+    VG_CHECK_FAILS_ALL(vg_op_convert(g.s, H, g.c, F, g.c, 16), VG_ERR_INVALID_ARG, "convert", "in place");
+    VG_CHECK_FAILS_ALL(vg_op_convert(g.s, F, g.a + 2, B, g.c, 16), VG_ERR_INVALID_ARG, "convert", "align");
+    VG_CHECK_FAILS_ALL(vg_op_convert(g.s, F, g.a, H, g.c + 1, 16), VG_ERR_INVALID_ARG, "convert", "align");
+    assert_zero(g.c, 256);
+    VG_CHECK(vg_op_convert(g.s, B, g.c, H, g.c, 16)); /* in place, equal sizes */
+    VG_CHECK(vg_op_convert(g.s, F, g.a, F, g.c, 0));
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
+/* The op must be offered: vg_runtime_op_support answers for every op, and says what the stub has. */
+static void test_support_table(void **state)
+{
+    (void)state;
+    for (int op = 0; op < VG_OP_COUNT_; op++)
+        assert_int_equal(vg_runtime_op_support(g.rt, (vg_op_id)op, NULL), VG_OP_SUPPORTED | VG_OP_CAPTURABLE);
+}
+
+/* ---- capture state ---------------------------------------------------------------------------------- */
+
+static void test_sync_during_capture_refused(void **state)
+{
+    (void)state;
+    VG_CHECK(vg_graph_capture_begin(g.s));
+    VG_CHECK_FAILS(vg_stream_sync(g.s), VG_ERR_STATE, "captur");
+    assert_true(vg_stream_is_capturing(g.s));
+    vg_graph *graph = NULL;
+    vg_status st = vg_graph_capture_end(g.s, &graph);
+    assert_false(vg_stream_is_capturing(g.s));
+    if (st == VG_OK) VG_CHECK(vg_graph_destroy(graph));
+    else assert_null(graph);
+    VG_CHECK(vg_stream_sync(g.s)); /* and fine again afterwards */
+}
+
+static void test_capture_begin_end_state(void **state)
+{
+    (void)state;
+    vg_graph *graph = (vg_graph *)0x1;
+    VG_CHECK_FAILS(vg_graph_capture_end(g.s, &graph), VG_ERR_STATE, "captur");
+    assert_null(graph);
+    VG_CHECK(vg_graph_capture_begin(g.s));
+    VG_CHECK_FAILS(vg_graph_capture_begin(g.s), VG_ERR_STATE, "captur");
+    assert_true(vg_stream_is_capturing(g.s)); /* the first capture goes on */
+    VG_CHECK(valid_call(g.s, VG_OP_FILL));
+    VG_CHECK(vg_graph_capture_end(g.s, &graph));
+    assert_false(vg_stream_is_capturing(g.s));
+    VG_CHECK(vg_graph_destroy(graph));
+}
+
+/* With every op made uncapturable, each vg_op_* refuses on a capturing stream, naming its op:
+ * each op's entry point checks capture state, not just some of them. */
+static void test_each_op_checks_capture_state(void **state)
+{
+    (void)state;
+    char spec[512] = "";
+    for (int op = 0; op < VG_OP_COUNT_; op++)
+        snprintf(spec + strlen(spec), sizeof spec - strlen(spec), "%snocapture:%s", op ? "," : "",
+                 vg_op_name((vg_op_id)op));
+    setenv("VG_STUB_CAPS", spec, 1);
+    fixture saved = g;
+    fixture_open(&g);
+    unsetenv("VG_STUB_CAPS");
+    for (int op = 0; op < VG_OP_COUNT_; op++) {
+        assert_int_equal(vg_runtime_op_support(g.rt, (vg_op_id)op, NULL), VG_OP_SUPPORTED);
+        assert_int_equal(vg_runtime_op_capturable(g.rt, (vg_op_id)op), 0);
+        VG_CHECK(vg_graph_capture_begin(g.s));
+        VG_CHECK_FAILS_ALL(valid_call(g.s, (vg_op_id)op), VG_ERR_STATE, vg_op_name((vg_op_id)op), "captur");
+        assert_true(vg_stream_is_capturing(g.s));
+        vg_graph *graph = NULL;
+        vg_status st = vg_graph_capture_end(g.s, &graph);
+        assert_false(vg_stream_is_capturing(g.s));
+        if (st == VG_OK) VG_CHECK(vg_graph_destroy(graph));
+        VG_CHECK(valid_call(g.s, (vg_op_id)op)); /* eagerly it runs */
+        VG_CHECK(vg_stream_sync(g.s));
+    }
+    fixture_close(&g);
+    g = saved;
+}
+
+/* One uncapturable op in a capture: refused, and nothing of it recorded; the capture ends; the
+ * graph (when the core keeps it) replays what was recorded before and after; eager use works. */
+static void test_uncapturable_op_refused(void **state)
+{
+    (void)state;
+    setenv("VG_STUB_CAPS", "nocapture:gather_rows", 1);
+    fixture saved = g;
+    fixture_open(&g);
+    unsetenv("VG_STUB_CAPS");
+    uint32_t dt = 0;
+    assert_int_equal(vg_runtime_op_support(g.rt, VG_OP_GATHER_ROWS, &dt), VG_OP_SUPPORTED);
+    assert_int_not_equal(dt, 0);
+    assert_int_equal(vg_runtime_op_support(g.rt, VG_OP_FILL, NULL), VG_OP_SUPPORTED | VG_OP_CAPTURABLE);
+    float src[ROWS * 8], back[ROWS * 8];
+    for (int i = 0; i < ROWS * 8; i++) src[i] = (float)(i + 1);
+    VG_CHECK(vg_mem_copy_h2d(g.s, g.a, src, sizeof src));
+    VG_CHECK(vg_stream_sync(g.s));
+    VG_CHECK(vg_graph_capture_begin(g.s));
+    VG_CHECK(vg_op_fill(g.s, g.b, VG_DTYPE_F32, 4, 3.0));
+    VG_CHECK_FAILS_ALL(vg_op_gather_rows(g.s, VG_DTYPE_F32, g.c, g.a, g.idx, ROWS, 8), VG_ERR_STATE,
+                       "gather_rows", "captur");
+    assert_true(vg_stream_is_capturing(g.s));
+    vg_status after = vg_op_fill(g.s, g.b + 16, VG_DTYPE_F32, 4, 5.0);
+    vg_graph *graph = (vg_graph *)0x1;
+    vg_status st = vg_graph_capture_end(g.s, &graph);
+    assert_false(vg_stream_is_capturing(g.s));
+    assert_zero(g.c, sizeof back); /* the refused gather did not run eagerly either */
+    assert_zero(g.b, 32);          /* and the capture ran nothing */
+    if (st == VG_OK) {
+        VG_CHECK(after);
+        vg_graph_exec *x = NULL;
+        VG_CHECK(vg_graph_instantiate(graph, &x));
+        VG_CHECK(vg_graph_destroy(graph));
+        VG_CHECK(vg_graph_exec_launch(x, g.s));
+        VG_CHECK(vg_mem_copy_d2h(g.s, back, g.b, 8 * sizeof(float)));
+        VG_CHECK(vg_stream_sync(g.s));
+        for (int i = 0; i < 8; i++) assert_true(back[i] == (i < 4 ? 3.0f : 5.0f));
+        VG_CHECK(vg_graph_exec_destroy(x));
+    } else {
+        assert_null(graph);
+        assert_true(strlen(vg_last_error()) > 0);
+    }
+    assert_zero(g.c, sizeof back);
+    /* eagerly the op is fine */
+    VG_CHECK(vg_op_gather_rows(g.s, VG_DTYPE_F32, g.c, g.a, g.idx, ROWS, 8));
+    VG_CHECK(vg_mem_copy_d2h(g.s, back, g.c, sizeof back));
+    VG_CHECK(vg_stream_sync(g.s));
+    for (int i = 0; i < ROWS * 8; i++) assert_true(back[i] == src[i % 8]); /* every index is 0 */
+    fixture_close(&g);
+    g = saved;
+}
+
+static void test_no_graphs(void **state)
+{
+    (void)state;
+    setenv("VG_STUB_CAPS", "nograph", 1);
+    fixture saved = g;
+    fixture_open(&g);
+    unsetenv("VG_STUB_CAPS");
+    assert_int_equal(vg_runtime_caps(g.rt) & VG_CAP_GRAPH, 0);
+    for (int op = 0; op < VG_OP_COUNT_; op++)
+        assert_int_equal(vg_runtime_op_support(g.rt, (vg_op_id)op, NULL), VG_OP_SUPPORTED);
+    VG_CHECK_FAILS(vg_graph_capture_begin(g.s), VG_ERR_UNSUPPORTED, "graph");
+    assert_false(vg_stream_is_capturing(g.s));
+    VG_CHECK(valid_call(g.s, VG_OP_AXPBY));
+    VG_CHECK(vg_stream_sync(g.s));
+    fixture_close(&g);
+    g = saved;
+}
+
+static void test_no_update(void **state)
+{
+    (void)state;
+    setenv("VG_STUB_CAPS", "noupdate", 1);
+    fixture saved = g;
+    fixture_open(&g);
+    unsetenv("VG_STUB_CAPS");
+    vg_graph *g1 = NULL, *g2 = NULL;
+    vg_graph_exec *x = NULL;
+    VG_CHECK(vg_graph_capture_begin(g.s));
+    VG_CHECK(valid_call(g.s, VG_OP_FILL));
+    VG_CHECK(vg_graph_capture_end(g.s, &g1));
+    VG_CHECK(vg_graph_instantiate(g1, &x));
+    VG_CHECK(vg_graph_capture_begin(g.s));
+    VG_CHECK(valid_call(g.s, VG_OP_FILL));
+    VG_CHECK(vg_graph_capture_end(g.s, &g2));
+    int applied = -1;
+    VG_CHECK_FAILS(vg_graph_exec_update(x, g2, &applied), VG_ERR_UNSUPPORTED, "update");
+    VG_CHECK(vg_graph_exec_launch(x, g.s)); /* the exec is unchanged and still replays */
+    VG_CHECK(vg_stream_sync(g.s));
+    VG_CHECK(vg_graph_exec_destroy(x));
+    VG_CHECK(vg_graph_destroy(g1));
+    VG_CHECK(vg_graph_destroy(g2));
+    fixture_close(&g);
+    g = saved;
+}
+
+static void test_null_handles(void **state)
+{
+    (void)state;
+    void *p = (void *)0x1;
+    VG_CHECK_FAILS(vg_mem_alloc(NULL, 16, &p), VG_ERR_INVALID_ARG, "");
+    VG_CHECK_FAILS(vg_mem_alloc(g.rt, 16, NULL), VG_ERR_INVALID_ARG, "");
+    VG_CHECK_FAILS(vg_mem_copy_h2d(NULL, g.a, &p, 8), VG_ERR_INVALID_ARG, "");
+    VG_CHECK_FAILS(vg_mem_copy_h2d(g.s, NULL, &p, 8), VG_ERR_INVALID_ARG, "");
+    VG_CHECK_FAILS(vg_stream_sync(NULL), VG_ERR_INVALID_ARG, "");
+    VG_CHECK_FAILS(vg_graph_capture_begin(NULL), VG_ERR_INVALID_ARG, "");
+    VG_CHECK_FAILS(vg_graph_exec_launch(NULL, g.s), VG_ERR_INVALID_ARG, "");
+    VG_CHECK(vg_mem_free(g.rt, NULL));
+    VG_CHECK(vg_stream_destroy(NULL));
+    VG_CHECK(vg_event_destroy(NULL));
+    VG_CHECK(vg_graph_destroy(NULL));
+    VG_CHECK(vg_graph_exec_destroy(NULL));
+    VG_CHECK(vg_mem_copy_h2d(g.s, g.a, NULL, 0)); /* nothing to copy */
+    assert_ptr_equal(vg_stream_runtime(g.s), g.rt);
+    assert_false(vg_stream_is_capturing(g.s));
+}
+
+static int clear(void **state)
+{
+    (void)state;
+    unsetenv("VG_STUB_CAPS");
+    vg_error_clear();
+    return 0;
+}
+
+int main(void)
+{
+    unsetenv("VG_BACKEND_PATH");
+    unsetenv("VG_STUB_CAPS");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup(test_valid_calls_pass, clear),
+        cmocka_unit_test_setup(test_support_table, clear),
+        cmocka_unit_test_setup(test_no_stream, clear),
+        cmocka_unit_test_setup(test_null_handles, clear),
+        cmocka_unit_test_setup(test_fill, clear),
+        cmocka_unit_test_setup(test_axpby, clear),
+        cmocka_unit_test_setup(test_gemm, clear),
+        cmocka_unit_test_setup(test_gather_rows, clear),
+        cmocka_unit_test_setup(test_rmsnorm, clear),
+        cmocka_unit_test_setup(test_rotary_2d, clear),
+        cmocka_unit_test_setup(test_attention, clear),
+        cmocka_unit_test_setup(test_attention_rotary, clear),
+        cmocka_unit_test_setup(test_silu_mul, clear),
+        cmocka_unit_test_setup(test_convert, clear),
+        cmocka_unit_test_setup(test_sync_during_capture_refused, clear),
+        cmocka_unit_test_setup(test_capture_begin_end_state, clear),
+        cmocka_unit_test_setup(test_each_op_checks_capture_state, clear),
+        cmocka_unit_test_setup(test_uncapturable_op_refused, clear),
+        cmocka_unit_test_setup(test_no_graphs, clear),
+        cmocka_unit_test_setup(test_no_update, clear),
+    };
+    return cmocka_run_group_tests_name("validation", tests, setup, teardown);
+}
