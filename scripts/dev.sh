@@ -1,24 +1,38 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # vg developer entry point: installs what the build needs (Debian 12, apt-get), configures,
 # builds and runs things. Usage: scripts/dev.sh <command> [args]
 #   run        build, then the main job on the default backend: vg info, and the tiny
-#              Qwen2.5-VL vision encoder on two images (extra args go to vg vit encode)
-#   test       build, then the whole test suite (GPU tests SKIP without a GPU)
+#              Qwen2.5-VL vision encoder on two images, checked against the expected embeddings
+#              (extra args go to vg vit encode)
+#   test       build, then the whole test suite (GPU tests SKIP without a GPU), ending with
+#              'vg tests: N passed, M failed, K skipped'; extra args go to ctest
+#   ctest      the test suite and its summary in an already-built tree (args go to ctest)
+#   build      configure and build, showing the compiler's output
 #   gpu-test   build, then the GPU suite and a compute-sanitizer memcheck (needs a GPU)
 #   sanitize   the CPU suite under ASan+UBSan, the threaded tests under TSan
 #   fuzz [S]   the libFuzzer targets for S seconds each (default 60)
-# Environment: VG_BUILD_DIR (default: build), VG_CMAKE_ARGS (extra cmake arguments),
-#              VG_JOBS (parallel build jobs, default: nproc), VG_SKIP_DEPS=1 (no apt-get).
+#   deps       install the build's Debian packages only
+# Every configure builds each backend whose toolchain is present, whatever an earlier
+# configure cached: cuda when nvcc is on PATH or in $CUDA_HOME/bin (default /usr/local/cuda),
+# hip when hipcc is on PATH. run, test and gpu-test keep the compiler's output in
+# BUILD_DIR/build.log and show its tail if the build fails.
+# Environment: VG_BUILD_DIR (default: build), VG_CMAKE_ARGS (extra cmake arguments, applied
+#              last: -DVG_BUILD_HIP=OFF there wins), VG_JOBS (parallel build jobs, default:
+#              nproc), VG_SKIP_DEPS=1 (no apt-get), CUDA_HOME.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${VG_BUILD_DIR:-$root/build}
 jobs=${VG_JOBS:-$(nproc 2>/dev/null || echo 2)}
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
 
 # Debian packages the build needs; the test command adds ROCm's compiler, so that the hip
 # backend is built (and its GPU tests skip) on every machine.
 packages=(build-essential cmake pkgconf libcmocka-dev libopenblas-dev libcjson-dev)
 test_packages=(hipcc libamdhip64-dev)
+
+say() { echo "dev.sh: $*" >&2; }
 
 deps() {
     [ "${VG_SKIP_DEPS:-0}" = 1 ] && return 0 # dependencies provided another way (offline-deps.sh)
@@ -27,23 +41,146 @@ deps() {
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
     done
     [ ${#missing[@]} -eq 0 ] && return 0
-    echo "dev.sh: installing ${missing[*]}" >&2
+    say "installing ${missing[*]}"
     local sudo=()
     [ "$(id -u)" -ne 0 ] && sudo=(sudo)
     "${sudo[@]}" apt-get update -qq
     DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# The backends whose toolchain is here, as explicit cmake options: an option cached OFF by a
+# configure that ran before the toolchain was installed must not keep that backend out.
+backend_flags=()
+backend_toolchains() {
+    local nvcc hipcc
+    nvcc=$(command -v nvcc || true)
+    if [ -z "$nvcc" ] && [ -x "$cuda_home/bin/nvcc" ]; then
+        export PATH=$cuda_home/bin:$PATH # the CUDA toolkit's default place is outside PATH
+        nvcc=$cuda_home/bin/nvcc
+    fi
+    hipcc=$(command -v hipcc || true)
+    backend_flags=("-DVG_BUILD_CUDA=$([ -n "$nvcc" ] && echo ON || echo OFF)"
+                   "-DVG_BUILD_HIP=$([ -n "$hipcc" ] && echo ON || echo OFF)")
+}
+
+log_tail() {
+    echo "---- last lines of $1:" >&2
+    tail -n 40 "$1" >&2
+    echo "---- full log: $1" >&2
+}
+
+# Configure $build; say in one line which backends CMake decided to build, and why one is not.
+configure() {
+    backend_toolchains
+    mkdir -p "$build"
+    local log=$build/build.log
+    # shellcheck disable=SC2086
+    if ! cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${backend_flags[@]}" \
+        ${VG_CMAKE_ARGS:-} >"$log" 2>&1; then
+        say "configuring failed"
+        log_tail "$log"
+        return 1
+    fi
+    # CMake's own verdict: "-- vg: backends: kunlun_stub=ON cuda=ON hip=OFF; sanitize=''"
+    local verdict on=() off=()
+    verdict=$(grep -m1 '^-- vg: backends:' "$log" || true)
+    for b in kunlun_stub cuda hip; do
+        case $verdict in
+        *" $b=ON"*) on+=("$b") ;;
+        *)
+            case $b in
+            cuda) command -v nvcc >/dev/null && off+=("cuda (turned off)") || off+=("cuda (no nvcc)") ;;
+            hip) command -v hipcc >/dev/null && off+=("hip (turned off)") || off+=("hip (no hipcc)") ;;
+            *) off+=("$b (turned off)") ;;
+            esac
+            ;;
+        esac
+    done
+    local line="backends built: ${on[*]:-none}"
+    [ ${#off[@]} -gt 0 ] && line+="; not built: $(printf '%s, ' "${off[@]}" | sed 's/, $//')"
+    say "$line"
+}
+
+# Build $build with the compiler's output in build.log; one progress line instead.
+quiet_build() {
+    local log=$build/build.log start=$SECONDS st line pct=""
+    local where=${build#"$PWD"/}
+    if [ -t 2 ]; then
+        printf 'dev.sh: building in %s (log: %s/build.log) ' "$where" "$where" >&2
+        set +e
+        cmake --build "$build" -j "$jobs" 2>&1 | while IFS= read -r line; do
+            printf '%s\n' "$line" >>"$log"
+            if [[ $line =~ ^\[\ *([0-9]+)%\] ]]; then
+                pct=${BASH_REMATCH[1]}
+                printf '\rdev.sh: building in %s (log: %s/build.log) %3d%% ' "$where" "$where" "$pct" >&2
+            fi
+        done
+        st=${PIPESTATUS[0]}
+        set -e
+    else
+        printf 'dev.sh: building in %s (log: %s/build.log) ... ' "$where" "$where" >&2
+        st=0
+        cmake --build "$build" -j "$jobs" >>"$log" 2>&1 || st=$?
+    fi
+    if [ "$st" -ne 0 ]; then
+        echo "failed" >&2
+        log_tail "$log"
+        return "$st"
+    fi
+    echo "done, $((SECONDS - start)) s" >&2
+}
+
 configure_and_build() {
     deps
-    # nvcc lives outside PATH in the CUDA toolkit's default location.
-    if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
-        export PATH=/usr/local/cuda/bin:$PATH
-    fi
-    # shellcheck disable=SC2086
-    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${VG_CMAKE_ARGS:-} >/dev/null
-    cmake --build "$build" -j "$jobs"
+    configure
+    quiet_build
 }
+
+# ctest, its own output kept whole, then one line that counts skips apart from passes.
+# The exit status is ctest's.
+run_ctest() {
+    local log=$build/ctest.log st
+    set +e
+    (cd "$build" && ctest --output-on-failure -j "$jobs" "$@") 2>&1 | tee "$log"
+    st=${PIPESTATUS[0]}
+    set -e
+    ctest_summary "$log"
+    return "$st"
+}
+
+# From ctest's closing lines: "NN% tests passed, F tests failed out of T", then the tests that
+# did not run ("(Skipped)": exit code 77; "(Disabled)": not counted in T). Failed includes
+# "(Not Run)" (a missing executable).
+ctest_summary() {
+    awk '
+        /% tests passed, [0-9]+ tests? failed out of [0-9]+/ {
+            for (i = 1; i <= NF; i++) if ($i == "failed") failed = $(i - 2)
+            total = $NF; seen = 1; skipped = 0; disabled = 0; next
+        }
+        seen && /\(Skipped\)[ \t]*$/ { skipped++ }
+        seen && /\(Disabled\)[ \t]*$/ { disabled++ }
+        END {
+            if (!seen) { print "vg tests: ctest gave no summary (see above)"; exit }
+            line = sprintf("vg tests: %d passed, %d failed, %d skipped", total - failed - skipped, failed, skipped)
+            if (disabled) line = line sprintf(", %d disabled", disabled)
+            if (skipped) line = line " (GPU tests skip without a GPU)"
+            print line
+        }' "$1"
+}
+
+# The main job: which backend is in use, then the tiny Qwen2.5-VL vision tower on it, compared
+# with the embeddings the reference implementation gave (vg says whether they agree).
+main_job() {
+    "$build/bin/vg" info
+    echo
+    local fix=$root/tests/data/qwen2_5_vl_tiny
+    "$build/bin/vg" vit encode --model "$fix/model" --input "$fix/two_images.input.safetensors" \
+        --expected "$fix/two_images.expected.safetensors" \
+        --output "$build/two_images.embeddings.safetensors" --repeat 3 --stats "$@"
+}
+
+# Sourced (tests/install/dev_sh_test.sh): the functions only.
+if [ "${BASH_SOURCE[0]}" != "$0" ]; then return 0; fi
 
 cmd=${1:-}
 shift || true
@@ -54,21 +191,21 @@ deps-fuzz)
     packages=(clang libclang-rt-14-dev)
     deps
     ;;
-build) configure_and_build ;;
+build)
+    deps
+    configure
+    cmake --build "$build" -j "$jobs"
+    ;;
 run)
-    # The main job: which backend is in use, then the tiny Qwen2.5-VL vision tower on it.
-    configure_and_build >/dev/null
-    "$build/bin/vg" info
-    echo
-    fix=$root/tests/data/qwen2_5_vl_tiny
-    "$build/bin/vg" vit encode --model "$fix/model" --input "$fix/two_images.input.safetensors" \
-        --output "$build/two_images.embeddings.safetensors" --repeat 3 --stats "$@"
+    configure_and_build
+    main_job "$@"
     ;;
 test)
     packages+=("${test_packages[@]}")
     configure_and_build
-    cd "$build" && ctest --output-on-failure -j "$jobs" "$@"
+    run_ctest "$@"
     ;;
+ctest) run_ctest "$@" ;;
 gpu-test)
     packages+=("${test_packages[@]}")
     configure_and_build
@@ -82,7 +219,7 @@ fuzz)
     "$root/scripts/fuzz.sh" "$@"
     ;;
 *)
-    awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}" >&2
+    awk 'NR > 1 && /^# SPDX-License-Identifier:/ { next } NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "${BASH_SOURCE[0]}" >&2
     exit 2
     ;;
 esac

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Build the libFuzzer targets with clang (ASan + UBSan) and run each for a bounded time.
 #   scripts/fuzz.sh [SECONDS]        default 60 s per target; CI uses 25
 # The seed corpora live in tests/fuzz/corpus/<target>; what the fuzzer adds goes to

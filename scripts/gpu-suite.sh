@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The GPU suite, for a machine with an NVIDIA GPU (scripts/dev.sh gpu-test calls it):
 #   1. vg info: the cuda backend loads, shows its device, and auto-selection picks it;
 #   2. every ctest test labelled gpu, with VG_REQUIRE_DEVICE=1 so a missing device fails;

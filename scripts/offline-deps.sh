@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Build dependencies for a GPU machine that cannot reach a package registry.
 #   scripts/offline-deps.sh fetch DIR     (on a Debian 12 machine) download the .deb files
 #   scripts/offline-deps.sh install DIR   (on the GPU machine) unpack them under DIR/root,
@@ -10,7 +11,8 @@ packages=(libcmocka0 libcmocka-dev libcjson1 libcjson-dev libopenblas0-pthread
           libopenblas-pthread-dev libgfortran5)
 cmd=${1:-}
 dir=${2:-}
-[ -n "$cmd" ] && [ -n "$dir" ] || { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { awk 'NR > 1 && /^# SPDX-License-Identifier:/ { next } NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; }
+[ -n "$cmd" ] && [ -n "$dir" ] || { usage; exit 2; }
 case "$cmd" in
 fetch)
     mkdir -p "$dir"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Where the vision encoder's device time goes: Nsight Compute times a window of kernels well
 # past warm-up and GEMM tuning, one whole forward of that window is cut out (a forward launches
 # the gather kernel exactly twice: after the patch embedding and at the end of the merger), and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The CPU test suite under sanitizers, each in a build directory of its own:
 #   address;undefined  every test (leak detection on), in $VG_BUILD_DIR-asan
 #   thread             the tests of shared state (label 'threads', and the runner), in -tsan

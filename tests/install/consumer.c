@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Opens a runtime through an installed vg: the loader must find the installed plugins. */
 #include <stdio.h>
 #include <string.h>
