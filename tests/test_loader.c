@@ -108,6 +108,9 @@ static void test_not_found_names_every_candidate(void **state)
     assert_non_null(strstr(vg_last_error(), TEST_PLUGIN_DIR "/first/libvg_nonexistent.so: not found"));
     assert_non_null(strstr(vg_last_error(), TEST_PLUGIN_DIR "/second/libvg_nonexistent.so: not found"));
     expect_failure(TEST_PLUGIN_DIR "/no/such/file.so", VG_ERR_NOT_FOUND, "file.so: not found");
+    /* a path that exists but is no plugin file says what it is, not "not found" */
+    expect_failure("/tmp", VG_ERR_NOT_FOUND, "/tmp: is a directory, not a plugin file");
+    expect_failure("/dev/null", VG_ERR_NOT_FOUND, "/dev/null: is a device node, not a plugin file");
 }
 
 static void test_invalid_name(void **state)

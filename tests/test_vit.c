@@ -257,6 +257,18 @@ static void test_bad_inputs(void **state)
                    VG_ERR_INVALID_ARG, "each of t, h, w");
     VG_CHECK_FAILS(vg_vit_encode(v, f.pixels, VG_DTYPE_I32, 256, f.cols, good, 1, &o),
                    VG_ERR_INVALID_ARG, "F32, BF16 or F16");
+    /* non-finite pixels are refused, naming the first bad row and column */
+    float *bad = malloc((size_t)(f.rows * f.cols) * sizeof(float));
+    assert_non_null(bad);
+    memcpy(bad, f.pixels, (size_t)(f.rows * f.cols) * sizeof(float));
+    bad[12 * f.cols + 5] = NAN;
+    VG_CHECK_FAILS(vg_vit_encode(v, bad, VG_DTYPE_F32, f.rows, f.cols, f.grid, f.n, &o),
+                   VG_ERR_INVALID_ARG, "row 12, column 5 is NaN");
+    bad[12 * f.cols + 5] = f.pixels[12 * f.cols + 5];
+    bad[(f.rows - 1) * f.cols] = -INFINITY;
+    VG_CHECK_FAILS(vg_vit_encode(v, bad, VG_DTYPE_F32, f.rows, f.cols, f.grid, f.n, &o),
+                   VG_ERR_INVALID_ARG, "infinity");
+    free(bad);
     /* and the encoder still works afterwards */
     o = encode(v, &f);
     assert_true(rel_err(o.embeddings, f.want, (size_t)(o.rows * o.cols)) <= f32_tol());
