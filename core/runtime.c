@@ -336,10 +336,10 @@ vg_status vg_backend_probe(const char *req, vg_probe_report *r)
     snprintf(r->version, sizeof r->version, "%s", b.version);
     r->abi_major = b.abi_major;
     r->abi_minor = b.abi_minor;
-    r->score = VG_DEFAULT_SCORE;
     int count = 0;
     vg_error_clear();
     st = b.device_count(&count);
+    r->score = score_of(&b); /* score() is called after device_count */
     if (st != VG_OK || count <= 0) {
         r->status = VG_ERR_NO_DEVICE;
         snprintf(r->error, sizeof r->error, "no device%s%s", vg_error_is_set() ? ": " : "",
@@ -347,7 +347,6 @@ vg_status vg_backend_probe(const char *req, vg_probe_report *r)
         vg_plugin_unload(&p);
         return r->status;
     }
-    r->score = score_of(&b); /* score() is called after device_count */
     r->device_count = count;
     int opened = 0;
     for (int i = 0; i < count && i < VG_PROBE_MAX_DEVICES; i++) {
