@@ -131,3 +131,10 @@ vg_status vg_iface_validate(const vg_backend_iface *in, const char *origin, vg_b
     out->ops = ops_out;
     return VG_OK;
 }
+
+int32_t vg_iface_score(const vg_backend_iface *b)
+{
+    if (!b->score) return VG_IFACE_DEFAULT_SCORE;
+    int32_t s = b->score();
+    return s < 0 ? 0 : s > 1000 ? 1000 : s;
+}

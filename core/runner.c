@@ -579,15 +579,16 @@ static int all_capturable(const vg_runner *r, const vg_batch_desc *padded)
     return 1;
 }
 
-/* The forward of `padded` cut into segments. With `full`, one graphed segment of every piece;
- * otherwise a splitting or uncapturable piece is an eager segment of its own and every maximal
- * run of other pieces is a graphed one. The segment starting at piece i ends at *last; returns
- * 1 when it is graphed. vg_runner_run and vg_runner_warmup both walk the forward with it. */
+/* Piece k may sit inside a graphed segment: not splitting, and capturable for `padded`. */
 static int graphable(const vg_runner *r, int k, const vg_batch_desc *padded)
 {
     return !(r->model.pieces[k].flags & VG_PIECE_SPLITTING) && piece_capturable(r, k, padded);
 }
 
+/* The forward of `padded` cut into segments. With `full`, one graphed segment of every piece;
+ * otherwise a splitting or uncapturable piece is an eager segment of its own and every maximal
+ * run of other pieces is a graphed one. The segment starting at piece i ends at *last; returns
+ * 1 when it is graphed. vg_runner_run and vg_runner_warmup both walk the forward with it. */
 static int segment_at(const vg_runner *r, const vg_batch_desc *padded, int full, int i, int *last)
 {
     int n = r->model.num_pieces;

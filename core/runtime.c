@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Runtime: one loaded backend with one open device, and the per-op capability table built when
- * the device opens. Also auto-selection by score and the probe behind `vg info`. */
+/* Runtime: one loaded backend with one open device, the per-op capability table built when the
+ * device opens, and auto-selection by score when no backend is named. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "vg_internal.h"
-
-#define VG_DEFAULT_SCORE 500
 
 void vg_runtime_options_init(vg_runtime_options *opts)
 {
@@ -72,20 +70,6 @@ static vg_status build_op_table(vg_runtime *rt, const char *origin)
     return VG_OK;
 }
 
-/* The report's capturable-op mask from op_caps, for a plugin that answers only through it
- * (ABI 1.1); the mask holds the ops below 64, which today are all of this core's. */
-static void probe_capturable(const vg_backend_iface *b, vg_bk_device *dev, vg_device_info *info)
-{
-    uint64_t mask = 0;
-    for (int op = 0; op < VG_OP_COUNT_ && op < 64; op++) {
-        vg_op_caps c = {sizeof c, 0, 0};
-        if (b->op_caps(dev, (uint32_t)op, &c) == VG_OK &&
-            (c.flags & (VG_OP_SUPPORTED | VG_OP_CAPTURABLE)) == (VG_OP_SUPPORTED | VG_OP_CAPTURABLE))
-            mask |= 1ull << op;
-    }
-    info->capturable_ops = (info->caps & VG_CAP_GRAPH) ? mask : 0;
-}
-
 void vg_abi_version(uint32_t *major, uint32_t *minor)
 {
     if (major) *major = VG_BACKEND_ABI_MAJOR;
@@ -108,13 +92,6 @@ int vg_runtime_op_capturable(const vg_runtime *rt, vg_op_id op)
 }
 
 /* ---- opening --------------------------------------------------------------------------------- */
-
-static int32_t score_of(const vg_backend_iface *b)
-{
-    if (!b->score) return VG_DEFAULT_SCORE;
-    int32_t s = b->score();
-    return s < 0 ? 0 : s > 1000 ? 1000 : s;
-}
 
 /* Open device `index` on a validated table, check the members its caps promise and build the
  * per-op table. On failure nothing stays open. */
@@ -153,7 +130,7 @@ static vg_status open_device(vg_runtime *rt, int index, const char *origin)
         rt->dev = NULL;
         return st;
     }
-    rt->score = score_of(b);
+    rt->score = vg_iface_score(b);
     return VG_OK;
 }
 
@@ -310,64 +287,4 @@ vg_status vg_runtime_device_info(vg_runtime *rt, vg_device_info *info)
     full.caps = rt->info.caps; /* the caps after the core's own checks */
     vg_backend_copy_out(info, &full);
     return VG_OK;
-}
-
-/* ---- probe ----------------------------------------------------------------------------------- */
-
-vg_status vg_backend_probe(const char *req, vg_probe_report *r)
-{
-    if (!r || !req) return vg_error_set(VG_ERR_INVALID_ARG, "vg_backend_probe: NULL argument");
-    memset(r, 0, sizeof *r);
-    r->struct_size = sizeof *r;
-    snprintf(r->request, sizeof r->request, "%s", req);
-    vg_plugin p;
-    vg_backend_iface b;
-    vg_op_table ops;
-    vg_status st = vg_plugin_load(req, &p, &b, &ops);
-    if (st != VG_OK) {
-        r->status = st;
-        snprintf(r->error, sizeof r->error, "%s", vg_last_error());
-        vg_plugin_unload(&p);
-        return st;
-    }
-    r->loaded = 1;
-    snprintf(r->path, sizeof r->path, "%s", p.path);
-    snprintf(r->name, sizeof r->name, "%s", b.name);
-    snprintf(r->version, sizeof r->version, "%s", b.version);
-    r->abi_major = b.abi_major;
-    r->abi_minor = b.abi_minor;
-    int count = 0;
-    vg_error_clear();
-    st = b.device_count(&count);
-    r->score = score_of(&b); /* score() is called after device_count */
-    if (st != VG_OK || count <= 0) {
-        r->status = VG_ERR_NO_DEVICE;
-        snprintf(r->error, sizeof r->error, "no device%s%s", vg_error_is_set() ? ": " : "",
-                 vg_error_is_set() ? vg_last_error() : "");
-        vg_plugin_unload(&p);
-        return r->status;
-    }
-    r->device_count = count;
-    int opened = 0;
-    for (int i = 0; i < count && i < VG_PROBE_MAX_DEVICES; i++) {
-        vg_bk_device *dev = NULL;
-        vg_error_clear();
-        r->devices[i].struct_size = sizeof r->devices[i];
-        r->devices[i].index = i;
-        st = b.device_open(i, &dev);
-        if (st == VG_OK && dev) {
-            st = b.device_info(dev, &r->devices[i]);
-            if (st == VG_OK && b.op_caps) probe_capturable(&b, dev, &r->devices[i]);
-            b.device_close(dev);
-        } else if (st == VG_OK) {
-            st = VG_ERR_INTERNAL;
-        }
-        r->device_status[i] = st;
-        if (st == VG_OK) opened++;
-        else if (!r->error[0])
-            snprintf(r->error, sizeof r->error, "device %d: %s", i, vg_last_error());
-    }
-    r->status = opened ? VG_OK : VG_ERR_NO_DEVICE;
-    vg_plugin_unload(&p);
-    return r->status;
 }

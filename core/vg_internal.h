@@ -40,6 +40,10 @@ vg_status vg_iface_validate(const vg_backend_iface *in, const char *origin, vg_b
  * missing mandatory member fails with VG_ERR_ABI; a missing optional one (exec_update for
  * VG_CAP_GRAPH_UPDATE) clears the capability from *caps with a warning. */
 vg_status vg_iface_check_caps(const vg_backend_iface *b, uint64_t *caps, const char *origin);
+/* A plugin's auto-selection score, 0..1000; VG_IFACE_DEFAULT_SCORE without a score member.
+ * Called after device_count, as the ABI promises. */
+#define VG_IFACE_DEFAULT_SCORE 500
+int32_t vg_iface_score(const vg_backend_iface *b);
 
 /* ---- loader (loader.c) ------------------------------------------------------------------------ */
 

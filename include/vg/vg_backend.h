@@ -79,7 +79,7 @@ typedef struct vg_op_table {
     vg_status (*gather_rows)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype, void *dst,
                              const void *src, const int32_t *idx, int64_t rows, int64_t cols);
 
-    /* ---- version 2: the kernels of a vision transformer ---- */
+    /* ---- version 2: normalisation, rotary, segmented attention, gating, conversion ---- */
 
     vg_status (*rmsnorm)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype, const void *x,
                          const void *w, void *out, int64_t rows, int64_t cols, float eps);
