@@ -26,9 +26,14 @@ static char *dir_of(const char *p)
 static char *resolve(const char *path)
 {
     char *p = strdup(path);
+    errno = 0;
     for (int hops = 0; p && hops < 40; hops++) {
         struct stat st;
-        if (lstat(p, &st) != 0 || !S_ISLNK(st.st_mode)) return p; /* lstat fails: a new file */
+        if (lstat(p, &st) != 0) {
+            if (errno == ENOENT) return p; /* a new file */
+            break;
+        }
+        if (!S_ISLNK(st.st_mode)) return p;
         char link[PATH_MAX];
         ssize_t n = readlink(p, link, sizeof link - 1);
         if (n < 0) break;
@@ -39,9 +44,26 @@ static char *resolve(const char *path)
         free(p);
         p = next;
     }
-    if (p) errno = ELOOP;
+    if (p && errno == 0) errno = ELOOP;
     free(p);
     return NULL;
+}
+
+/* N when path names a descriptor this process already holds (/dev/stdout, /dev/stderr,
+ * /dev/fd/N, /proc/self/fd/N), else -1. Such a name must be written through that descriptor:
+ * when stdout is redirected to a file, /dev/stdout resolves to the file, and replacing it by a
+ * rename would drop what the shell wrote there before (and after). */
+static int inherited_fd(const char *path)
+{
+    if (!strcmp(path, "/dev/stdout")) return 1;
+    if (!strcmp(path, "/dev/stderr")) return 2;
+    const char *num = !strncmp(path, "/dev/fd/", 8)          ? path + 8
+                      : !strncmp(path, "/proc/self/fd/", 14) ? path + 14
+                                                             : NULL;
+    if (!num || !*num) return -1;
+    char *end = NULL;
+    long n = strtol(num, &end, 10);
+    return *end || n < 0 || n > INT_MAX || fcntl((int)n, F_GETFD) < 0 ? -1 : (int)n;
 }
 
 static int fail(const vg_out *o, const char *why)
@@ -55,6 +77,10 @@ static int plan(vg_out *o, int *through, mode_t *mode)
 {
     struct stat st;
     *through = 0;
+    if (inherited_fd(o->path) >= 0) {
+        *through = 1;
+        return 0;
+    }
     if (stat(o->path, &st) == 0) {
         if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
             *through = 1;
@@ -111,7 +137,10 @@ int vg_out_open(vg_out *o, const char *cmd, const char *path)
         vg_out_abort(o);
         return 1;
     }
-    if (through) {
+    int inherited = inherited_fd(path);
+    if (inherited >= 0) {
+        fd = dup(inherited); /* the descriptor as the shell set it up (O_APPEND included) */
+    } else if (through) {
         fd = open(path, O_WRONLY); /* no O_CREAT, no O_TRUNC: a device or a FIFO stays one */
     } else {
         const char *base = strrchr(o->target, '/');
@@ -139,13 +168,16 @@ int vg_out_open(vg_out *o, const char *cmd, const char *path)
         vg_out_abort(o);
         return fail(o, strerror(e));
     }
+    errno = 0; /* so that commit reports the error of a failed write, not an older one */
     return 0;
 }
 
 int vg_out_commit(vg_out *o)
 {
     int e = 0;
-    if (fflush(o->fp) != 0 || ferror(o->fp)) e = errno ? errno : EIO;
+    if (fflush(o->fp) != 0) e = errno;
+    else if (ferror(o->fp)) e = errno ? errno : EIO; /* an earlier write failed (errno was
+                                                         cleared when the file was opened) */
     if (!e && o->tmp && fsync(fileno(o->fp)) != 0) e = errno;
     if (fclose(o->fp) != 0 && !e) e = errno;
     o->fp = NULL;

@@ -5,7 +5,9 @@
  *                             renamed over it: readers see the old file or the whole new one
  *   symbolic link             resolved (a chain too, a dangling one included); the file it
  *                             points to is written as above, the link stays a link
- *   character device, FIFO    written through (/dev/null, /dev/stdout, a pipe); never replaced
+ *   /dev/stdout, /dev/stderr, written through that descriptor of this process, never reopened:
+ *   /dev/fd/N, /proc/self/fd/N  stdout redirected to a file stays that file, appended as set up
+ *   character device, FIFO    written through (/dev/null, a pipe); never replaced
  *   directory, anything else  refused with a message
  *
  * Every failure (a missing directory, a full disk, a close that fails) is reported as

@@ -30,14 +30,31 @@ static void caps_text(uint64_t caps, char *buf, size_t cap)
     if (!buf[0]) snprintf(buf, cap, "none");
 }
 
-static void ops_text(uint64_t ops, char *buf, size_t cap)
+/* The ops device `dev` of the probed backend can capture, asked of a runtime opened on it: the
+ * per-op query, with no limit on the number of ops. ops[i] for i < max; returns how many. */
+static int capturable_ops(const vg_probe_report *r, int dev, vg_op_id *ops, int max)
 {
+    vg_runtime_options o;
+    vg_runtime_options_init(&o);
+    o.backend = r->path;
+    o.device = dev;
+    vg_runtime *rt = NULL;
+    if (vg_runtime_open(&o, &rt) != VG_OK) return 0;
+    int n = 0;
+    for (int op = 0; op < VG_OP_COUNT_ && n < max; op++)
+        if (vg_runtime_op_capturable(rt, (vg_op_id)op)) ops[n++] = (vg_op_id)op;
+    vg_runtime_close(rt);
+    return n;
+}
+
+static void ops_text(const vg_probe_report *r, int dev, char *buf, size_t cap)
+{
+    vg_op_id ops[VG_OP_COUNT_];
+    int n = capturable_ops(r, dev, ops, VG_OP_COUNT_);
     buf[0] = '\0';
-    for (int op = 0; op < VG_OP_COUNT_; op++)
-        if ((ops >> op) & 1u)
-            snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", buf[0] ? " " : "",
-                     vg_op_name((vg_op_id)op));
-    if (!buf[0]) snprintf(buf, cap, "none");
+    for (int i = 0; i < n; i++)
+        snprintf(buf + strlen(buf), cap - strlen(buf), "%s%s", i ? " " : "", vg_op_name(ops[i]));
+    if (!n) snprintf(buf, cap, "none");
 }
 
 static void print_text(const vg_probe_report *r)
@@ -60,7 +77,7 @@ static void print_text(const vg_probe_report *r)
             continue;
         }
         caps_text(d->caps, caps, sizeof caps);
-        ops_text(d->capturable_ops, ops, sizeof ops);
+        ops_text(r, i, ops, sizeof ops);
         printf("  device %d: %s\n    memory: %s total, %s free\n", i, d->name,
                vg_cli_bytes(d->mem_total, b1, sizeof b1), vg_cli_bytes(d->mem_free, b2, sizeof b2));
         if (d->arch_major) printf("    arch: %d.%d\n", d->arch_major, d->arch_minor);
@@ -103,9 +120,10 @@ static cJSON *report_json(const vg_probe_report *r)
                 if (((d->caps >> b) & 1u) && vg_cap_name(1ull << b))
                     cJSON_AddItemToArray(caps, cJSON_CreateString(vg_cap_name(1ull << b)));
             cJSON *ops = cJSON_AddArrayToObject(j, "capturable_ops");
-            for (int op = 0; op < VG_OP_COUNT_; op++)
-                if ((d->capturable_ops >> op) & 1u)
-                    cJSON_AddItemToArray(ops, cJSON_CreateString(vg_op_name((vg_op_id)op)));
+            vg_op_id list[VG_OP_COUNT_];
+            int n = capturable_ops(r, i, list, VG_OP_COUNT_);
+            for (int k = 0; k < n; k++)
+                cJSON_AddItemToArray(ops, cJSON_CreateString(vg_op_name(list[k])));
         }
         cJSON_AddItemToArray(devs, j);
     }
