@@ -150,13 +150,13 @@ static vg_status run(vg_bk_stream *s, const vgc_attention_call *c)
     return c->pos ? dispatch<true>(s, c) : dispatch<false>(s, c);
 }
 
-/* What the kernels cannot do although the catalogue allows it (the core has checked the rest):
- * rows are indexed with int, and heads span the grid's y dimension. */
+/* What the kernels cannot do although the catalogue allows it (the core has checked the rest,
+ * rows below 2^31 included): heads span the grid's y dimension. */
 static vg_status limits_ok(const char *name, int64_t rows, int heads)
 {
-    if (rows > 0x7fffffff || heads > 65535)
+    if (heads > 65535)
         return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": %s: %lld rows of %d heads: at most "
-                       "2^31-1 rows and 65535 heads", name, (long long)rows, heads);
+                       "65535 heads", name, (long long)rows, heads);
     return VG_OK;
 }
 

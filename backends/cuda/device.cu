@@ -56,10 +56,16 @@ extern "C" vg_status vgc_device_count(int *count)
     int n = 0;
     cudaError_t e = cudaGetDeviceCount(&n);
     if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) {
-        /* the usual case on a machine without the vendor's GPU: say so plainly */
+        /* the usual case on a machine without the vendor's GPU: say so plainly (the runtime
+         * reports a missing driver as an insufficient one) */
         (void)cudaGetLastError();
-        vgc_host->set_error(VG_ERR_NO_DEVICE, VG_VENDOR_NAME ": no " VG_VENDOR_HARDWARE
-                                              " driver or GPU found (%s)", cudaGetErrorName(e));
+        if (e == cudaErrorNoDevice)
+            vgc_host->set_error(VG_ERR_NO_DEVICE, VG_VENDOR_NAME ": no " VG_VENDOR_HARDWARE
+                                " GPU found (%s)", cudaGetErrorName(e));
+        else
+            vgc_host->set_error(VG_ERR_NO_DEVICE, VG_VENDOR_NAME ": no " VG_VENDOR_HARDWARE
+                                " driver or GPU found, or the driver is too old for this "
+                                "runtime (%s)", cudaGetErrorName(e));
         return VG_ERR_NO_DEVICE;
     }
     if (e != cudaSuccess) {

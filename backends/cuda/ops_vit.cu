@@ -42,8 +42,6 @@ __global__ void k_rmsnorm(const T *x, const T *w, T *out, int rows, int cols, fl
 vg_status vgc_op_rmsnorm(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void *x, const void *w,
                          void *out, int64_t rows, int64_t cols, float eps)
 {
-    if (rows > 0x7fffffff || cols > 0x7fffffff) /* the kernel indexes rows and columns with int */
-        return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": rmsnorm: rows and cols must be below 2^31");
     if (!rows) return VG_OK;
     unsigned blocks = (unsigned)((rows + 7) / 8 < 65535 * 4 ? (rows + 7) / 8 : 65535 * 4);
     int elem = t == VG_DTYPE_F32 ? 4 : 2, vecn = 16 / elem;
@@ -114,8 +112,6 @@ static void rotary_launch(vg_bk_stream *s, int vecn, T *x, int64_t ld, int rows,
 vg_status vgc_op_rotary_2d(vg_bk_device *, vg_bk_stream *s, vg_dtype t, void *x, int64_t ld,
                            int64_t rows, int heads, int head_dim, const int32_t *pos, float theta)
 {
-    if (rows > 0x7fffffff) /* the kernel indexes rows with int */
-        return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": rotary_2d: rows must be below 2^31");
     if (!rows) return VG_OK;
     /* the widest vector (up to 16 bytes) that every half-head start is aligned to */
     int elem = t == VG_DTYPE_F32 ? 4 : 2, half = head_dim / 2, vecn = 16 / elem;
@@ -149,8 +145,6 @@ __global__ void k_silu_mul(const T *in, int64_t ld_in, T *out, int64_t ld_out, i
 vg_status vgc_op_silu_mul(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void *in,
                           int64_t ld_in, void *out, int64_t ld_out, int64_t rows, int64_t cols)
 {
-    if (rows > 0x7fffffff || cols > 0x7fffffff) /* the kernel indexes rows and columns with int */
-        return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": silu_mul: rows and cols must be below 2^31");
     if (!rows) return VG_OK;
     unsigned blocks = (unsigned)(rows < 65535 * 8 ? rows : 65535 * 8);
     int elem = t == VG_DTYPE_F32 ? 4 : 2, vecn = 16 / elem;
