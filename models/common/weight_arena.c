@@ -238,7 +238,12 @@ vg_status vg_arena_load(vg_runtime *rt, const vg_arena_source *src, vg_arena_des
     if (st == VG_OK && (a.count != a.planned_count || a.offset != a.planned))
         st = vg_error_set(VG_ERR_INTERNAL, "%s: the model described different tensors in its two "
                                            "passes (%d then %d)", a.what, a.planned_count, a.count);
-    if (a.s) vg_stream_destroy(a.s);
+    /* the last thing queued may be a padding fill: finish it, and see its status */
+    if (a.s) {
+        vg_status sync = vg_stream_sync(a.s);
+        if (st == VG_OK) st = sync;
+        vg_stream_destroy(a.s);
+    }
     if (a.stage) vg_host_free(rt, a.stage);
     if (st != VG_OK) {
         vg_mem_free(rt, a.base);
