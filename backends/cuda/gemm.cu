@@ -359,9 +359,10 @@ static vg_status plan_get(vg_bk_stream *s, const gemm_key *k, const vg_gemm_args
 vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
 {
     if (s->dev->gemm_tiled) return vgc_gemm_tiled(s, a); /* the portable kernel, for testing it */
-    /* Decide what cuBLASLt fuses. Its bias must have C's type; its epilogue applies the
+    /* Decide what cuBLASLt fuses. Its bias must have C's type and be 16-byte aligned (it
+     * refuses others at matmul time, after a plan was found); its epilogue applies the
      * activation after beta·C, so a residual is fused only when there is no activation. */
-    int lt_bias = a->bias && a->dtype_ab == a->dtype_c;
+    int lt_bias = a->bias && a->dtype_ab == a->dtype_c && (uintptr_t)a->bias % 16 == 0;
     /* GELU is fused only when the bias is fused too (or absent): the bias comes before it. */
     int lt_gelu = a->act == VG_ACT_GELU_TANH && !a->residual && (!a->bias || lt_bias);
     int lt_residual = a->residual && a->act == VG_ACT_NONE;
@@ -392,9 +393,12 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
                                                 &a->bias, sizeof a->bias));
     float alpha = a->alpha, beta = lt_residual ? 1.0f : 0.0f;
     const void *cptr = lt_residual ? a->residual : a->c;
-    LT_CHECK(cublasLtMatmul((cublasLtHandle_t)s->dev->blas, p->desc, &alpha, a->b, p->la, a->a,
-                            p->lb, &beta, cptr, p->lc, a->c, p->ld, &p->algo, s->gemm_workspace,
-                            s->gemm_workspace_bytes, s->s));
+    cublasStatus_t ls = cublasLtMatmul((cublasLtHandle_t)s->dev->blas, p->desc, &alpha, a->b,
+                                       p->la, a->a, p->lb, &beta, cptr, p->lc, a->c, p->ld,
+                                       &p->algo, s->gemm_workspace, s->gemm_workspace_bytes, s->s);
+    if (ls == CUBLAS_STATUS_NOT_SUPPORTED) /* refused at run time: nothing was enqueued */
+        return vgc_gemm_tiled(s, a);
+    if (ls != CUBLAS_STATUS_SUCCESS) return lt_fail(ls, "cublasLtMatmul");
     /* What was not fused: bias of another type, the activation, the residual after it. */
     vg_gemm_args rest = *a;
     if (lt_gelu) rest.act = VG_ACT_NONE;
