@@ -106,6 +106,25 @@ VG_API vg_status vg_op_attention_rotary(vg_stream *s, vg_dtype dtype, const void
                                         int num_segments, float scale, const int32_t *pos,
                                         float theta);
 
+/* op table version 4 */
+VG_API vg_status vg_op_rotary(vg_stream *s, vg_dtype dtype, void *x, int64_t ld, int64_t rows,
+                              int heads, int head_dim, const int32_t *pos, float theta);
+VG_API vg_status vg_op_rmsnorm_heads(vg_stream *s, vg_dtype dtype, void *x, int64_t ld,
+                                     int64_t rows, int heads, int head_dim, const void *w,
+                                     float eps);
+VG_API vg_status vg_op_kv_store(vg_stream *s, vg_dtype dtype, const void *k, int64_t ld_k,
+                                const void *v, int64_t ld_v, void *k_cache, void *v_cache,
+                                const int32_t *slots, int64_t rows, int kv_heads, int head_dim);
+VG_API vg_status vg_op_paged_attention(vg_stream *s, vg_dtype dtype, const void *q, int64_t ld_q,
+                                       void *out, int64_t ld_out, int64_t rows,
+                                       const void *k_cache, const void *v_cache,
+                                       const int32_t *block_tables, int max_blocks,
+                                       const int32_t *context_lens, const int32_t *query_start,
+                                       int num_seqs, int heads, int kv_heads, int head_dim,
+                                       int block_size, float scale);
+VG_API vg_status vg_op_argmax(vg_stream *s, vg_dtype dtype, const void *x, int64_t ld,
+                              int64_t rows, int64_t cols, int32_t *out);
+
 #ifdef __cplusplus
 }
 #endif

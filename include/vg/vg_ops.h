@@ -39,7 +39,13 @@ typedef enum vg_op_id {
     VG_OP_CONVERT = 8,
     /* op table version 3 */
     VG_OP_ATTENTION_ROTARY = 9,
-    VG_OP_COUNT_ = 10
+    /* op table version 4: decoder language models with a paged KV cache */
+    VG_OP_ROTARY = 10,
+    VG_OP_RMSNORM_HEADS = 11,
+    VG_OP_KV_STORE = 12,
+    VG_OP_PAGED_ATTENTION = 13,
+    VG_OP_ARGMAX = 14,
+    VG_OP_COUNT_ = 15
 } vg_op_id;
 
 /* What a device offers for one op (vg_runtime_op_support). */
@@ -98,6 +104,37 @@ typedef enum vg_activation {
  *
  * convert       dst[i] = src[i] converted between float dtypes (round to nearest even).
  *               In place only between dtypes of equal size.
+ *
+ * rotary        Rotary position embedding with one position axis, split-half ("rotate half")
+ *               layout, in place on the first `heads` head-sized slices of each row (row stride
+ *               ld >= heads·head_dim): with half = head_dim/2, element i < half rotates with
+ *               element i + half by the angle pos[r]·θ^(-2i/head_dim). head_dim even; theta > 0;
+ *               pos is I32 [rows].
+ *
+ * rmsnorm_heads RMSNorm over each head-sized slice, in place: for each row r and head h < heads,
+ *               x[r, h·head_dim + c] = w[c] · x[..] / sqrt(mean over c of x² + eps). w is
+ *               [head_dim]; row stride ld >= heads·head_dim.
+ *
+ * kv_store      Write new keys and values into a paged cache. The cache holds blocks of
+ *               block_size token slots; k_cache and v_cache are [num_slots, kv_heads·head_dim]
+ *               (slot = block·block_size + offset). Row r of k (stride ld_k) and v (stride
+ *               ld_v), kv_heads·head_dim elements each, goes to slot slots[r]; a negative slot
+ *               writes nothing (padding rows). slots is I32 [rows] in device memory.
+ *
+ * paged_attention
+ *               Causal attention of new query rows over a paged cache (keys and values of every
+ *               sequence's history and its new tokens, already stored by kv_store). q rows hold
+ *               `heads` heads (stride ld_q); out rows likewise (stride ld_out). Sequence s owns
+ *               query rows query_start[s] .. query_start[s+1]-1 (I32 [num_seqs + 1], ascending,
+ *               ending at or below rows; rows past the last sequence are padding and are written
+ *               as zeros) and context_lens[s] cache positions (I32 [num_seqs]); its query row j of
+ *               n is position context_lens[s] - n + j and attends to positions up to it. Position
+ *               p lives in slot block_tables[s·max_blocks + p / block_size]·block_size +
+ *               p % block_size. Grouped-query: query head h reads KV head h / (heads / kv_heads).
+ *               heads a multiple of kv_heads; head_dim a multiple of 8 up to 256; block_size >= 1;
+ *               softmax in fp32 scaled by `scale`.
+ *
+ * argmax        out[r] = the smallest c with x[r, c] maximal over c < cols (row stride ld): I32.
  *
  * attention_rotary
  *               attention over q and k rotated as rotary_2d rotates them (pos, theta), in one
