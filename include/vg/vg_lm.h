@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Decoder-only language models through the graph runner: Qwen2 and Qwen3, with a paged KV
+ * cache.
+ *
+ * A model holds a pool of KV blocks (block_size token slots each, for every layer), allocated
+ * once at load. Sequences are added and freed; each owns a block table into the pool. A step
+ * takes any mix of sequences, each with its new tokens (a whole prompt, a chunk of one, or one
+ * decode token), runs one forward and returns, per sequence, the logits of its last new token
+ * and, optionally, the greedy token chosen on the device.
+ *
+ * Graphs: a step is keyed by its token count (bucketed into the capture sizes) and whether it
+ * is uniform (every sequence adds exactly one token). Uniform steps run as one FULL graph per
+ * bucket; mixed steps run PIECEWISE, with paged attention eager between the graphed pieces.
+ * The key's num_requests is 0: the pieces size every per-sequence array for min(padded tokens,
+ * max_seqs) sequences, so one graph serves any number of sequences of its bucket. Block tables,
+ * context lengths, slot mappings and positions live in runner buffers refreshed before every
+ * step: nothing per-request is baked into a graph. */
+#ifndef VG_LM_H
+#define VG_LM_H
+
+#include "vg_runner.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct vg_lm vg_lm;
+
+typedef struct vg_lm_options {
+    uint32_t struct_size;
+    vg_graph_mode mode;            /* default FULL_AND_PIECEWISE */
+    const int64_t *capture_sizes;  /* token counts; NULL: vg_lm_default_sizes */
+    int num_capture_sizes;
+    int64_t max_capture_size;      /* steps above it run eagerly; 0: the largest capture size */
+    int warmup;                    /* capture every uniform (decode) bucket at load time */
+    vg_dtype compute_dtype;        /* VG_DTYPE_COUNT_ (default): the checkpoint's dtype */
+    int block_size;                /* KV tokens per block; 0: 16 */
+    int64_t num_blocks;            /* KV pool size in blocks; 0: from kv_memory_fraction */
+    double kv_memory_fraction;     /* with num_blocks 0: this fraction of the device's free
+                                      memory after the weights (0: 0.5), capped at what
+                                      max_seqs sequences of max_position_embeddings need */
+    int max_seqs;                  /* sequences alive at once; 0: 256 */
+    int profile_pieces;            /* time each piece of eager runs (vg_runner_piece_times) */
+} vg_lm_options;
+
+typedef struct vg_lm_info {
+    char model_type[32]; /* "qwen2" or "qwen3" */
+    int layers, hidden, heads, kv_heads, head_dim, intermediate, vocab;
+    int64_t max_position;
+    float rms_eps, rope_theta;
+    int tied_embeddings, qkv_bias, qk_norm;
+    vg_dtype compute_dtype;
+    uint64_t weight_bytes;   /* device memory of the weights */
+    int block_size;
+    int64_t num_blocks, free_blocks;
+    int max_blocks_per_seq;  /* ceil(max_position / block_size) */
+    uint64_t kv_bytes;       /* device memory of the KV pool */
+    int max_seqs, live_seqs;
+} vg_lm_info;
+
+/* One sequence's part of a step. */
+typedef struct vg_lm_seq_tokens {
+    int32_t seq;            /* from vg_lm_seq_add */
+    const int32_t *tokens;  /* its new tokens, in order */
+    int32_t num_tokens;     /* >= 1 */
+} vg_lm_seq_tokens;
+
+/* What a step did. */
+typedef struct vg_lm_step_info {
+    vg_run_info run;     /* bucket, FULL / PIECEWISE / eager */
+    int64_t num_tokens;  /* new tokens in the step */
+    int uniform;         /* every sequence added one token */
+    double total_ms;     /* host wall time of the step, copies included */
+} vg_lm_step_info;
+
+/* 1, 2, 4, 8, then every 8 up to 256 (35 sizes), as vLLM's decode ladder. */
+VG_API int vg_lm_default_sizes(const int64_t **sizes);
+VG_API void vg_lm_options_init(vg_lm_options *opts);
+/* Load a Hugging Face model directory: config.json (model_type qwen2 or qwen3) and
+ * model.safetensors or shards listed by model.safetensors.index.json, F32, BF16 or F16.
+ * Refused with a message: another model_type, sliding-window attention in use, rope scaling
+ * other than none/default, hidden_act other than silu. */
+VG_API vg_status vg_lm_load(vg_runtime *rt, const char *model_dir, const vg_lm_options *opts,
+                            vg_lm **out);
+VG_API vg_status vg_lm_free(vg_lm *lm);
+VG_API vg_status vg_lm_get_info(const vg_lm *lm, vg_lm_info *info);
+VG_API vg_runner *vg_lm_runner(vg_lm *lm);
+
+/* A new, empty sequence: its id in *seq (0 .. max_seqs-1). VG_ERR_OUT_OF_MEMORY when max_seqs
+ * sequences are alive. */
+VG_API vg_status vg_lm_seq_add(vg_lm *lm, int32_t *seq);
+/* Free a sequence: its blocks return to the pool and its id may be handed out again. */
+VG_API vg_status vg_lm_seq_free(vg_lm *lm, int32_t seq);
+/* Tokens a sequence holds in the KV cache (its next token's position); -1 for a bad id. */
+VG_API int64_t vg_lm_seq_len(const vg_lm *lm, int32_t seq);
+
+/* One forward over `num` sequences (distinct, alive), each with its new tokens. logits (may be
+ * NULL) receives [num, vocab] F32: row i is the next-token logits after seqs[i]'s last new
+ * token; greedy (may be NULL) receives the argmax of each row, computed on the device. info may
+ * be NULL. A refused step (empty, an unknown or freed sequence, a token id outside the vocabulary,
+ * a position beyond max_position_embeddings, not enough free KV blocks for the whole step)
+ * returns VG_ERR_INVALID_ARG or VG_ERR_OUT_OF_MEMORY with a message and changes nothing. */
+VG_API vg_status vg_lm_step(vg_lm *lm, const vg_lm_seq_tokens *seqs, int num, float *logits,
+                            int32_t *greedy, vg_lm_step_info *info);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The language model's public API: load a checkpoint, manage sequences, run steps. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lm_internal.h"
+
+static int64_t k_lm_sizes[35];
+
+int vg_lm_default_sizes(const int64_t **sizes)
+{
+    if (!k_lm_sizes[0]) { /* 1, 2, 4, 8, then every 8 up to 256 */
+        int n = 0;
+        for (int64_t s = 1; s < 8; s *= 2) k_lm_sizes[n++] = s;
+        for (int64_t s = 8; s <= 256; s += 8) k_lm_sizes[n++] = s;
+    }
+    if (sizes) *sizes = k_lm_sizes;
+    return (int)VGM_ARRAY_LEN(k_lm_sizes);
+}
+
+void vg_lm_options_init(vg_lm_options *o)
+{
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+    o->mode = VG_MODE_FULL_AND_PIECEWISE;
+    o->compute_dtype = VG_DTYPE_COUNT_;
+}
+
+static vg_status make_runner(vg_lm *m)
+{
+    vg_runner_options ro;
+    vg_runner_options_init(&ro);
+    ro.mode = m->opts.mode;
+    const int64_t *sizes = m->sizes;
+    int n = m->opts.num_capture_sizes;
+    if (!n) n = vg_lm_default_sizes(&sizes);
+    ro.capture_sizes = sizes;
+    ro.num_capture_sizes = n;
+    ro.max_capture_size = m->opts.max_capture_size;
+    ro.eager_first = 1;
+    ro.profile_pieces = m->opts.profile_pieces;
+    vg_status st = vg_runner_create(m->rt, &m->iface, &ro, &m->runner);
+    if (st == VG_OK && m->opts.warmup) {
+        vg_batch_desc like = {.num_tokens = 0, .uniform = 1};
+        st = vg_runner_warmup(m->runner, &like, NULL, NULL);
+    }
+    return st;
+}
+
+/* The KV pool: blocks of block_size slots, K and V for every layer. */
+static vg_status make_kv(vg_lm *m)
+{
+    const lm_cfg *c = &m->cfg;
+    const vg_lm_options *o = &m->opts;
+    int bs = o->block_size ? o->block_size : 16;
+    int max_seqs = o->max_seqs ? o->max_seqs : 256;
+    if (bs < 1 || bs > 4096 || max_seqs < 1 || max_seqs > (1 << 20))
+        return vg_error_set(VG_ERR_INVALID_ARG, "lm: block_size %d or max_seqs %d out of range", bs,
+                            max_seqs);
+    int64_t max_blocks = (c->max_pos + bs - 1) / bs;
+    size_t per_block = (size_t)2 * (size_t)c->layers * (size_t)bs * (size_t)lm_kv_width(c) * vg_dtype_size(m->dt);
+    int64_t blocks = o->num_blocks;
+    if (blocks < 0) return vg_error_set(VG_ERR_INVALID_ARG, "lm: num_blocks %lld", (long long)blocks);
+    if (!blocks) {
+        double f = o->kv_memory_fraction ? o->kv_memory_fraction : 0.5;
+        if (!(f > 0 && f <= 1))
+            return vg_error_set(VG_ERR_INVALID_ARG, "lm: kv_memory_fraction %g is not in (0, 1]", f);
+        vg_device_info di = {.struct_size = sizeof di};
+        VGM_TRY(vg_runtime_device_info(m->rt, &di));
+        blocks = (int64_t)((double)di.mem_free * f / (double)per_block);
+        int64_t cap = max_blocks * max_seqs;
+        if (blocks > cap) blocks = cap;
+        if (blocks < 1)
+            return vg_error_set(VG_ERR_OUT_OF_MEMORY, "lm: no device memory left for one KV block "
+                                                      "(%zu bytes)", per_block);
+    }
+    VGM_TRY(lm_kv_init(&m->kv, blocks, bs, (int)max_blocks, max_seqs));
+    m->kv_bytes = per_block * (size_t)blocks;
+    vg_status st = vg_mem_alloc(m->rt, m->kv_bytes, &m->kv_mem);
+    if (st != VG_OK)
+        return vg_error_prefix("lm: KV pool of %lld blocks (%zu bytes): ", (long long)blocks, m->kv_bytes);
+    return VG_OK;
+}
+
+static vg_status build(vg_lm *m, const vg_ckpt *ck, vg_dtype dt, const vg_lm_options *o)
+{
+    m->opts = *o;
+    if (o->num_capture_sizes < 0 || o->num_capture_sizes > (int)VGM_ARRAY_LEN(m->sizes))
+        return vg_error_set(VG_ERR_INVALID_ARG, "lm: at most %d capture sizes", (int)VGM_ARRAY_LEN(m->sizes));
+    if (o->capture_sizes && o->num_capture_sizes)
+        memcpy(m->sizes, o->capture_sizes, (size_t)o->num_capture_sizes * sizeof(int64_t));
+    else m->opts.num_capture_sizes = 0;
+    m->opts.capture_sizes = NULL;
+    m->dt = dt;
+    if (dt != VG_DTYPE_F32 && dt != VG_DTYPE_BF16 && dt != VG_DTYPE_F16)
+        return vg_error_set(VG_ERR_INVALID_ARG, "lm: compute dtype must be F32, BF16 or F16");
+    VGM_TRY(lm_weights_load(m->rt, ck, 0, &m->cfg, dt, &m->w));
+    VGM_TRY(make_kv(m));
+    VGM_TRY(lm_pieces_init(m));
+    return make_runner(m);
+}
+
+vg_status vg_lm_load(vg_runtime *rt, const char *dir, const vg_lm_options *opts, vg_lm **out)
+{
+    if (!rt || !dir || !out) return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_load: NULL argument");
+    *out = NULL;
+    vg_lm_options def;
+    vg_lm_options_init(&def);
+    if (!opts) opts = &def;
+    if (opts->struct_size < sizeof(vg_lm_options))
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_load: options.struct_size not set "
+                                                "(call vg_lm_options_init)");
+    if ((unsigned)opts->mode > VG_MODE_FULL_AND_PIECEWISE)
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_load: bad graph mode %d", (int)opts->mode);
+    vg_ckpt *ck = NULL;
+    vg_status st = vg_ckpt_open(dir, &ck);
+    if (st != VG_OK) return st;
+    vg_lm *m = calloc(1, sizeof *m);
+    if (!m) {
+        vg_ckpt_close(ck);
+        return vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_lm_load: out of memory");
+    }
+    m->rt = rt;
+    char where[4200];
+    snprintf(where, sizeof where, "%s/config.json", vg_ckpt_dir(ck));
+    st = lm_config_parse(vg_ckpt_config(ck), where, &m->cfg);
+    snprintf(m->model_type, sizeof m->model_type, "%s", m->cfg.arch == LM_QWEN3 ? "qwen3" : "qwen2");
+    vg_dtype dt = opts->compute_dtype;
+    if (dt == VG_DTYPE_COUNT_) { /* as the checkpoint stores the embedding */
+        const vg_st_tensor *t = vg_ckpt_find(ck, "model.embed_tokens.weight", NULL);
+        dt = t && (t->dtype == VG_DTYPE_BF16 || t->dtype == VG_DTYPE_F16) ? t->dtype : VG_DTYPE_F32;
+    }
+    if (st == VG_OK) st = build(m, ck, dt, opts);
+    vg_ckpt_close(ck);
+    if (st != VG_OK) {
+        vg_lm_free(m);
+        return vg_error_prefix("loading %s: ", dir);
+    }
+    *out = m;
+    return VG_OK;
+}
+
+vg_status vg_lm_free(vg_lm *m)
+{
+    if (!m) return VG_OK;
+    vg_runner_destroy(m->runner);
+    if (m->meta_stage) vg_host_free(m->rt, m->meta_stage);
+    if (m->kv_mem) vg_mem_free(m->rt, m->kv_mem);
+    lm_kv_free(&m->kv);
+    lm_plan_free(&m->plan);
+    lm_weights_free(m->rt, &m->w);
+    free(m->pieces);
+    free(m);
+    return VG_OK;
+}
+
+vg_status vg_lm_get_info(const vg_lm *m, vg_lm_info *i)
+{
+    if (!m || !i) return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_get_info: NULL argument");
+    memset(i, 0, sizeof *i);
+    const lm_cfg *c = &m->cfg;
+    snprintf(i->model_type, sizeof i->model_type, "%s", m->model_type);
+    i->layers = c->layers, i->hidden = c->hidden, i->heads = c->heads, i->kv_heads = c->kv_heads;
+    i->head_dim = c->head_dim, i->intermediate = c->inter, i->vocab = c->vocab;
+    i->max_position = c->max_pos, i->rms_eps = c->eps, i->rope_theta = c->theta;
+    i->tied_embeddings = c->tied, i->qkv_bias = c->qkv_bias, i->qk_norm = c->qk_norm;
+    i->compute_dtype = m->dt, i->weight_bytes = m->w.mem.bytes;
+    i->block_size = m->kv.block_size, i->num_blocks = m->kv.num_blocks, i->free_blocks = m->kv.nfree;
+    i->max_blocks_per_seq = m->kv.max_blocks, i->kv_bytes = m->kv_bytes;
+    i->max_seqs = m->kv.max_seqs, i->live_seqs = m->kv.live;
+    return VG_OK;
+}
+
+vg_runner *vg_lm_runner(vg_lm *m) { return m ? m->runner : NULL; }
+
+vg_status vg_lm_seq_add(vg_lm *m, int32_t *seq)
+{
+    if (!m || !seq) return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_seq_add: NULL argument");
+    return lm_kv_seq_add(&m->kv, seq);
+}
+
+vg_status vg_lm_seq_free(vg_lm *m, int32_t seq)
+{
+    if (!m) return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_seq_free: NULL argument");
+    return lm_kv_seq_free(&m->kv, seq);
+}
+
+int64_t vg_lm_seq_len(const vg_lm *m, int32_t seq)
+{
+    if (!m || seq < 0 || seq >= m->kv.max_seqs || !m->kv.seqs[seq].alive) return -1;
+    return m->kv.seqs[seq].len;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+vg_status vg_lm_step(vg_lm *m, const vg_lm_seq_tokens *seqs, int num, float *logits,
+                     int32_t *greedy, vg_lm_step_info *info)
+{
+    double t0 = now_ms();
+    if (!m) return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_step: NULL model");
+    if (info) memset(info, 0, sizeof *info);
+    lm_plan *p = &m->plan;
+    VGM_TRY(lm_plan_step(&m->kv, seqs, num, m->cfg.vocab, m->cfg.max_pos, p));
+    /* the key: token count and uniformity; see vg_lm.h for why num_requests stays 0 */
+    vg_batch_desc d = {.num_tokens = p->num_tokens, .uniform = (uint8_t)p->uniform};
+    vg_run_info run;
+    vg_stream *s = vg_runner_stream(m->runner);
+    vg_status st = vg_runner_run(m->runner, &d, p, &run);
+    if (st == VG_OK && logits)
+        st = vg_mem_copy_d2h(s, logits, vg_runner_buffer(m->runner, LB_LOGITS),
+                             (size_t)num * (size_t)m->cfg.vocab * sizeof(float));
+    if (st == VG_OK && greedy)
+        st = vg_mem_copy_d2h(s, greedy, vg_runner_buffer(m->runner, LB_ARGMAX), (size_t)num * sizeof(int32_t));
+    if (st == VG_OK) st = vg_stream_sync(s);
+    if (st != VG_OK) {
+        lm_plan_rollback(&m->kv, p);
+        return vg_error_prefix("lm: step of %lld tokens over %d sequences: ",
+                               (long long)p->num_tokens, num);
+    }
+    lm_plan_commit(&m->kv, p);
+    if (info) {
+        info->run = run;
+        info->num_tokens = p->num_tokens;
+        info->uniform = p->uniform;
+        info->total_ms = now_ms() - t0;
+    }
+    return VG_OK;
+}

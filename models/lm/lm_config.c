@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* config.json of a Qwen2 or Qwen3 checkpoint: parsed, validated, defaults as Hugging Face's.
+ * What vg does not implement is refused by name: another model_type, sliding-window attention
+ * in use, rope scaling (rope_scaling or rope_parameters with a type other than default), an
+ * activation other than silu. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lm_internal.h"
+
+/* rope_scaling / rope_parameters: absent, null, or of type "default". */
+static vg_status check_rope(const cJSON *root, const char *where, const char *key)
+{
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!r || cJSON_IsNull(r)) return VG_OK;
+    if (!cJSON_IsObject(r))
+        return vg_error_set(VG_ERR_FORMAT, "%s: '%s' must be an object or null", where, key);
+    const char *names[] = {"rope_type", "type"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(r, names[i]);
+        if (!t || cJSON_IsNull(t)) continue;
+        if (!cJSON_IsString(t) || strcmp(t->valuestring, "default") != 0)
+            return vg_error_set(VG_ERR_UNSUPPORTED, "%s: %s.%s '%.40s' is not supported (only "
+                                                    "plain rotary embeddings: no rope scaling)",
+                                where, key, names[i], cJSON_IsString(t) ? t->valuestring : "?");
+    }
+    return VG_OK;
+}
+
+vg_status lm_config_parse(const cJSON *root, const char *where, lm_cfg *c)
+{
+    memset(c, 0, sizeof *c);
+    if (!cJSON_IsObject(root)) return vg_error_set(VG_ERR_FORMAT, "%s: not a JSON object", where);
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(root, "model_type");
+    if (!cJSON_IsString(mt))
+        return vg_error_set(VG_ERR_FORMAT, "%s: no 'model_type' string", where);
+    if (strcmp(mt->valuestring, "qwen2") == 0) c->arch = LM_QWEN2;
+    else if (strcmp(mt->valuestring, "qwen3") == 0) c->arch = LM_QWEN3;
+    else
+        return vg_error_set(VG_ERR_UNSUPPORTED, "%s: model_type '%.40s' is not supported by the "
+                                                "language model (qwen2 or qwen3)", where, mt->valuestring);
+    vg_status st = VG_OK;
+#define INT(key, fallback, lo, hi, dst) \
+    if (st == VG_OK) st = vg_json_int(root, where, key, fallback, lo, hi, dst)
+    INT("num_hidden_layers", -1, 1, LM_MAX_LAYERS, &c->layers);
+    INT("hidden_size", -1, 1, 1 << 16, &c->hidden);
+    INT("num_attention_heads", -1, 1, 1024, &c->heads);
+    INT("num_key_value_heads", c->heads > 0 ? c->heads : 1, 1, 1024, &c->kv_heads);
+    INT("intermediate_size", -1, 1, 1 << 20, &c->inter);
+    INT("vocab_size", -1, 1, 1 << 30, &c->vocab);
+    if (st != VG_OK) return st;
+    int hd_default = c->hidden % c->heads == 0 ? c->hidden / c->heads : -1;
+    INT("head_dim", hd_default, 1, 4096, &c->head_dim);
+    int maxpos = 0;
+    INT("max_position_embeddings", 32768, 1, 1 << 30, &maxpos);
+#undef INT
+    double eps = 0, theta = 0;
+    if (st == VG_OK) st = vg_json_double(root, where, "rms_norm_eps", 0, 1e-6, 0, 1, &eps);
+    /* transformers 5 may keep rope_theta inside rope_parameters */
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
+    double theta_fallback = 10000.0;
+    if (cJSON_IsObject(rp)) {
+        const cJSON *t = cJSON_GetObjectItemCaseSensitive(rp, "rope_theta");
+        if (cJSON_IsNumber(t)) theta_fallback = t->valuedouble;
+    }
+    if (st == VG_OK) st = vg_json_double(root, where, "rope_theta", 0, theta_fallback, 1e-6, 1e12, &theta);
+    if (st == VG_OK) st = vg_json_bool(root, where, "tie_word_embeddings", 0, &c->tied);
+    if (st == VG_OK) st = check_rope(root, where, "rope_scaling");
+    if (st == VG_OK) st = check_rope(root, where, "rope_parameters");
+    if (st != VG_OK) return st;
+    int sliding = 0;
+    VGM_TRY(vg_json_bool(root, where, "use_sliding_window", 0, &sliding));
+    if (sliding)
+        return vg_error_set(VG_ERR_UNSUPPORTED, "%s: use_sliding_window is true: sliding-window "
+                                                "attention is not supported", where);
+    const cJSON *lt = cJSON_GetObjectItemCaseSensitive(root, "layer_types");
+    if (cJSON_IsArray(lt))
+        for (const cJSON *e = lt->child; e; e = e->next)
+            if (!cJSON_IsString(e) || strcmp(e->valuestring, "full_attention") != 0)
+                return vg_error_set(VG_ERR_UNSUPPORTED, "%s: layer_types holds '%.40s': only "
+                                                        "full_attention layers are supported",
+                                    where, cJSON_IsString(e) ? e->valuestring : "?");
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(root, "hidden_act");
+    if (act && (!cJSON_IsString(act) || strcmp(act->valuestring, "silu") != 0))
+        return vg_error_set(VG_ERR_UNSUPPORTED, "%s: hidden_act must be \"silu\"", where);
+    if (c->heads % c->kv_heads)
+        return vg_error_set(VG_ERR_FORMAT, "%s: num_attention_heads %d is not a multiple of "
+                                           "num_key_value_heads %d", where, c->heads, c->kv_heads);
+    if (c->head_dim % 8 || c->head_dim > 256)
+        return vg_error_set(VG_ERR_UNSUPPORTED, "%s: head_dim %d: paged attention takes a "
+                                                "multiple of 8 up to 256", where, c->head_dim);
+    if (c->arch == LM_QWEN2) {
+        c->qkv_bias = 1;
+    } else {
+        int bias = 0;
+        VGM_TRY(vg_json_bool(root, where, "attention_bias", 0, &bias));
+        if (bias)
+            return vg_error_set(VG_ERR_UNSUPPORTED, "%s: attention_bias is true: Qwen3 with "
+                                                    "attention biases is not supported", where);
+        c->qk_norm = 1;
+    }
+    c->max_pos = maxpos;
+    c->eps = (float)eps;
+    c->theta = (float)theta;
+    c->inter_pad = (c->inter + 15) / 16 * 16;
+    return VG_OK;
+}

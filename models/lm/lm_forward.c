@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The forward pass of a Qwen2 / Qwen3 decoder as runner pieces.
+ *
+ *   embed            gather the embedding rows of the step's tokens
+ *   layer i: in      rmsnorm, qkv GEMM (+bias, Qwen2), per-head rmsnorm of q and k (Qwen3),
+ *                    rotary on q and k, kv_store of k and v into the paged cache
+ *   layer i: attn    paged attention (the splitting piece: graph-safe for uniform steps only)
+ *   layer i: out     o-proj GEMM + residual, rmsnorm, gate|up GEMM, silu·mul,
+ *                    down GEMM + residual
+ *   head             gather the last new token of each sequence, final rmsnorm, lm_head GEMM
+ *                    into F32 logits, argmax
+ *
+ * Buffers are runner buffers sized for the padded token count T and S = min(T, max_seqs)
+ * sequence slots; per-step data (tokens, positions, slots, query starts, context lengths,
+ * block tables) sits in LB_META, uploaded by prepare. Padding tokens write no KV entry
+ * (slot -1) and padding sequences own no query rows, so they cannot disturb real ones. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lm_internal.h"
+
+/* Op table version 4 is landing in the core beside this model: referenced weakly until then,
+ * so libvg_models links against a core without them (lm_pieces_init refuses to run). */
+#pragma weak vg_op_rotary
+#pragma weak vg_op_rmsnorm_heads
+#pragma weak vg_op_kv_store
+#pragma weak vg_op_paged_attention
+#pragma weak vg_op_argmax
+
+#define BUF(id) vg_runner_buffer(r, (id))
+#define TRY VGM_TRY
+
+static size_t es(const vg_lm *m) { return vg_dtype_size(m->dt); }
+
+static vg_status gemm(const vg_lm *m, vg_stream *s, int64_t rows, int64_t n, int64_t k,
+                      const void *a, const void *w, const void *bias, void *c, vg_dtype dtype_c,
+                      const void *residual)
+{
+    vg_gemm_args g = {.struct_size = sizeof g, .dtype_ab = m->dt, .dtype_c = dtype_c, .m = rows,
+                      .n = n, .k = k, .a = a, .lda = k, .b = w, .ldb = k, .c = c, .ldc = n,
+                      .bias = bias, .residual = residual, .ldr = n, .act = VG_ACT_NONE, .alpha = 1.0f};
+    return vg_op_gemm(s, &g);
+}
+
+static void layout(const vg_lm *m, int64_t tokens, lm_meta_layout *l)
+{
+    lm_meta_layout_for(tokens, m->kv.max_seqs, m->kv.max_blocks, l);
+}
+
+static int32_t *meta_at(vg_runner *r, size_t offset) { return (int32_t *)BUF(LB_META) + offset; }
+
+static vg_status piece_embed(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
+                             vg_stream *s)
+{
+    vg_lm *m = mp;
+    (void)p;
+    lm_meta_layout l;
+    layout(m, d->num_tokens, &l);
+    return vg_op_gather_rows(s, m->dt, BUF(LB_H), m->w.embed, meta_at(r, l.tok), d->num_tokens,
+                             m->cfg.hidden);
+}
+
+static vg_status piece_attn_in(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
+                               vg_stream *s)
+{
+    vg_lm *m = mp;
+    const lm_cfg *c = &m->cfg;
+    const lm_layer *L = &m->w.layers[p->arg];
+    int64_t T = d->num_tokens, W = lm_qkv_width(c), qw = lm_q_width(c), kvw = lm_kv_width(c);
+    lm_meta_layout l;
+    layout(m, T, &l);
+    char *qkv = BUF(LB_QKV), *k = qkv + (size_t)qw * es(m), *v = k + (size_t)kvw * es(m);
+    TRY(vg_op_rmsnorm(s, m->dt, BUF(LB_H), L->in_norm, BUF(LB_N), T, c->hidden, c->eps));
+    TRY(gemm(m, s, T, W, c->hidden, BUF(LB_N), L->qkv_w, L->qkv_b, qkv, m->dt, NULL));
+    if (c->qk_norm) {
+        TRY(vg_op_rmsnorm_heads(s, m->dt, qkv, W, T, c->heads, c->head_dim, L->q_norm, c->eps));
+        TRY(vg_op_rmsnorm_heads(s, m->dt, k, W, T, c->kv_heads, c->head_dim, L->k_norm, c->eps));
+    }
+    const int32_t *pos = meta_at(r, l.pos);
+    TRY(vg_op_rotary(s, m->dt, qkv, W, T, c->heads, c->head_dim, pos, c->theta));
+    TRY(vg_op_rotary(s, m->dt, k, W, T, c->kv_heads, c->head_dim, pos, c->theta));
+    return vg_op_kv_store(s, m->dt, k, W, v, W, lm_k_cache(m, (int)p->arg), lm_v_cache(m, (int)p->arg),
+                          meta_at(r, l.slots), T, c->kv_heads, c->head_dim);
+}
+
+static vg_status piece_attention(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
+                                 vg_stream *s)
+{
+    vg_lm *m = mp;
+    const lm_cfg *c = &m->cfg;
+    int64_t T = d->num_tokens;
+    lm_meta_layout l;
+    layout(m, T, &l);
+    return vg_op_paged_attention(s, m->dt, BUF(LB_QKV), lm_qkv_width(c), BUF(LB_ATT), lm_q_width(c),
+                                 T, lm_k_cache(m, (int)p->arg), lm_v_cache(m, (int)p->arg),
+                                 meta_at(r, l.btab), l.max_blocks, meta_at(r, l.ctx),
+                                 meta_at(r, l.qstart), l.seqs, c->heads, c->kv_heads, c->head_dim,
+                                 m->kv.block_size, 1.0f / sqrtf((float)c->head_dim));
+}
+
+static vg_status piece_attn_out(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
+                                vg_stream *s)
+{
+    vg_lm *m = mp;
+    const lm_cfg *c = &m->cfg;
+    const lm_layer *L = &m->w.layers[p->arg];
+    int64_t T = d->num_tokens, Ip = c->inter_pad;
+    TRY(gemm(m, s, T, c->hidden, lm_q_width(c), BUF(LB_ATT), L->o_w, NULL, BUF(LB_H), m->dt, BUF(LB_H)));
+    TRY(vg_op_rmsnorm(s, m->dt, BUF(LB_H), L->post_norm, BUF(LB_N), T, c->hidden, c->eps));
+    TRY(gemm(m, s, T, 2 * Ip, c->hidden, BUF(LB_N), L->gu_w, NULL, BUF(LB_GU), m->dt, NULL));
+    TRY(vg_op_silu_mul(s, m->dt, BUF(LB_GU), 2 * Ip, BUF(LB_M), Ip, T, Ip));
+    return gemm(m, s, T, c->hidden, Ip, BUF(LB_M), L->down_w, NULL, BUF(LB_H), m->dt, BUF(LB_H));
+}
+
+static vg_status piece_head(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
+                            vg_stream *s)
+{
+    vg_lm *m = mp;
+    (void)p;
+    const lm_cfg *c = &m->cfg;
+    lm_meta_layout l;
+    layout(m, d->num_tokens, &l);
+    TRY(vg_op_gather_rows(s, m->dt, BUF(LB_LAST), BUF(LB_H), meta_at(r, l.last), l.seqs, c->hidden));
+    TRY(vg_op_rmsnorm(s, m->dt, BUF(LB_LAST), m->w.final_norm, BUF(LB_LAST), l.seqs, c->hidden, c->eps));
+    TRY(gemm(m, s, l.seqs, c->vocab, c->hidden, BUF(LB_LAST), m->w.lm_head, NULL, BUF(LB_LOGITS),
+             VG_DTYPE_F32, NULL));
+    return vg_op_argmax(s, VG_DTYPE_F32, BUF(LB_LOGITS), c->vocab, l.seqs, c->vocab, BUF(LB_ARGMAX));
+}
+
+/* Paged attention reads per-sequence lengths: its launch shape is fixed by the buffers, but
+ * only uniform steps (one query row per sequence) are captured whole. */
+static int attention_graph_safe(void *mp, const vg_batch_desc *d)
+{
+    (void)mp;
+    return d->uniform != 0;
+}
+
+static const vg_op_id k_ops_embed[] = {VG_OP_GATHER_ROWS};
+static const vg_op_id k_ops_in_qwen2[] = {VG_OP_RMSNORM, VG_OP_GEMM, VG_OP_ROTARY, VG_OP_KV_STORE};
+static const vg_op_id k_ops_in_qwen3[] = {VG_OP_RMSNORM, VG_OP_GEMM, VG_OP_ROTARY, VG_OP_KV_STORE,
+                                          VG_OP_RMSNORM_HEADS};
+static const vg_op_id k_ops_attention[] = {VG_OP_PAGED_ATTENTION};
+static const vg_op_id k_ops_out[] = {VG_OP_GEMM, VG_OP_RMSNORM, VG_OP_SILU_MUL};
+static const vg_op_id k_ops_head[] = {VG_OP_GATHER_ROWS, VG_OP_RMSNORM, VG_OP_GEMM, VG_OP_ARGMAX};
+
+#define OPS(list) .ops_used = (list), .num_ops_used = (int)VGM_ARRAY_LEN(list)
+
+static int has_op(const vg_lm *m, vg_op_id op, vg_dtype dt)
+{
+    uint32_t dtypes = 0;
+    if (!(vg_runtime_op_support(m->rt, op, &dtypes) & VG_OP_SUPPORTED)) return 0;
+    return op == VG_OP_GATHER_ROWS || op == VG_OP_KV_STORE || dtypes == 0 ||
+           (dtypes & VG_DTYPE_BIT(dt)) != 0;
+}
+
+vg_status lm_pieces_init(vg_lm *m)
+{
+    const lm_cfg *c = &m->cfg;
+    if (!vg_op_rotary || !vg_op_rmsnorm_heads || !vg_op_kv_store || !vg_op_paged_attention ||
+        !vg_op_argmax)
+        return vg_error_set(VG_ERR_UNSUPPORTED, "lm: this libvg has no op table version 4 "
+                                                "(rotary, rmsnorm_heads, kv_store, paged_attention, "
+                                                "argmax), which the language model needs");
+    static const vg_op_id needed[] = {VG_OP_GEMM, VG_OP_GATHER_ROWS, VG_OP_RMSNORM, VG_OP_SILU_MUL,
+                                      VG_OP_ROTARY, VG_OP_KV_STORE, VG_OP_PAGED_ATTENTION};
+    for (size_t i = 0; i < VGM_ARRAY_LEN(needed); i++)
+        if (!has_op(m, needed[i], m->dt))
+            return vg_error_set(VG_ERR_UNSUPPORTED, "lm: backend '%s' has no %s for %s, which the "
+                                                    "language model needs",
+                                vg_runtime_backend_name(m->rt), vg_op_name(needed[i]),
+                                vg_dtype_name(m->dt));
+    if (c->qk_norm && !has_op(m, VG_OP_RMSNORM_HEADS, m->dt))
+        return vg_error_set(VG_ERR_UNSUPPORTED, "lm: backend '%s' has no rmsnorm_heads for %s (Qwen3)",
+                            vg_runtime_backend_name(m->rt), vg_dtype_name(m->dt));
+    if (!has_op(m, VG_OP_ARGMAX, VG_DTYPE_F32))
+        return vg_error_set(VG_ERR_UNSUPPORTED, "lm: backend '%s' has no argmax for F32",
+                            vg_runtime_backend_name(m->rt));
+    int n = 2 + 3 * c->layers;
+    m->pieces = calloc((size_t)n, sizeof *m->pieces);
+    if (!m->pieces) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "lm: out of memory");
+    int k = 0;
+    m->pieces[k++] = (vg_piece){.name = "embed", .run = piece_embed, OPS(k_ops_embed)};
+    for (int i = 0; i < c->layers; i++) {
+        if (c->qk_norm)
+            m->pieces[k++] = (vg_piece){.name = "attn_in", .run = piece_attn_in, .arg = i,
+                                        OPS(k_ops_in_qwen3)};
+        else
+            m->pieces[k++] = (vg_piece){.name = "attn_in", .run = piece_attn_in, .arg = i,
+                                        OPS(k_ops_in_qwen2)};
+        m->pieces[k++] = (vg_piece){.name = "attention", .run = piece_attention,
+                                    .flags = VG_PIECE_SPLITTING, .arg = i,
+                                    .graph_safe = attention_graph_safe, OPS(k_ops_attention)};
+        m->pieces[k++] = (vg_piece){.name = "attn_out_mlp", .run = piece_attn_out, .arg = i,
+                                    OPS(k_ops_out)};
+    }
+    m->pieces[k++] = (vg_piece){.name = "head", .run = piece_head, OPS(k_ops_head)};
+    m->iface = (vg_model_iface){.struct_size = sizeof(vg_model_iface), .model = m,
+                                .pieces = m->pieces, .num_pieces = n, .reserve = lm_reserve,
+                                .prepare = lm_prepare};
+    return VG_OK;
+}
+
+vg_status lm_reserve(void *mp, vg_runner *r, const vg_batch_desc *d)
+{
+    vg_lm *m = mp;
+    const lm_cfg *c = &m->cfg;
+    size_t T = (size_t)d->num_tokens, e = es(m), h = (size_t)c->hidden, Ip = (size_t)c->inter_pad;
+    lm_meta_layout l;
+    layout(m, d->num_tokens, &l);
+    size_t S = (size_t)l.seqs;
+    const size_t bytes[LB_COUNT_] = {
+        [LB_META] = l.total * sizeof(int32_t),
+        [LB_H] = T * h * e,
+        [LB_N] = T * h * e,
+        [LB_QKV] = T * (size_t)lm_qkv_width(c) * e,
+        [LB_ATT] = T * (size_t)lm_q_width(c) * e,
+        [LB_GU] = 2 * T * Ip * e,
+        [LB_M] = T * Ip * e,
+        [LB_LAST] = S * h * e,
+        [LB_LOGITS] = S * (size_t)c->vocab * sizeof(float),
+        [LB_ARGMAX] = S * sizeof(int32_t),
+    };
+    for (int i = 0; i < LB_COUNT_; i++) TRY(vg_runner_buffer_reserve(r, i, bytes[i]));
+    return VG_OK;
+}
+
+vg_status lm_prepare(void *mp, vg_runner *r, const vg_batch_desc *real, const vg_batch_desc *padded,
+                     vg_stream *s, const void *inputs)
+{
+    vg_lm *m = mp;
+    (void)real;
+    const lm_plan *p = inputs; /* NULL at warm-up: an all-padding call */
+    lm_meta_layout l;
+    layout(m, padded->num_tokens, &l);
+    size_t bytes = l.total * sizeof(int32_t);
+    /* warm-up prepares bucket after bucket without waiting: the previous upload may still
+     * read the staging (vg_lm_step waits for its step, so steps never need this) */
+    if (!p) TRY(vg_stream_sync(s));
+    if (bytes > m->meta_bytes) {
+        if (m->meta_stage) vg_host_free(m->rt, m->meta_stage);
+        m->meta_stage = NULL;
+        m->meta_bytes = 0;
+        size_t want = bytes + bytes / 4;
+        TRY(vg_host_alloc(m->rt, want, &m->meta_stage));
+        m->meta_bytes = want;
+    }
+    size_t n = lm_meta_fill(&m->kv, p, &l, m->meta_stage);
+    return vg_mem_copy_h2d(s, BUF(LB_META), m->meta_stage, n * sizeof(int32_t));
+}
