@@ -1,0 +1,492 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The Qwen2 / Qwen3 language model.
+ *
+ * Host side (no device): config.json validation, the KV block pool, step planning (slot
+ * mapping across block boundaries, refusals that change nothing, rollback) and the metadata
+ * layout.
+ *
+ * Device side, on the backend VG_BACKEND names: the fixtures' prompts and long cases against
+ * Hugging Face's teacher-forced logits and greedy tokens, in every graph mode, with capture
+ * sizes that force padding and a threshold that sends large steps eagerly: all prompts in one
+ * step, staggered prompts (mixed steps), chunked prefill, a sequence freed and restarted in
+ * recycled blocks, and bad inputs. Until the backend has op table version 4 these tests SKIP. */
+#include <math.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "test_util.h"
+#include "lm/lm_internal.h"
+#include "vg/vg_lm.h"
+#include "vg/vg_safetensors.h"
+
+#ifndef TEST_DATA_DIR
+#error "TEST_DATA_DIR must point at tests/data"
+#endif
+#define QWEN2_DIR TEST_DATA_DIR "/qwen2_tiny"
+#define QWEN2_BF16_DIR TEST_DATA_DIR "/qwen2_tiny_bf16_sharded"
+#define QWEN3_DIR TEST_DATA_DIR "/qwen3_tiny"
+
+static vg_runtime *g_rt;
+static int g_gpu;
+
+/* ---- host side: config --------------------------------------------------------------------- */
+
+static vg_status parse_json(const char *json, lm_cfg *c)
+{
+    cJSON *root = cJSON_Parse(json);
+    assert_non_null(root);
+    vg_status st = lm_config_parse(root, "test/config.json", c);
+    cJSON_Delete(root);
+    return st;
+}
+
+#define BASE "\"hidden_size\": 96, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, " \
+             "\"num_key_value_heads\": 1, \"intermediate_size\": 100, \"vocab_size\": 301"
+
+static void test_config(void **state)
+{
+    (void)state;
+    lm_cfg c;
+    VG_CHECK(parse_json("{\"model_type\": \"qwen2\", " BASE ", \"head_dim\": 48}", &c));
+    assert_int_equal(c.arch, LM_QWEN2);
+    assert_int_equal(c.head_dim, 48);
+    assert_int_equal(c.kv_heads, 1);
+    assert_int_equal(c.qkv_bias, 1);
+    assert_int_equal(c.qk_norm, 0);
+    assert_int_equal(c.inter_pad, 112);
+    assert_int_equal(c.max_pos, 32768);
+    assert_int_equal(c.tied, 0);
+    VG_CHECK(parse_json("{\"model_type\": \"qwen3\", " BASE ", \"head_dim\": 16, "
+                        "\"rope_scaling\": null, \"tie_word_embeddings\": true, "
+                        "\"rope_parameters\": {\"rope_type\": \"default\", \"rope_theta\": 5e5}}", &c));
+    assert_int_equal(c.arch, LM_QWEN3);
+    assert_int_equal(c.qk_norm, 1);
+    assert_int_equal(c.qkv_bias, 0);
+    assert_int_equal(c.tied, 1);
+    assert_true(fabsf(c.theta - 5e5f) < 1);
+    VG_CHECK_FAILS(parse_json("{\"model_type\": \"llama\", " BASE "}", &c), VG_ERR_UNSUPPORTED,
+                   "model_type 'llama'");
+    VG_CHECK_FAILS(parse_json("{\"model_type\": \"qwen2\", " BASE ", \"head_dim\": 48, "
+                              "\"use_sliding_window\": true}", &c), VG_ERR_UNSUPPORTED, "sliding");
+    VG_CHECK_FAILS(parse_json("{\"model_type\": \"qwen2\", " BASE ", \"head_dim\": 48, "
+                              "\"rope_scaling\": {\"type\": \"yarn\", \"factor\": 4}}", &c),
+                   VG_ERR_UNSUPPORTED, "yarn");
+    VG_CHECK_FAILS(parse_json("{\"model_type\": \"qwen3\", " BASE ", \"head_dim\": 12}", &c),
+                   VG_ERR_UNSUPPORTED, "head_dim 12");
+    VG_CHECK_FAILS(parse_json("{\"model_type\": \"qwen2\", " BASE ", \"head_dim\": 48, "
+                              "\"hidden_act\": \"gelu\"}", &c), VG_ERR_UNSUPPORTED, "hidden_act");
+    VG_CHECK_FAILS(parse_json("{\"model_type\": \"qwen2\", \"hidden_size\": 96}", &c),
+                   VG_ERR_FORMAT, "num_hidden_layers");
+    VG_CHECK_FAILS(parse_json("{\"model_type\": \"qwen2\", \"hidden_size\": 96, "
+                              "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+                              "\"num_key_value_heads\": 3, \"intermediate_size\": 100, "
+                              "\"vocab_size\": 301, \"head_dim\": 48}", &c),
+                   VG_ERR_FORMAT, "multiple");
+}
+
+/* ---- host side: KV pool and step planning ------------------------------------------------ */
+
+static void test_plan(void **state)
+{
+    (void)state;
+    lm_kv kv;
+    lm_plan p = {0};
+    VG_CHECK(lm_kv_init(&kv, 6, 4, 3, 3)); /* 6 blocks of 4 slots, 3 blocks per sequence */
+    int32_t a, b;
+    VG_CHECK(lm_kv_seq_add(&kv, &a));
+    VG_CHECK(lm_kv_seq_add(&kv, &b));
+    int32_t toks[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    vg_lm_seq_tokens s1[2] = {{a, toks, 6}, {b, toks, 1}};
+    VG_CHECK(lm_plan_step(&kv, s1, 2, 100, 100, &p));
+    assert_int_equal(p.num_tokens, 7);
+    assert_int_equal(p.uniform, 0);
+    /* a: blocks 0, 1 (slots 0..5); b: block 2 (slot 8) */
+    const int32_t want_slots[7] = {0, 1, 2, 3, 4, 5, 8};
+    const int32_t want_pos[7] = {0, 1, 2, 3, 4, 5, 0};
+    for (int i = 0; i < 7; i++) {
+        assert_int_equal(p.slots[i], want_slots[i]);
+        assert_int_equal(p.pos[i], want_pos[i]);
+    }
+    assert_int_equal(p.qstart[0], 0);
+    assert_int_equal(p.qstart[1], 6);
+    assert_int_equal(p.qstart[2], 7);
+    assert_int_equal(p.ctx[0], 6);
+    assert_int_equal(p.ctx[1], 1);
+    assert_int_equal(p.last[0], 5);
+    assert_int_equal(p.last[1], 6);
+    lm_plan_commit(&kv, &p);
+    assert_int_equal(kv.nfree, 3);
+    /* a decode step: uniform, a's token 6 in slot 6 (block 1), b's 1 in slot 9 */
+    vg_lm_seq_tokens s2[2] = {{b, toks, 1}, {a, toks, 1}};
+    VG_CHECK(lm_plan_step(&kv, s2, 2, 100, 100, &p));
+    assert_int_equal(p.uniform, 1);
+    assert_int_equal(p.slots[0], 9);
+    assert_int_equal(p.slots[1], 6);
+    assert_int_equal(p.pos[1], 6);
+    /* the step failed on the device: nothing moved */
+    lm_plan_rollback(&kv, &p);
+    assert_int_equal(kv.seqs[a].len, 6);
+    assert_int_equal(kv.nfree, 3);
+    /* refusals change nothing */
+    int32_t bad[1] = {100};
+    vg_lm_seq_tokens r1[1] = {{a, bad, 1}};
+    VG_CHECK_FAILS(lm_plan_step(&kv, r1, 1, 100, 100, &p), VG_ERR_INVALID_ARG, "vocabulary");
+    VG_CHECK_FAILS(lm_plan_step(&kv, s1, 0, 100, 100, &p), VG_ERR_INVALID_ARG, "empty step");
+    vg_lm_seq_tokens r2[2] = {{a, toks, 1}, {a, toks, 1}};
+    VG_CHECK_FAILS(lm_plan_step(&kv, r2, 2, 100, 100, &p), VG_ERR_INVALID_ARG, "twice");
+    vg_lm_seq_tokens r3[1] = {{a, toks, 5}};
+    VG_CHECK_FAILS(lm_plan_step(&kv, r3, 1, 100, 10, &p), VG_ERR_INVALID_ARG, "max_position");
+    vg_lm_seq_tokens r4[1] = {{a, toks, 7}}; /* 13 tokens: 4 blocks > 3 per sequence */
+    VG_CHECK_FAILS(lm_plan_step(&kv, r4, 1, 100, 100, &p), VG_ERR_INVALID_ARG, "blocks");
+    int32_t c;
+    VG_CHECK(lm_kv_seq_add(&kv, &c));
+    /* a +6 (1 more block), b +4 (1), c +12 (3): 5 blocks, 3 free: the whole step is refused */
+    vg_lm_seq_tokens r5[3] = {{a, toks, 6}, {b, toks, 4}, {c, toks, 12}};
+    VG_CHECK_FAILS(lm_plan_step(&kv, r5, 3, 100, 100, &p), VG_ERR_OUT_OF_MEMORY, "exhausted");
+    assert_int_equal(kv.nfree, 3);
+    assert_int_equal(kv.seqs[a].nblocks, 2);
+    assert_int_equal(kv.seqs[c].nblocks, 0);
+    /* freed sequences give their blocks back; a freed id is refused */
+    VG_CHECK(lm_kv_seq_free(&kv, a));
+    assert_int_equal(kv.nfree, 5);
+    vg_lm_seq_tokens r6[1] = {{a, toks, 1}};
+    VG_CHECK_FAILS(lm_plan_step(&kv, r6, 1, 100, 100, &p), VG_ERR_INVALID_ARG, "not alive");
+    VG_CHECK_FAILS(lm_kv_seq_free(&kv, a), VG_ERR_INVALID_ARG, "not alive");
+    vg_lm_seq_tokens r7[1] = {{c, toks, 12}};
+    VG_CHECK(lm_plan_step(&kv, r7, 1, 100, 100, &p));
+    lm_plan_commit(&kv, &p);
+    /* c reuses a's blocks in their order, then takes a fresh one */
+    assert_int_equal(kv.seqs[c].table[0], 0);
+    assert_int_equal(kv.seqs[c].table[1], 1);
+    assert_int_equal(kv.seqs[c].table[2], 3);
+    assert_int_equal(p.slots[4], 4);
+    assert_int_equal(p.slots[8], 12);
+
+    /* metadata: 8 padded tokens, 3 sequence slots (max_seqs), padding rows write nothing */
+    VG_CHECK(lm_plan_step(&kv, s2 + 0, 1, 100, 100, &p)); /* b decodes one token */
+    lm_meta_layout l;
+    lm_meta_layout_for(8, kv.max_seqs, kv.max_blocks, &l);
+    assert_int_equal(l.seqs, 3);
+    assert_int_equal(l.btab % 4, 0);
+    int32_t *meta = calloc(l.total, sizeof(int32_t));
+    assert_non_null(meta);
+    size_t n = lm_meta_fill(&kv, &p, &l, meta);
+    assert_int_equal(n, l.btab + (size_t)kv.max_blocks);
+    assert_int_equal(meta[l.slots + 0], 9);
+    for (int r = 1; r < 8; r++) {
+        assert_int_equal(meta[l.slots + r], -1);
+        assert_int_equal(meta[l.tok + r], 0);
+    }
+    assert_int_equal(meta[l.qstart + 0], 0);
+    for (int s = 1; s <= 3; s++) assert_int_equal(meta[l.qstart + s], 1);
+    assert_int_equal(meta[l.ctx + 0], 2);
+    assert_int_equal(meta[l.ctx + 1], 0);
+    assert_int_equal(meta[l.btab + 0], kv.seqs[b].table[0]);
+    lm_meta_layout_for(2, 8, 3, &l); /* fewer tokens than max_seqs: one slot per token */
+    assert_int_equal(l.seqs, 2);
+    free(meta);
+    lm_plan_free(&p);
+    lm_kv_free(&kv);
+}
+
+/* ---- fixtures ------------------------------------------------------------------------------- */
+
+typedef struct lm_case {
+    int B;
+    int64_t lens[16], N;
+    int32_t *seq[16];   /* expected sequence b: L_b + N tokens */
+    float *logits[16];  /* [L_b + N, vocab] */
+    float *margin[16];
+    int64_t vocab;
+} lm_case;
+
+static void case_open(lm_case *k, const char *dir, const char *name)
+{
+    char path[1024];
+    memset(k, 0, sizeof *k);
+    vg_st_file *in, *ex;
+    snprintf(path, sizeof path, "%s/%s.input.safetensors", dir, name);
+    VG_CHECK(vg_st_open(path, &in));
+    snprintf(path, sizeof path, "%s/%s.expected.safetensors", dir, name);
+    VG_CHECK(vg_st_open(path, &ex));
+    const vg_st_tensor *pl = vg_st_find(in, "prompt_lens"), *mn = vg_st_find(in, "max_new_tokens");
+    assert_non_null(pl);
+    assert_non_null(mn);
+    k->B = (int)pl->shape[0];
+    assert_true(k->B <= 16);
+    memcpy(k->lens, pl->data, (size_t)k->B * sizeof(int64_t));
+    memcpy(&k->N, mn->data, sizeof(int64_t));
+    for (int b = 0; b < k->B; b++) {
+        char nm[64];
+        int64_t L = k->lens[b] + k->N;
+        snprintf(nm, sizeof nm, "sequence.%d", b);
+        const vg_st_tensor *t = vg_st_find(ex, nm);
+        assert_non_null(t);
+        assert_int_equal(t->shape[0], L);
+        k->seq[b] = malloc((size_t)L * sizeof(int32_t));
+        for (int64_t i = 0; i < L; i++) {
+            int64_t v;
+            memcpy(&v, (const char *)t->data + i * 8, 8);
+            k->seq[b][i] = (int32_t)v;
+        }
+        snprintf(nm, sizeof nm, "logits.%d", b);
+        t = vg_st_find(ex, nm);
+        assert_non_null(t);
+        k->vocab = t->shape[1];
+        k->logits[b] = malloc(t->nbytes);
+        memcpy(k->logits[b], t->data, t->nbytes);
+        snprintf(nm, sizeof nm, "margin.%d", b);
+        t = vg_st_find(ex, nm);
+        assert_non_null(t);
+        k->margin[b] = malloc(t->nbytes);
+        memcpy(k->margin[b], t->data, t->nbytes);
+    }
+    vg_st_close(in);
+    vg_st_close(ex);
+}
+
+static void case_close(lm_case *k)
+{
+    for (int b = 0; b < k->B; b++) free(k->seq[b]), free(k->logits[b]), free(k->margin[b]);
+}
+
+/* ---- device side ---------------------------------------------------------------------------- */
+
+static const int64_t k_sizes[] = {1, 2, 4, 8, 16};
+
+/* Load, or skip when the backend cannot run the model yet (no op table version 4). */
+static vg_lm *load(const char *dir, vg_graph_mode mode, int64_t blocks, int max_seqs)
+{
+    vg_lm_options o;
+    vg_lm_options_init(&o);
+    o.mode = mode;
+    o.capture_sizes = k_sizes;
+    o.num_capture_sizes = 5;
+    o.max_capture_size = 8; /* steps of 9..16 tokens and above run eagerly */
+    o.num_blocks = blocks;
+    o.max_seqs = max_seqs;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/model", dir);
+    vg_lm *lm = NULL;
+    vg_status st = vg_lm_load(g_rt, path, &o, &lm);
+    if (st == VG_ERR_UNSUPPORTED && (strstr(vg_last_error(), "version 4") || strstr(vg_last_error(), "has no"))) {
+        print_message("SKIP: %s\n", vg_last_error());
+        skip();
+    }
+    VG_CHECK(st);
+    return lm;
+}
+
+/* How a case is fed to the model. */
+typedef struct schedule {
+    int chunk;      /* prefill tokens per step and sequence (0: whole prompt) */
+    int stagger;    /* sequence b joins at step b·stagger */
+    int restart_b;  /* >= 0: free sequence restart_b after restart_step steps and feed it anew */
+    int restart_step;
+} schedule;
+
+/* Feed every sequence its expected tokens (teacher forcing) and compare, after every step, the
+ * logits of each sequence's last new token with the reference row, and its greedy token with
+ * the reference's next token up to the first near tie. Returns the largest relative error. */
+static double run_case(vg_lm *lm, const lm_case *k, const schedule *sc, double tol)
+{
+    int B = k->B;
+    int32_t ids[16];
+    int64_t fed[16] = {0};
+    int tie[16] = {0};
+    double err[16] = {0}, refmax[16] = {0};
+    for (int b = 0; b < B; b++) VG_CHECK(vg_lm_seq_add(lm, &ids[b]));
+    float *logits = malloc((size_t)B * (size_t)k->vocab * sizeof(float));
+    int32_t greedy[16];
+    vg_lm_seq_tokens st[16];
+    int idx[16];
+    int restarted = 0;
+    for (int step = 0;; step++) {
+        if (sc->restart_b >= 0 && !restarted && step == sc->restart_step) {
+            int b = sc->restart_b;
+            VG_CHECK(vg_lm_seq_free(lm, ids[b]));
+            VG_CHECK(vg_lm_seq_add(lm, &ids[b]));
+            fed[b] = 0, tie[b] = 0, restarted = 1;
+        }
+        int n = 0;
+        for (int b = 0; b < B; b++) {
+            int64_t L = k->lens[b], end = L + k->N - 1; /* tokens to feed in all */
+            if (fed[b] >= end || step < b * sc->stagger) continue;
+            int64_t take = 1;
+            if (fed[b] < L) take = sc->chunk && sc->chunk < L - fed[b] ? sc->chunk : L - fed[b];
+            st[n] = (vg_lm_seq_tokens){ids[b], k->seq[b] + fed[b], (int32_t)take};
+            idx[n++] = b;
+        }
+        if (!n) break;
+        vg_lm_step_info info;
+        VG_CHECK(vg_lm_step(lm, st, n, logits, greedy, &info));
+        for (int i = 0; i < n; i++) {
+            int b = idx[i];
+            fed[b] += st[i].num_tokens;
+            int64_t row = fed[b] - 1;
+            assert_int_equal(vg_lm_seq_len(lm, ids[b]), fed[b]);
+            const float *want = k->logits[b] + row * k->vocab, *got = logits + (size_t)i * (size_t)k->vocab;
+            float mx = 0;
+            for (int64_t v = 0; v < k->vocab; v++) {
+                double d = fabs((double)got[v] - want[v]);
+                if (d > err[b]) err[b] = d;
+                if (fabs(want[v]) > refmax[b]) refmax[b] = fabs(want[v]);
+                if (fabsf(want[v]) > mx) mx = fabsf(want[v]);
+            }
+            if (row < k->lens[b] - 1 || tie[b]) continue; /* greedy tokens: generated positions */
+            if (k->margin[b][row] < 1e-3f * mx) {
+                tie[b] = 1;
+                continue;
+            }
+            if (greedy[i] != k->seq[b][row + 1])
+                print_message("sequence %d, position %lld: greedy %d, reference %d\n", b,
+                              (long long)row, greedy[i], k->seq[b][row + 1]);
+            assert_int_equal(greedy[i], k->seq[b][row + 1]);
+        }
+    }
+    double worst = 0;
+    for (int b = 0; b < B; b++) {
+        double rel = err[b] / (refmax[b] > 0 ? refmax[b] : 1);
+        if (rel > worst) worst = rel;
+        VG_CHECK(vg_lm_seq_free(lm, ids[b]));
+    }
+    free(logits);
+    if (worst > tol) print_message("relative error %.3g > %.3g\n", worst, tol);
+    assert_true(worst <= tol);
+    return worst;
+}
+
+static const vg_graph_mode k_modes[] = {VG_MODE_NONE, VG_MODE_PIECEWISE, VG_MODE_FULL,
+                                        VG_MODE_FULL_AND_PIECEWISE};
+
+static void every_mode(const char *dir, const char *name, const schedule *sc, double tol)
+{
+    lm_case k;
+    case_open(&k, dir, name);
+    for (size_t i = 0; i < sizeof k_modes / sizeof k_modes[0]; i++) {
+        vg_lm *lm = load(dir, k_modes[i], 96, 8);
+        double e = run_case(lm, &k, sc, tol);
+        print_message("%s %s mode %s chunk %d stagger %d: relative error %.3g\n", dir, name,
+                      vg_graph_mode_name(k_modes[i]), sc->chunk, sc->stagger, e);
+        vg_lm_info info;
+        VG_CHECK(vg_lm_get_info(lm, &info));
+        assert_int_equal(info.free_blocks, info.num_blocks); /* every block came back */
+        VG_CHECK(vg_lm_free(lm));
+    }
+    case_close(&k);
+}
+
+static double f32_tol(void) { return g_gpu ? 1e-3 : 1e-4; }
+
+static void test_qwen2_prompts(void **s) { (void)s; every_mode(QWEN2_DIR, "prompts", &(schedule){.restart_b = -1}, f32_tol()); }
+static void test_qwen3_prompts(void **s) { (void)s; every_mode(QWEN3_DIR, "prompts", &(schedule){.restart_b = -1}, f32_tol()); }
+static void test_bf16_sharded(void **s) { (void)s; every_mode(QWEN2_BF16_DIR, "prompts", &(schedule){.restart_b = -1}, 5e-2); }
+static void test_staggered(void **s)
+{
+    (void)s;
+    every_mode(QWEN2_DIR, "prompts", &(schedule){.stagger = 3, .restart_b = -1}, f32_tol());
+    every_mode(QWEN3_DIR, "prompts", &(schedule){.stagger = 3, .restart_b = -1}, f32_tol());
+}
+static void test_long_chunked(void **s)
+{
+    (void)s;
+    every_mode(QWEN2_DIR, "long", &(schedule){.chunk = 64, .restart_b = -1}, f32_tol());
+    every_mode(QWEN3_DIR, "long", &(schedule){.chunk = 64, .restart_b = -1}, f32_tol());
+}
+static void test_small_chunks(void **s)
+{
+    (void)s; /* most steps mix prefill chunks with decodes; logits at many prompt positions */
+    every_mode(QWEN2_DIR, "prompts", &(schedule){.chunk = 3, .stagger = 1, .restart_b = -1}, f32_tol());
+    every_mode(QWEN3_DIR, "prompts", &(schedule){.chunk = 3, .stagger = 1, .restart_b = -1}, f32_tol());
+}
+static void test_free_and_reuse(void **s)
+{
+    (void)s; /* sequence 3 (40 tokens) is freed mid-decode and restarted in recycled blocks */
+    every_mode(QWEN2_DIR, "prompts", &(schedule){.chunk = 8, .restart_b = 3, .restart_step = 8}, f32_tol());
+}
+
+static void test_bad_inputs(void **state)
+{
+    (void)state;
+    lm_case k;
+    case_open(&k, QWEN2_DIR, "prompts");
+    vg_lm *lm = load(QWEN2_DIR, VG_MODE_FULL_AND_PIECEWISE, 4, 4); /* a pool of 4 blocks */
+    int32_t a, b;
+    VG_CHECK(vg_lm_seq_add(lm, &a));
+    VG_CHECK(vg_lm_seq_add(lm, &b));
+    float *logits = malloc((size_t)k.vocab * 2 * sizeof(float));
+    int32_t g[2];
+    /* prompt 1 (17 tokens: 2 blocks) */
+    vg_lm_seq_tokens s1 = {a, k.seq[1], (int32_t)k.lens[1]};
+    VG_CHECK(vg_lm_step(lm, &s1, 1, logits, g, NULL));
+    int32_t big = (int32_t)k.vocab;
+    vg_lm_seq_tokens bad_tok = {a, &big, 1};
+    VG_CHECK_FAILS(vg_lm_step(lm, &bad_tok, 1, logits, g, NULL), VG_ERR_INVALID_ARG, "vocabulary");
+    VG_CHECK_FAILS(vg_lm_step(lm, NULL, 0, logits, g, NULL), VG_ERR_INVALID_ARG, "empty");
+    /* prompt 3 (40 tokens: 3 blocks) does not fit beside it: refused whole */
+    vg_lm_seq_tokens two[2] = {{a, k.seq[1] + k.lens[1], 1}, {b, k.seq[3], (int32_t)k.lens[3]}};
+    VG_CHECK_FAILS(vg_lm_step(lm, two, 2, logits, g, NULL), VG_ERR_OUT_OF_MEMORY, "exhausted");
+    assert_int_equal(vg_lm_seq_len(lm, a), k.lens[1]);
+    assert_int_equal(vg_lm_seq_len(lm, b), 0);
+    VG_CHECK(vg_lm_seq_free(lm, b));
+    vg_lm_seq_tokens freed = {b, k.seq[0], 1};
+    VG_CHECK_FAILS(vg_lm_step(lm, &freed, 1, logits, g, NULL), VG_ERR_INVALID_ARG, "not alive");
+    /* the earlier sequence is untouched: its next decode matches the reference */
+    VG_CHECK(vg_lm_step(lm, two, 1, logits, g, NULL));
+    const float *want = k.logits[1] + k.lens[1] * k.vocab;
+    double e = 0, mx = 0;
+    for (int64_t v = 0; v < k.vocab; v++) {
+        if (fabs(logits[v] - want[v]) > e) e = fabs(logits[v] - want[v]);
+        if (fabs(want[v]) > mx) mx = fabs(want[v]);
+    }
+    assert_true(e / mx <= f32_tol());
+    free(logits);
+    VG_CHECK(vg_lm_free(lm));
+    case_close(&k);
+}
+
+static void test_load_errors(void **state)
+{
+    (void)state;
+    vg_lm *lm = NULL;
+    VG_CHECK_FAILS(vg_lm_load(g_rt, "/nonexistent", NULL, &lm), VG_ERR_NOT_FOUND, "nonexistent");
+    assert_null(lm);
+    /* a vision checkpoint is not a language model */
+    vg_status st = vg_lm_load(g_rt, TEST_DATA_DIR "/qwen2_5_vl_tiny/model", NULL, &lm);
+    assert_int_not_equal(st, VG_OK);
+    assert_non_null(strstr(vg_last_error(), "model_type"));
+    assert_null(lm);
+}
+
+int main(void)
+{
+    const char *req = getenv("VG_REQUIRE_DEVICE");
+    vg_status st = vg_runtime_open(NULL, &g_rt);
+    if (st == VG_ERR_NO_DEVICE && !(req && strcmp(req, "1") == 0)) {
+        printf("SKIP: no device: %s\n", vg_last_error());
+        return VG_TEST_SKIP;
+    }
+    if (st != VG_OK) {
+        fprintf(stderr, "cannot open a runtime: %s\n", vg_last_error());
+        return 1;
+    }
+    g_gpu = strcmp(vg_runtime_backend_name(g_rt), "kunlun_stub") != 0;
+    printf("language model tests on backend '%s'\n", vg_runtime_backend_name(g_rt));
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_config),
+        cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_load_errors),
+        cmocka_unit_test(test_qwen2_prompts),
+        cmocka_unit_test(test_qwen3_prompts),
+        cmocka_unit_test(test_bf16_sharded),
+        cmocka_unit_test(test_staggered),
+        cmocka_unit_test(test_long_chunked),
+        cmocka_unit_test(test_small_chunks),
+        cmocka_unit_test(test_free_and_reuse),
+        cmocka_unit_test(test_bad_inputs),
+    };
+    int failed = cmocka_run_group_tests_name("lm", tests, NULL, NULL);
+    vg_runtime_close(g_rt);
+    return failed ? 1 : 0;
+}
