@@ -12,6 +12,7 @@ static const vg_cli_command k_commands[] = {
     {"info", "list backends, their devices and capabilities", vg_cmd_info},
     {"bench", "measure launch and replay costs on a backend", vg_cmd_bench},
     {"vit", "run a vision encoder (vg vit encode ...)", vg_cmd_vit},
+    {"lm", "run a language model (vg lm generate ...)", vg_cmd_lm},
 };
 
 static void vfail(const char *cmd, const char *fmt, va_list ap)

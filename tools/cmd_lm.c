@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vg lm: the language model's subcommands; generate (lm_generate.c). */
+#include <stdio.h>
+#include <string.h>
+
+#include "vg_cli.h"
+
+static const char k_help[] =
+    "usage: vg lm generate --model DIR (--prompt-ids 1,2,3 | --input CASE.input.safetensors)\n"
+    "                      --max-new-tokens N [--output OUT.safetensors] [...]\n"
+    "\n"
+    "  generate  greedy decoding of every prompt as one batch on the graph runner, with a paged\n"
+    "            KV cache (vg lm generate --help)\n";
+
+int vg_cmd_lm(int argc, char **argv)
+{
+    if (argc < 2 || vg_cli_is_help(argv[1])) {
+        fputs(k_help, argc < 2 ? stderr : stdout);
+        return argc < 2 ? 2 : 0;
+    }
+    if (strcmp(argv[1], "generate") == 0) return vg_cmd_lm_generate(argc, argv);
+    return vg_cli_usage("lm", "unknown subcommand '%s'; the subcommand is generate", argv[1]);
+}

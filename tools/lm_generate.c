@@ -1,0 +1,382 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* vg lm generate: greedy decoding of every prompt as one batch. Each step feeds every sequence
+ * still running: a prefill chunk (the whole prompt, or at most --prefill-chunk tokens of it) or
+ * the token it generated last; so with --prefill-chunk, later steps mix prefill chunks with
+ * decodes (PIECEWISE), and steps of decodes alone replay FULL graphs. */
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli_args.h"
+#include "cli_output.h"
+#include "cli_safetensors.h"
+#include "runner_stats_format.h"
+#include "vg/vg_lm.h"
+#include "vg/vg_safetensors.h"
+#include "vg_cli.h"
+
+#define CMD "lm generate"
+#define MAX_PROMPTS 4096
+
+static const char k_help[] =
+    "usage: vg lm generate --model DIR (--prompt-ids 1,2,3[;4,5] | --input CASE.input.safetensors)\n"
+    "           --max-new-tokens N [--output OUT.safetensors] [--backend B]\n"
+    "           [--mode none|piecewise|full|full_and_piecewise] [--capture-sizes a,b,c]\n"
+    "           [--max-capture-size N] [--prefill-chunk N] [--kv-blocks N] [--block-size N]\n"
+    "           [--warmup] [--stats] [--json]\n"
+    "\n"
+    "DIR is a Hugging Face model directory (config.json with model_type qwen2 or qwen3,\n"
+    "model.safetensors or shards with model.safetensors.index.json). Prompts come from\n"
+    "--prompt-ids (token ids separated by commas; prompts separated by ';') or from an input\n"
+    "file with input_ids I64 [T] (the prompts one after another), prompt_lens I64 [B] and\n"
+    "max_new_tokens I64 [1] (--max-new-tokens overrides it). Every prompt is decoded greedily,\n"
+    "all of them as one batch, and the token ids are printed, one line per prompt.\n"
+    "  --output OUT        per prompt b: sequence.b I64 [L_b + N] (the prompt and the generated\n"
+    "                      tokens) and logits.b F32 [N, vocab] (row j: the logits token j was\n"
+    "                      chosen from)\n"
+    "  --mode M            graph mode (default full_and_piecewise: decode steps FULL, mixed\n"
+    "                      steps PIECEWISE)\n"
+    "  --capture-sizes L   token counts to capture (default 1, 2, 4, 8, then every 8 to 256)\n"
+    "  --max-capture-size N  steps above N tokens run eagerly\n"
+    "  --prefill-chunk N   prefill at most N tokens of a prompt per step\n"
+    "  --kv-blocks N       KV pool size in blocks (default: what the prompts need)\n"
+    "  --block-size N      tokens per KV block (default 16)\n"
+    "  --warmup            capture every decode bucket before the first step\n"
+    "  --stats             print the graph runner's statistics (steps FULL, PIECEWISE, eager)\n"
+    "  --json              print the result as one JSON document\n"
+    "Exit status: 0; 1 when an input, the run or the output failed; 2 for a wrong command line.\n";
+
+typedef struct gen_args {
+    const char *model, *input, *output, *backend, *mode_name, *sizes_text, *prompt_text;
+    int64_t max_new; /* -1: from the input file */
+    int chunk, block_size, stats, json, warmup;
+    int64_t kv_blocks;
+    vg_lm_options opts;
+    int64_t sizes[256];
+} gen_args;
+
+typedef struct prompts {
+    int B;
+    int64_t *lens;
+    int32_t *ids; /* all prompts, one after another */
+    int64_t N;
+} prompts;
+
+/* Comma-separated positive (sizes) or non-negative (ids) integers. */
+static int parse_list(const char *text, char stop, int64_t min, int64_t *out, int max, const char **end_out)
+{
+    int n = 0;
+    const char *p = text;
+    while (*p && *p != stop) {
+        char *end = NULL;
+        errno = 0;
+        long long v = strtoll(p, &end, 10);
+        if (errno || end == p || v < min || v > INT32_MAX || n == max ||
+            (*end && *end != ',' && *end != stop))
+            return -1;
+        out[n++] = v;
+        p = *end == ',' ? end + 1 : end;
+    }
+    if (end_out) *end_out = p;
+    return n;
+}
+
+static int parse_args(int argc, char **argv, gen_args *a)
+{
+    vg_lm_options_init(&a->opts);
+    a->max_new = -1;
+    const vg_opt opts[] = {
+        {"--model", VG_OPT_STRING, &a->model, 0, 0, "a model directory"},
+        {"--input", VG_OPT_STRING, &a->input, 0, 0, "a safetensors file"},
+        {"--prompt-ids", VG_OPT_STRING, &a->prompt_text, 0, 0, "token ids separated by commas"},
+        {"--max-new-tokens", VG_OPT_I64, &a->max_new, 1, 1e9, NULL},
+        {"--output", VG_OPT_STRING, &a->output, 0, 0, "a file to write"},
+        {"--backend", VG_OPT_STRING, &a->backend, 0, 0, "a backend name or the path of a plugin .so"},
+        {"--mode", VG_OPT_STRING, &a->mode_name, 0, 0, "none, piecewise, full or full_and_piecewise"},
+        {"--capture-sizes", VG_OPT_STRING, &a->sizes_text, 0, 0, "positive integers separated by commas"},
+        {"--max-capture-size", VG_OPT_I64, &a->opts.max_capture_size, 1, 1e15, NULL},
+        {"--prefill-chunk", VG_OPT_INT, &a->chunk, 1, 1e9, NULL},
+        {"--kv-blocks", VG_OPT_I64, &a->kv_blocks, 1, 2e9, NULL},
+        {"--block-size", VG_OPT_INT, &a->block_size, 1, 4096, NULL},
+        {"--warmup", VG_OPT_FLAG, &a->warmup, 0, 0, NULL},
+        {"--stats", VG_OPT_FLAG, &a->stats, 0, 0, NULL},
+        {"--json", VG_OPT_FLAG, &a->json, 0, 0, NULL},
+    };
+    int rc = vg_opt_parse(CMD, k_help, opts, (int)(sizeof opts / sizeof opts[0]), argc, argv, 2);
+    if (rc) return rc;
+    if (a->mode_name && vg_graph_mode_parse(a->mode_name, &a->opts.mode) != VG_OK)
+        return vg_cli_usage(CMD, "--mode: %s", vg_last_error());
+    if (a->sizes_text) {
+        int n = parse_list(a->sizes_text, '\0', 1, a->sizes, 256, NULL);
+        if (n <= 0)
+            return vg_cli_usage(CMD, "--capture-sizes wants up to 256 positive integers separated by "
+                                     "commas, got '%s'", a->sizes_text);
+        a->opts.capture_sizes = a->sizes;
+        a->opts.num_capture_sizes = n;
+    }
+    if (!a->model) return vg_cli_usage(CMD, "--model is required (see vg lm generate --help)");
+    if (!a->input == !a->prompt_text)
+        return vg_cli_usage(CMD, "give the prompts with --prompt-ids or --input (one of them)");
+    if (a->prompt_text && a->max_new < 0)
+        return vg_cli_usage(CMD, "--max-new-tokens is required with --prompt-ids");
+    a->opts.warmup = a->warmup;
+    a->opts.block_size = a->block_size;
+    return 0;
+}
+
+static int read_prompt_ids(const char *text, prompts *p)
+{
+    size_t len = strlen(text);
+    p->ids = malloc((len / 2 + 1) * sizeof(int32_t));
+    int64_t *tmp = malloc((len / 2 + 1) * sizeof(int64_t));
+    p->lens = malloc((len / 2 + 1) * sizeof(int64_t));
+    if (!p->ids || !tmp || !p->lens) {
+        free(tmp);
+        return vg_cli_fail(CMD, "out of memory");
+    }
+    int64_t total = 0;
+    const char *s = text;
+    for (;;) {
+        const char *end = NULL;
+        int n = parse_list(s, ';', 0, tmp, (int)(len / 2 + 1), &end);
+        if (n <= 0) {
+            free(tmp);
+            return vg_cli_usage(CMD, "--prompt-ids wants token ids (non-negative integers) separated "
+                                     "by commas, prompts separated by ';', got '%s'", text);
+        }
+        for (int i = 0; i < n; i++) p->ids[total + i] = (int32_t)tmp[i];
+        total += n;
+        p->lens[p->B++] = n;
+        if (*end != ';') break;
+        s = end + 1;
+    }
+    free(tmp);
+    if (p->B > MAX_PROMPTS) return vg_cli_usage(CMD, "at most %d prompts", MAX_PROMPTS);
+    return 0;
+}
+
+static int64_t get_i64(const vg_st_tensor *t, int64_t i)
+{
+    if (t->dtype == VG_DTYPE_I32) {
+        int32_t v;
+        memcpy(&v, (const char *)t->data + 4 * i, 4);
+        return v;
+    }
+    int64_t v;
+    memcpy(&v, (const char *)t->data + 8 * i, 8);
+    return v;
+}
+
+static int read_input(const char *path, prompts *p)
+{
+    vg_st_file *f = NULL;
+    if (vg_st_open(path, &f) != VG_OK) return vg_cli_fail(CMD, "%s", vg_last_error());
+    const vg_st_tensor *ids = vg_st_find(f, "input_ids"), *pl = vg_st_find(f, "prompt_lens");
+    const vg_st_tensor *mn = vg_st_find(f, "max_new_tokens");
+    int rc = 0;
+    const char *missing = !ids ? "input_ids" : !pl ? "prompt_lens" : NULL;
+    if (missing) rc = vg_cli_fail(CMD, "%s: tensor '%s' is missing", path, missing);
+    int ok_types = !rc && (ids->dtype == VG_DTYPE_I64 || ids->dtype == VG_DTYPE_I32) &&
+                   (pl->dtype == VG_DTYPE_I64 || pl->dtype == VG_DTYPE_I32) && ids->ndim == 1 &&
+                   pl->ndim == 1;
+    if (!rc && !ok_types)
+        rc = vg_cli_fail(CMD, "%s: input_ids and prompt_lens must be 1-D I64 or I32 tensors", path);
+    if (!rc && (pl->shape[0] < 1 || pl->shape[0] > MAX_PROMPTS))
+        rc = vg_cli_fail(CMD, "%s: prompt_lens holds %lld prompts (1..%d)", path,
+                         (long long)pl->shape[0], MAX_PROMPTS);
+    if (!rc) {
+        p->B = (int)pl->shape[0];
+        p->lens = malloc((size_t)p->B * sizeof(int64_t));
+        p->ids = malloc((size_t)(ids->shape[0] ? ids->shape[0] : 1) * sizeof(int32_t));
+        if (!p->lens || !p->ids) rc = vg_cli_fail(CMD, "out of memory");
+    }
+    int64_t total = 0;
+    for (int b = 0; !rc && b < p->B; b++) {
+        p->lens[b] = get_i64(pl, b);
+        if (p->lens[b] < 1 || p->lens[b] > ids->shape[0] - total)
+            rc = vg_cli_fail(CMD, "%s: prompt_lens[%d] = %lld does not fit in input_ids (%lld tokens)",
+                             path, b, (long long)p->lens[b], (long long)ids->shape[0]);
+        else total += p->lens[b];
+    }
+    if (!rc && total != ids->shape[0])
+        rc = vg_cli_fail(CMD, "%s: prompt_lens add up to %lld, input_ids has %lld", path,
+                         (long long)total, (long long)ids->shape[0]);
+    for (int64_t i = 0; !rc && i < total; i++) {
+        int64_t v = get_i64(ids, i);
+        if (v < 0 || v > INT32_MAX) rc = vg_cli_fail(CMD, "%s: input_ids[%lld] = %lld", path, (long long)i, (long long)v);
+        else p->ids[i] = (int32_t)v;
+    }
+    p->N = -1;
+    if (!rc && mn && mn->numel == 1 && (mn->dtype == VG_DTYPE_I64 || mn->dtype == VG_DTYPE_I32))
+        p->N = get_i64(mn, 0);
+    vg_st_close(f);
+    return rc;
+}
+
+/* The state of one prompt while generating. */
+typedef struct gen_seq {
+    int32_t id;
+    int64_t off, L, fed, made;
+    int32_t *out;   /* L + N tokens: prompt, then generated */
+    float *logits;  /* N x vocab */
+} gen_seq;
+
+static int generate(const gen_args *a, const prompts *p, gen_seq *s, vg_lm *lm, int vocab, int64_t *steps)
+{
+    int B = p->B;
+    vg_lm_seq_tokens *st = malloc((size_t)B * sizeof *st);
+    int *idx = malloc((size_t)B * sizeof(int));
+    float *logits = malloc((size_t)B * (size_t)vocab * sizeof(float));
+    int32_t *greedy = malloc((size_t)B * sizeof(int32_t));
+    if (!st || !idx || !logits || !greedy) {
+        free(st), free(idx), free(logits), free(greedy);
+        return vg_cli_fail(CMD, "out of memory");
+    }
+    int rc = 0;
+    for (*steps = 0; !rc; ++*steps) {
+        int n = 0;
+        for (int b = 0; b < B; b++) {
+            gen_seq *q = &s[b];
+            if (q->made == p->N) continue;
+            int64_t take = 1;
+            if (q->fed < q->L) take = a->chunk && a->chunk < q->L - q->fed ? a->chunk : q->L - q->fed;
+            st[n] = (vg_lm_seq_tokens){q->id, q->out + q->fed, (int32_t)take};
+            idx[n++] = b;
+        }
+        if (!n) break;
+        if (vg_lm_step(lm, st, n, logits, greedy, NULL) != VG_OK) {
+            rc = vg_cli_fail(CMD, "%s", vg_last_error());
+            break;
+        }
+        for (int i = 0; i < n; i++) {
+            gen_seq *q = &s[idx[i]];
+            q->fed += st[i].num_tokens;
+            if (q->fed < q->L) continue; /* a prefill chunk before the prompt's end */
+            memcpy(q->logits + q->made * vocab, logits + (size_t)i * (size_t)vocab, (size_t)vocab * sizeof(float));
+            q->out[q->L + q->made++] = greedy[i];
+        }
+    }
+    free(st), free(idx), free(logits), free(greedy);
+    return rc;
+}
+
+static int write_output(const gen_args *a, const prompts *p, const gen_seq *s, int vocab)
+{
+    int B = p->B, rc = 0;
+    vg_st_write_tensor *t = calloc((size_t)2 * B, sizeof *t);
+    char (*names)[32] = calloc((size_t)2 * B, 32);
+    int64_t (*shapes)[2] = calloc((size_t)2 * B, sizeof *shapes);
+    int64_t **seq64 = calloc((size_t)B, sizeof *seq64);
+    if (!t || !names || !shapes || !seq64) rc = vg_cli_fail(CMD, "out of memory");
+    for (int b = 0; !rc && b < B; b++) {
+        int64_t L = s[b].L + p->N;
+        seq64[b] = malloc((size_t)L * sizeof(int64_t));
+        if (!seq64[b]) {
+            rc = vg_cli_fail(CMD, "out of memory");
+            break;
+        }
+        for (int64_t i = 0; i < L; i++) seq64[b][i] = s[b].out[i];
+        snprintf(names[2 * b], 32, "sequence.%d", b);
+        shapes[2 * b][0] = L;
+        t[2 * b] = (vg_st_write_tensor){names[2 * b], VG_DTYPE_I64, 1, shapes[2 * b], seq64[b]};
+        snprintf(names[2 * b + 1], 32, "logits.%d", b);
+        shapes[2 * b + 1][0] = p->N, shapes[2 * b + 1][1] = vocab;
+        t[2 * b + 1] = (vg_st_write_tensor){names[2 * b + 1], VG_DTYPE_F32, 2, shapes[2 * b + 1], s[b].logits};
+    }
+    if (!rc) rc = vg_cli_write_safetensors(CMD, a->output, t, 2 * B);
+    for (int b = 0; seq64 && b < B; b++) free(seq64[b]);
+    free(seq64), free(t), free(names), free(shapes);
+    return rc;
+}
+
+static int report(const gen_args *a, const prompts *p, const gen_seq *s, vg_lm *lm, vg_runtime *rt,
+                  int64_t steps)
+{
+    if (a->json) {
+        cJSON *j = cJSON_CreateObject(), *seqs = cJSON_AddArrayToObject(j, "generated");
+        cJSON_AddStringToObject(j, "backend", vg_runtime_backend_name(rt));
+        cJSON_AddStringToObject(j, "mode", vg_graph_mode_name(vg_runner_mode(vg_lm_runner(lm))));
+        cJSON_AddNumberToObject(j, "prompts", p->B);
+        cJSON_AddNumberToObject(j, "new_tokens", (double)p->N);
+        cJSON_AddNumberToObject(j, "steps", (double)steps);
+        for (int b = 0; b < p->B; b++) {
+            cJSON *row = cJSON_CreateArray();
+            for (int64_t i = 0; i < p->N; i++) cJSON_AddItemToArray(row, cJSON_CreateNumber(s[b].out[s[b].L + i]));
+            cJSON_AddItemToArray(seqs, row);
+        }
+        if (a->output) cJSON_AddStringToObject(j, "output", a->output);
+        if (a->stats) cJSON_AddItemToObject(j, "stats", vg_stats_json(vg_lm_runner(lm)));
+        return vg_cli_print_json(j, 0);
+    }
+    for (int b = 0; b < p->B; b++) {
+        printf("%d:", b);
+        for (int64_t i = 0; i < p->N; i++) printf("%s%d", i ? "," : " ", s[b].out[s[b].L + i]);
+        putchar('\n');
+    }
+    if (a->stats) {
+        printf("backend %s, %d prompt(s), %lld new token(s) each, %lld step(s)\n",
+               vg_runtime_backend_name(rt), p->B, (long long)p->N, (long long)steps);
+        return vg_stats_print(stdout, vg_lm_runner(lm));
+    }
+    return 0;
+}
+
+static int run(gen_args *a, prompts *p)
+{
+    int B = p->B, bs = a->block_size ? a->block_size : 16;
+    /* the KV pool: what the prompts need, unless told */
+    int64_t blocks = 0;
+    for (int b = 0; b < B; b++) blocks += (p->lens[b] + p->N + bs - 1) / bs;
+    a->opts.num_blocks = a->kv_blocks ? a->kv_blocks : blocks;
+    a->opts.max_seqs = B;
+    vg_runtime_options ro;
+    vg_runtime_options_init(&ro);
+    ro.backend = a->backend;
+    vg_runtime *rt = NULL;
+    vg_lm *lm = NULL;
+    gen_seq *s = calloc((size_t)B, sizeof *s);
+    int rc = s ? 0 : vg_cli_fail(CMD, "out of memory");
+    if (!rc && (vg_runtime_open(&ro, &rt) != VG_OK || vg_lm_load(rt, a->model, &a->opts, &lm) != VG_OK))
+        rc = vg_cli_fail(CMD, "%s", vg_last_error());
+    vg_lm_info info = {0};
+    if (!rc) vg_lm_get_info(lm, &info);
+    int64_t off = 0;
+    for (int b = 0; !rc && b < B; b++) {
+        s[b].L = p->lens[b], s[b].off = off;
+        s[b].out = malloc((size_t)(p->lens[b] + p->N) * sizeof(int32_t));
+        s[b].logits = malloc((size_t)p->N * (size_t)info.vocab * sizeof(float));
+        if (!s[b].out || !s[b].logits) rc = vg_cli_fail(CMD, "out of memory");
+        else memcpy(s[b].out, p->ids + off, (size_t)p->lens[b] * sizeof(int32_t));
+        off += p->lens[b];
+        if (!rc && vg_lm_seq_add(lm, &s[b].id) != VG_OK) rc = vg_cli_fail(CMD, "%s", vg_last_error());
+    }
+    int64_t steps = 0;
+    if (!rc) rc = generate(a, p, s, lm, info.vocab, &steps);
+    if (!rc && a->output) rc = write_output(a, p, s, info.vocab);
+    if (!rc) rc = report(a, p, s, lm, rt, steps);
+    for (int b = 0; s && b < B; b++) free(s[b].out), free(s[b].logits);
+    free(s);
+    vg_lm_free(lm);
+    vg_runtime_close(rt);
+    return rc;
+}
+
+int vg_cmd_lm_generate(int argc, char **argv)
+{
+    gen_args a;
+    memset(&a, 0, sizeof a);
+    int rc = parse_args(argc, argv, &a);
+    if (rc) return rc == VG_OPT_HELP ? 0 : rc;
+    prompts p = {0};
+    rc = a.input ? read_input(a.input, &p) : read_prompt_ids(a.prompt_text, &p);
+    if (!rc && a.max_new > 0) p.N = a.max_new;
+    if (!rc && p.N < 1)
+        rc = vg_cli_usage(CMD, "%s holds no max_new_tokens: give --max-new-tokens", a.input);
+    if (!rc && a.output) rc = vg_out_check(CMD, a.output);
+    if (!rc) rc = run(&a, &p);
+    free(p.lens);
+    free(p.ids);
+    return rc;
+}
