@@ -8,7 +8,9 @@ const char *vg_op_name(vg_op_id op)
     static const char *const names[VG_OP_COUNT_] = {"fill",      "axpby",     "gemm",
                                                     "gather_rows", "rmsnorm", "rotary_2d",
                                                     "attention", "silu_mul",  "convert",
-                                                    "attention_rotary"};
+                                                    "attention_rotary", "rotary",
+                                                    "rmsnorm_heads", "kv_store",
+                                                    "paged_attention", "argmax"};
     return (unsigned)op < VG_OP_COUNT_ ? names[op] : NULL;
 }
 
@@ -46,7 +48,12 @@ uint32_t vg_op_catalogue_dtypes(uint32_t op)
     case VG_OP_ATTENTION:
     case VG_OP_SILU_MUL:
     case VG_OP_CONVERT:
-    case VG_OP_ATTENTION_ROTARY: return VG_DTYPES_FLOAT;
+    case VG_OP_ATTENTION_ROTARY:
+    case VG_OP_ROTARY:
+    case VG_OP_RMSNORM_HEADS:
+    case VG_OP_KV_STORE:
+    case VG_OP_PAGED_ATTENTION:
+    case VG_OP_ARGMAX: return VG_DTYPES_FLOAT;
     default: return 0;
     }
 }

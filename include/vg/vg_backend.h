@@ -103,9 +103,31 @@ typedef struct vg_op_table {
                                   int64_t rows, int heads, int head_dim,
                                   const int32_t *cu_seqlens, int num_segments, float scale,
                                   const int32_t *pos, float theta);
+
+    /* ---- version 4: decoder language models with a paged KV cache ---- */
+
+    vg_status (*rotary)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype, void *x,
+                        int64_t ld, int64_t rows, int heads, int head_dim, const int32_t *pos,
+                        float theta);
+    vg_status (*rmsnorm_heads)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype, void *x,
+                               int64_t ld, int64_t rows, int heads, int head_dim, const void *w,
+                               float eps);
+    vg_status (*kv_store)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype, const void *k,
+                          int64_t ld_k, const void *v, int64_t ld_v, void *k_cache,
+                          void *v_cache, const int32_t *slots, int64_t rows, int kv_heads,
+                          int head_dim);
+    vg_status (*paged_attention)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype,
+                                 const void *q, int64_t ld_q, void *out, int64_t ld_out,
+                                 int64_t rows, const void *k_cache, const void *v_cache,
+                                 const int32_t *block_tables, int max_blocks,
+                                 const int32_t *context_lens, const int32_t *query_start,
+                                 int num_seqs, int heads, int kv_heads, int head_dim,
+                                 int block_size, float scale);
+    vg_status (*argmax)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype, const void *x,
+                        int64_t ld, int64_t rows, int64_t cols, int32_t *out);
 } vg_op_table;
 
-#define VG_OP_TABLE_VERSION 3
+#define VG_OP_TABLE_VERSION 4
 
 /* ---- the interface table ------------------------------------------------------------------- */
 

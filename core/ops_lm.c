@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The core device API's ops, part 3: op table version 4, the ops of a decoder language model
+ * with a paged KV cache (rotary, rmsnorm_heads, kv_store, paged_attention, argmax). Same pattern
+ * as ops.c and ops_nn.c: the preconditions of vg_ops.h once, then what the device offers and
+ * capture state, then one call into the plugin. */
+#include "op_check.h"
+
+vg_status vg_op_rotary(vg_stream *s, vg_dtype dtype, void *x, int64_t ld, int64_t rows,
+                       int heads, int head_dim, const int32_t *pos, float theta)
+{
+    REQUIRE_STREAM("rotary", s);
+    REQUIRE_DTYPE("rotary", "dtype", dtype, VG_DTYPES_FLOAT, DTYPES_FLOAT_TEXT);
+    REQUIRE_RANGE("rotary", "rows", rows, 0, OP_INT_MAX);
+    REQUIRE(heads >= 1, "rotary: heads %d < 1", heads);
+    REQUIRE(head_dim >= 2 && head_dim % 2 == 0,
+            "rotary: head_dim %d is not a positive even number", head_dim);
+    REQUIRE_GE("rotary", "ld", ld, "heads*head_dim", (int64_t)heads * head_dim);
+    REQUIRE(theta > 0.0f, "rotary: theta %g is not > 0", (double)theta);
+    REQUIRE_PTR("rotary", "x", x, rows);
+    REQUIRE_PTR("rotary", "pos", pos, rows);
+    REQUIRE_ALIGNED("rotary", "x", x, op_dtype_size(dtype));
+    REQUIRE_ALIGNED("rotary", "pos", pos, 4);
+    OP_GATE(s, VG_OP_ROTARY, VG_DTYPE_BIT(dtype));
+    if (!rows) return VG_OK;
+    return OP_CALL(s, rotary, dtype, x, ld, rows, heads, head_dim, pos, theta);
+}
+
+vg_status vg_op_rmsnorm_heads(vg_stream *s, vg_dtype dtype, void *x, int64_t ld, int64_t rows,
+                              int heads, int head_dim, const void *w, float eps)
+{
+    REQUIRE_STREAM("rmsnorm_heads", s);
+    REQUIRE_DTYPE("rmsnorm_heads", "dtype", dtype, VG_DTYPES_FLOAT, DTYPES_FLOAT_TEXT);
+    REQUIRE_RANGE("rmsnorm_heads", "rows", rows, 0, OP_INT_MAX);
+    REQUIRE(heads >= 1, "rmsnorm_heads: heads %d < 1", heads);
+    REQUIRE(head_dim >= 1, "rmsnorm_heads: head_dim %d < 1", head_dim);
+    REQUIRE_GE("rmsnorm_heads", "ld", ld, "heads*head_dim", (int64_t)heads * head_dim);
+    REQUIRE(eps >= 0.0f, "rmsnorm_heads: eps %g < 0", (double)eps);
+    REQUIRE_PTR("rmsnorm_heads", "x", x, rows);
+    REQUIRE_PTR("rmsnorm_heads", "w", w, rows);
+    unsigned es = op_dtype_size(dtype);
+    REQUIRE_ALIGNED("rmsnorm_heads", "x", x, es);
+    REQUIRE_ALIGNED("rmsnorm_heads", "w", w, es);
+    OP_GATE(s, VG_OP_RMSNORM_HEADS, VG_DTYPE_BIT(dtype));
+    if (!rows) return VG_OK;
+    return OP_CALL(s, rmsnorm_heads, dtype, x, ld, rows, heads, head_dim, w, eps);
+}
+
+vg_status vg_op_kv_store(vg_stream *s, vg_dtype dtype, const void *k, int64_t ld_k, const void *v,
+                         int64_t ld_v, void *k_cache, void *v_cache, const int32_t *slots,
+                         int64_t rows, int kv_heads, int head_dim)
+{
+    REQUIRE_STREAM("kv_store", s);
+    REQUIRE_DTYPE("kv_store", "dtype", dtype, VG_DTYPES_FLOAT, DTYPES_FLOAT_TEXT);
+    REQUIRE_RANGE("kv_store", "rows", rows, 0, OP_INT_MAX);
+    REQUIRE(kv_heads >= 1, "kv_store: kv_heads %d < 1", kv_heads);
+    REQUIRE(head_dim >= 1, "kv_store: head_dim %d < 1", head_dim);
+    int64_t width = (int64_t)kv_heads * head_dim;
+    REQUIRE_GE("kv_store", "ld_k", ld_k, "kv_heads*head_dim", width);
+    REQUIRE_GE("kv_store", "ld_v", ld_v, "kv_heads*head_dim", width);
+    REQUIRE_PTR("kv_store", "k", k, rows);
+    REQUIRE_PTR("kv_store", "v", v, rows);
+    REQUIRE_PTR("kv_store", "k_cache", k_cache, rows);
+    REQUIRE_PTR("kv_store", "v_cache", v_cache, rows);
+    REQUIRE_PTR("kv_store", "slots", slots, rows);
+    REQUIRE(k_cache != v_cache || !rows, "kv_store: k_cache and v_cache are the same buffer %p",
+            k_cache);
+    unsigned es = op_dtype_size(dtype);
+    REQUIRE_ALIGNED("kv_store", "k", k, es);
+    REQUIRE_ALIGNED("kv_store", "v", v, es);
+    REQUIRE_ALIGNED("kv_store", "k_cache", k_cache, es);
+    REQUIRE_ALIGNED("kv_store", "v_cache", v_cache, es);
+    REQUIRE_ALIGNED("kv_store", "slots", slots, 4);
+    OP_GATE(s, VG_OP_KV_STORE, VG_DTYPE_BIT(dtype));
+    if (!rows) return VG_OK;
+    return OP_CALL(s, kv_store, dtype, k, ld_k, v, ld_v, k_cache, v_cache, slots, rows, kv_heads,
+                   head_dim);
+}
+
+vg_status vg_op_paged_attention(vg_stream *s, vg_dtype dtype, const void *q, int64_t ld_q,
+                                void *out, int64_t ld_out, int64_t rows, const void *k_cache,
+                                const void *v_cache, const int32_t *block_tables, int max_blocks,
+                                const int32_t *context_lens, const int32_t *query_start,
+                                int num_seqs, int heads, int kv_heads, int head_dim,
+                                int block_size, float scale)
+{
+    REQUIRE_STREAM("paged_attention", s);
+    REQUIRE_DTYPE("paged_attention", "dtype", dtype, VG_DTYPES_FLOAT, DTYPES_FLOAT_TEXT);
+    REQUIRE_RANGE("paged_attention", "rows", rows, 0, OP_INT_MAX);
+    REQUIRE(num_seqs >= 1, "paged_attention: num_seqs %d < 1", num_seqs);
+    REQUIRE(max_blocks >= 1, "paged_attention: max_blocks %d < 1", max_blocks);
+    REQUIRE(block_size >= 1, "paged_attention: block_size %d < 1", block_size);
+    REQUIRE(heads >= 1, "paged_attention: heads %d < 1", heads);
+    REQUIRE(kv_heads >= 1, "paged_attention: kv_heads %d < 1", kv_heads);
+    REQUIRE(heads % kv_heads == 0, "paged_attention: heads %d is not a multiple of kv_heads %d",
+            heads, kv_heads);
+    REQUIRE(head_dim >= 8 && head_dim <= VG_ATTENTION_MAX_HEAD_DIM && head_dim % 8 == 0,
+            "paged_attention: head_dim %d is not a multiple of 8 in [8, %d]", head_dim,
+            VG_ATTENTION_MAX_HEAD_DIM);
+    int64_t hidden = (int64_t)heads * head_dim;
+    REQUIRE_GE("paged_attention", "ld_q", ld_q, "heads*head_dim", hidden);
+    REQUIRE_GE("paged_attention", "ld_out", ld_out, "heads*head_dim", hidden);
+    REQUIRE_PTR("paged_attention", "q", q, rows);
+    REQUIRE_PTR("paged_attention", "out", out, rows);
+    REQUIRE_PTR("paged_attention", "k_cache", k_cache, rows);
+    REQUIRE_PTR("paged_attention", "v_cache", v_cache, rows);
+    REQUIRE_PTR("paged_attention", "block_tables", block_tables, rows);
+    REQUIRE_PTR("paged_attention", "context_lens", context_lens, rows);
+    REQUIRE_PTR("paged_attention", "query_start", query_start, rows);
+    unsigned es = op_dtype_size(dtype);
+    REQUIRE_ALIGNED("paged_attention", "q", q, es);
+    REQUIRE_ALIGNED("paged_attention", "out", out, es);
+    REQUIRE_ALIGNED("paged_attention", "k_cache", k_cache, es);
+    REQUIRE_ALIGNED("paged_attention", "v_cache", v_cache, es);
+    REQUIRE_ALIGNED("paged_attention", "block_tables", block_tables, 4);
+    REQUIRE_ALIGNED("paged_attention", "context_lens", context_lens, 4);
+    REQUIRE_ALIGNED("paged_attention", "query_start", query_start, 4);
+    OP_GATE(s, VG_OP_PAGED_ATTENTION, VG_DTYPE_BIT(dtype));
+    if (!rows) return VG_OK;
+    return OP_CALL(s, paged_attention, dtype, q, ld_q, out, ld_out, rows, k_cache, v_cache,
+                   block_tables, max_blocks, context_lens, query_start, num_seqs, heads, kv_heads,
+                   head_dim, block_size, scale);
+}
+
+vg_status vg_op_argmax(vg_stream *s, vg_dtype dtype, const void *x, int64_t ld, int64_t rows,
+                       int64_t cols, int32_t *out)
+{
+    REQUIRE_STREAM("argmax", s);
+    REQUIRE_DTYPE("argmax", "dtype", dtype, VG_DTYPES_FLOAT, DTYPES_FLOAT_TEXT);
+    REQUIRE_RANGE("argmax", "rows", rows, 0, OP_INT_MAX);
+    REQUIRE_RANGE("argmax", "cols", cols, 1, OP_INT_MAX);
+    REQUIRE_GE("argmax", "ld", ld, "cols", cols);
+    REQUIRE_PTR("argmax", "x", x, rows);
+    REQUIRE_PTR("argmax", "out", out, rows);
+    REQUIRE_ALIGNED("argmax", "x", x, op_dtype_size(dtype));
+    REQUIRE_ALIGNED("argmax", "out", out, 4);
+    OP_GATE(s, VG_OP_ARGMAX, VG_DTYPE_BIT(dtype));
+    if (!rows) return VG_OK;
+    return OP_CALL(s, argmax, dtype, x, ld, rows, cols, out);
+}
