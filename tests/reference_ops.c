@@ -23,7 +23,12 @@ uint32_t ref_catalogue_dtypes(vg_op_id op)
     case VG_OP_ATTENTION:
     case VG_OP_SILU_MUL:
     case VG_OP_CONVERT:
-    case VG_OP_ATTENTION_ROTARY: return FLOATS;
+    case VG_OP_ATTENTION_ROTARY:
+    case VG_OP_ROTARY:
+    case VG_OP_RMSNORM_HEADS:
+    case VG_OP_KV_STORE:
+    case VG_OP_PAGED_ATTENTION:
+    case VG_OP_ARGMAX: return FLOATS;
     default: return 0;
     }
 }

@@ -13,6 +13,7 @@
 #include "vg/vg_half.h"
 
 enum { BYTES = 1 << 16, ROWS = 4, HEADS = 2, HD = 16, HIDDEN = HEADS * HD };
+#define OP_COLS_TOO_MANY (1LL << 31)
 
 typedef struct fixture {
     vg_runtime *rt;
@@ -103,6 +104,16 @@ static vg_status valid_call(vg_stream *s, vg_op_id op)
     case VG_OP_ATTENTION_ROTARY:
         return vg_op_attention_rotary(s, VG_DTYPE_F32, g.a, 3 * HIDDEN, g.c, HIDDEN, ROWS, HEADS, HD,
                                       g.cu, 1, 0.25f, g.pos, 1e4f);
+    case VG_OP_ROTARY: return vg_op_rotary(s, VG_DTYPE_F32, g.c, HIDDEN, ROWS, HEADS, HD, g.pos, 1e4f);
+    case VG_OP_RMSNORM_HEADS:
+        return vg_op_rmsnorm_heads(s, VG_DTYPE_F32, g.c, HIDDEN, ROWS, HEADS, HD, g.b, 1e-6f);
+    case VG_OP_KV_STORE: /* every row to slot 0 (idx is zeros) */
+        return vg_op_kv_store(s, VG_DTYPE_F32, g.a, HIDDEN, g.b, HIDDEN, g.c, g.c + BYTES / 2, g.idx,
+                              ROWS, HEADS, HD);
+    case VG_OP_PAGED_ATTENTION: /* one sequence of ROWS new tokens in block 0 of ROWS slots */
+        return vg_op_paged_attention(s, VG_DTYPE_F32, g.a, HIDDEN, g.c, HIDDEN, ROWS, g.a, g.b, g.idx,
+                                     1, g.cu + 1, g.cu, 1, HEADS, 1, HD, ROWS, 0.25f);
+    case VG_OP_ARGMAX: return vg_op_argmax(s, VG_DTYPE_F32, g.a, 8, ROWS, 8, (int32_t *)g.c);
     default: return VG_ERR_INTERNAL;
     }
 }
@@ -405,6 +416,171 @@ static void test_convert(void **state)
     VG_CHECK(vg_stream_sync(g.s));
 }
 
+static void test_rotary(void **state)
+{
+    (void)state;
+#define ROT(x, ld_, heads, hd, pos, theta) vg_op_rotary(g.s, VG_DTYPE_F32, x, ld_, ROWS, heads, hd, pos, theta)
+    VG_CHECK_FAILS_ALL(ROT(NULL, HIDDEN, HEADS, HD, g.pos, 1e4f), VG_ERR_INVALID_ARG, "rotary", "x is NULL");
+    VG_CHECK_FAILS_ALL(ROT(g.c, HIDDEN, HEADS, HD, NULL, 1e4f), VG_ERR_INVALID_ARG, "rotary", "pos is NULL");
+    VG_CHECK_FAILS_ALL(ROT(g.c, HIDDEN, HEADS, 15, g.pos, 1e4f), VG_ERR_INVALID_ARG, "rotary", "head_dim", "15");
+    VG_CHECK_FAILS_ALL(ROT(g.c, HIDDEN, HEADS, 0, g.pos, 1e4f), VG_ERR_INVALID_ARG, "rotary", "head_dim");
+    VG_CHECK_FAILS_ALL(ROT(g.c, HIDDEN, 0, HD, g.pos, 1e4f), VG_ERR_INVALID_ARG, "rotary", "heads");
+    VG_CHECK_FAILS_ALL(ROT(g.c, 31, HEADS, HD, g.pos, 1e4f), VG_ERR_INVALID_ARG, "rotary", "ld", "31");
+    VG_CHECK_FAILS_ALL(ROT(g.c, HIDDEN, HEADS, HD, g.pos, 0.0f), VG_ERR_INVALID_ARG, "rotary", "theta");
+    VG_CHECK_FAILS_ALL(ROT(g.c, HIDDEN, HEADS, HD, (const int32_t *)(g.b + 2), 1e4f), VG_ERR_INVALID_ARG,
+                       "rotary", "pos", "align");
+    VG_CHECK_FAILS_ALL(ROT(g.c + 2, HIDDEN, HEADS, HD, g.pos, 1e4f), VG_ERR_INVALID_ARG, "rotary", "x", "align");
+#undef ROT
+    VG_CHECK_FAILS_ALL(vg_op_rotary(g.s, VG_DTYPE_I32, g.c, HIDDEN, ROWS, HEADS, HD, g.pos, 1e4f),
+                       VG_ERR_INVALID_ARG, "rotary", "I32");
+    VG_CHECK_FAILS_ALL(vg_op_rotary(g.s, VG_DTYPE_F32, g.c, HIDDEN, -1, HEADS, HD, g.pos, 1e4f),
+                       VG_ERR_INVALID_ARG, "rotary", "rows", "-1");
+    assert_zero(g.c, 256);
+    VG_CHECK(vg_op_rotary(g.s, VG_DTYPE_F32, g.c, 6, ROWS, 1, 6, g.pos, 1e4f)); /* head_dim 6: even is enough */
+    VG_CHECK(vg_op_rotary(g.s, VG_DTYPE_F32, NULL, HIDDEN, 0, HEADS, HD, NULL, 1e4f)); /* no rows */
+    VG_CHECK(vg_stream_sync(g.s));
+    VG_CHECK(vg_mem_set(g.s, g.c, 0, BYTES)); /* the valid calls wrote; the next test starts from zeros */
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
+static void test_rmsnorm_heads(void **state)
+{
+    (void)state;
+#define RMH(x, ld_, heads, hd, w, eps) vg_op_rmsnorm_heads(g.s, VG_DTYPE_F32, x, ld_, ROWS, heads, hd, w, eps)
+    VG_CHECK_FAILS_ALL(RMH(NULL, HIDDEN, HEADS, HD, g.b, 1e-6f), VG_ERR_INVALID_ARG, "rmsnorm_heads", "x is NULL");
+    VG_CHECK_FAILS_ALL(RMH(g.c, HIDDEN, HEADS, HD, NULL, 1e-6f), VG_ERR_INVALID_ARG, "rmsnorm_heads", "w is NULL");
+    VG_CHECK_FAILS_ALL(RMH(g.c, HIDDEN, 0, HD, g.b, 1e-6f), VG_ERR_INVALID_ARG, "rmsnorm_heads", "heads", "0");
+    VG_CHECK_FAILS_ALL(RMH(g.c, HIDDEN, HEADS, 0, g.b, 1e-6f), VG_ERR_INVALID_ARG, "rmsnorm_heads", "head_dim", "0");
+    VG_CHECK_FAILS_ALL(RMH(g.c, 20, HEADS, HD, g.b, 1e-6f), VG_ERR_INVALID_ARG, "rmsnorm_heads", "ld", "20", "32");
+    VG_CHECK_FAILS_ALL(RMH(g.c, HIDDEN, HEADS, HD, g.b, -1.0f), VG_ERR_INVALID_ARG, "rmsnorm_heads", "eps");
+    VG_CHECK_FAILS_ALL(RMH(g.c + 2, HIDDEN, HEADS, HD, g.b, 1e-6f), VG_ERR_INVALID_ARG, "rmsnorm_heads", "x", "align");
+    VG_CHECK_FAILS_ALL(RMH(g.c, HIDDEN, HEADS, HD, g.b + 1, 1e-6f), VG_ERR_INVALID_ARG, "rmsnorm_heads", "w", "align");
+#undef RMH
+    VG_CHECK_FAILS_ALL(vg_op_rmsnorm_heads(g.s, VG_DTYPE_I64, g.c, HIDDEN, ROWS, HEADS, HD, g.b, 0.0f),
+                       VG_ERR_INVALID_ARG, "rmsnorm_heads", "I64");
+    assert_zero(g.c, 256);
+    VG_CHECK(vg_op_rmsnorm_heads(g.s, VG_DTYPE_BF16, g.c, 7, ROWS, 1, 7, g.b, 1e-6f)); /* any head_dim */
+    VG_CHECK(vg_stream_sync(g.s));
+    VG_CHECK(vg_mem_set(g.s, g.c, 0, BYTES)); /* the valid calls wrote; the next test starts from zeros */
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
+static void test_kv_store(void **state)
+{
+    (void)state;
+    char *kc = g.c, *vc = g.c + BYTES / 2;
+#define KVS(k, ldk, v, ldv, kc_, vc_, slots, kvh, hd) \
+    vg_op_kv_store(g.s, VG_DTYPE_F32, k, ldk, v, ldv, kc_, vc_, slots, ROWS, kvh, hd)
+    VG_CHECK_FAILS_ALL(KVS(NULL, HIDDEN, g.b, HIDDEN, kc, vc, g.idx, HEADS, HD), VG_ERR_INVALID_ARG, "kv_store", "k is NULL");
+    VG_CHECK_FAILS_ALL(KVS(g.a, HIDDEN, NULL, HIDDEN, kc, vc, g.idx, HEADS, HD), VG_ERR_INVALID_ARG, "kv_store", "v is NULL");
+    VG_CHECK_FAILS_ALL(KVS(g.a, HIDDEN, g.b, HIDDEN, NULL, vc, g.idx, HEADS, HD), VG_ERR_INVALID_ARG, "kv_store", "k_cache is NULL");
+    VG_CHECK_FAILS_ALL(KVS(g.a, HIDDEN, g.b, HIDDEN, kc, NULL, g.idx, HEADS, HD), VG_ERR_INVALID_ARG, "kv_store", "v_cache is NULL");
+    VG_CHECK_FAILS_ALL(KVS(g.a, HIDDEN, g.b, HIDDEN, kc, vc, NULL, HEADS, HD), VG_ERR_INVALID_ARG, "kv_store", "slots is NULL");
+    VG_CHECK_FAILS_ALL(KVS(g.a, HIDDEN, g.b, HIDDEN, kc, kc, g.idx, HEADS, HD), VG_ERR_INVALID_ARG, "kv_store", "same buffer");
+    VG_CHECK_FAILS_ALL(KVS(g.a, HIDDEN, g.b, HIDDEN, kc, vc, g.idx, 0, HD), VG_ERR_INVALID_ARG, "kv_store", "kv_heads", "0");
+    VG_CHECK_FAILS_ALL(KVS(g.a, HIDDEN, g.b, HIDDEN, kc, vc, g.idx, HEADS, -3), VG_ERR_INVALID_ARG, "kv_store", "head_dim", "-3");
+    VG_CHECK_FAILS_ALL(KVS(g.a, 31, g.b, HIDDEN, kc, vc, g.idx, HEADS, HD), VG_ERR_INVALID_ARG, "kv_store", "ld_k", "31");
+    VG_CHECK_FAILS_ALL(KVS(g.a, HIDDEN, g.b, 30, kc, vc, g.idx, HEADS, HD), VG_ERR_INVALID_ARG, "kv_store", "ld_v", "30");
+    VG_CHECK_FAILS_ALL(KVS(g.a + 2, HIDDEN, g.b, HIDDEN, kc, vc, g.idx, HEADS, HD), VG_ERR_INVALID_ARG, "kv_store", "k ", "align");
+    VG_CHECK_FAILS_ALL(KVS(g.a, HIDDEN, g.b, HIDDEN, kc, vc + 2, g.idx, HEADS, HD), VG_ERR_INVALID_ARG, "kv_store", "v_cache", "align");
+    VG_CHECK_FAILS_ALL(KVS(g.a, HIDDEN, g.b, HIDDEN, kc, vc, (const int32_t *)(g.b + 2), HEADS, HD), VG_ERR_INVALID_ARG,
+                       "kv_store", "slots", "align");
+#undef KVS
+    VG_CHECK_FAILS_ALL(vg_op_kv_store(g.s, VG_DTYPE_U8, g.a, HIDDEN, g.b, HIDDEN, kc, vc, g.idx, ROWS, HEADS, HD),
+                       VG_ERR_INVALID_ARG, "kv_store", "U8");
+    assert_zero(g.c, 256);
+    VG_CHECK(vg_op_kv_store(g.s, VG_DTYPE_F16, g.a, HIDDEN, g.b, HIDDEN, kc, vc, g.idx, 0, HEADS, HD));
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
+static void test_paged_attention(void **state)
+{
+    (void)state;
+    const int32_t *bt = g.idx, *cl = g.cu + 1, *qs = g.cu;
+#define PA(q, ldq, out, ldo, kc, vc, bt_, mb, cl_, qs_, ns, h, kvh, hd, bs)                              \
+    vg_op_paged_attention(g.s, VG_DTYPE_F32, q, ldq, out, ldo, ROWS, kc, vc, bt_, mb, cl_, qs_, ns, h, kvh, \
+                          hd, bs, 0.25f)
+    VG_CHECK_FAILS_ALL(PA(NULL, HIDDEN, g.c, HIDDEN, g.a, g.b, bt, 1, cl, qs, 1, HEADS, 1, HD, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "q is NULL");
+    VG_CHECK_FAILS_ALL(PA(g.a, HIDDEN, NULL, HIDDEN, g.a, g.b, bt, 1, cl, qs, 1, HEADS, 1, HD, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "out is NULL");
+    VG_CHECK_FAILS_ALL(PA(g.a, HIDDEN, g.c, HIDDEN, NULL, g.b, bt, 1, cl, qs, 1, HEADS, 1, HD, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "k_cache is NULL");
+    VG_CHECK_FAILS_ALL(PA(g.a, HIDDEN, g.c, HIDDEN, g.a, NULL, bt, 1, cl, qs, 1, HEADS, 1, HD, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "v_cache is NULL");
+    VG_CHECK_FAILS_ALL(PA(g.a, HIDDEN, g.c, HIDDEN, g.a, g.b, NULL, 1, cl, qs, 1, HEADS, 1, HD, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "block_tables is NULL");
+    VG_CHECK_FAILS_ALL(PA(g.a, HIDDEN, g.c, HIDDEN, g.a, g.b, bt, 1, NULL, qs, 1, HEADS, 1, HD, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "context_lens is NULL");
+    VG_CHECK_FAILS_ALL(PA(g.a, HIDDEN, g.c, HIDDEN, g.a, g.b, bt, 1, cl, NULL, 1, HEADS, 1, HD, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "query_start is NULL");
+    VG_CHECK_FAILS_ALL(PA(g.a, HIDDEN, g.c, HIDDEN, g.a, g.b, bt, 1, cl, qs, 0, HEADS, 1, HD, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "num_seqs", "0");
+    VG_CHECK_FAILS_ALL(PA(g.a, HIDDEN, g.c, HIDDEN, g.a, g.b, bt, 0, cl, qs, 1, HEADS, 1, HD, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "max_blocks", "0");
+    VG_CHECK_FAILS_ALL(PA(g.a, HIDDEN, g.c, HIDDEN, g.a, g.b, bt, 1, cl, qs, 1, HEADS, 1, HD, 0),
+                       VG_ERR_INVALID_ARG, "paged_attention", "block_size", "0");
+    VG_CHECK_FAILS_ALL(PA(g.a, HIDDEN, g.c, HIDDEN, g.a, g.b, bt, 1, cl, qs, 1, 0, 1, HD, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "heads", "0");
+    VG_CHECK_FAILS_ALL(PA(g.a, HIDDEN, g.c, HIDDEN, g.a, g.b, bt, 1, cl, qs, 1, HEADS, 0, HD, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "kv_heads", "0");
+    VG_CHECK_FAILS_ALL(PA(g.a, 3 * HD, g.c, 3 * HD, g.a, g.b, bt, 1, cl, qs, 1, 3, 2, HD, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "heads 3", "kv_heads 2");
+    VG_CHECK_FAILS_ALL(PA(g.a, HIDDEN, g.c, HIDDEN, g.a, g.b, bt, 1, cl, qs, 1, HEADS, 1, 12, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "head_dim", "12");
+    VG_CHECK_FAILS_ALL(PA(g.a, 1024, g.c, 1024, g.a, g.b, bt, 1, cl, qs, 1, 1, 1, 264, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "head_dim", "264");
+    VG_CHECK_FAILS_ALL(PA(g.a, HIDDEN, g.c, HIDDEN, g.a, g.b, bt, 1, cl, qs, 1, HEADS, 1, 0, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "head_dim", "0");
+    VG_CHECK_FAILS_ALL(PA(g.a, 31, g.c, HIDDEN, g.a, g.b, bt, 1, cl, qs, 1, HEADS, 1, HD, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "ld_q", "31");
+    VG_CHECK_FAILS_ALL(PA(g.a, HIDDEN, g.c, 16, g.a, g.b, bt, 1, cl, qs, 1, HEADS, 1, HD, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "ld_out", "16");
+    VG_CHECK_FAILS_ALL(PA(g.a, HIDDEN, g.c + 2, HIDDEN, g.a, g.b, bt, 1, cl, qs, 1, HEADS, 1, HD, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "out", "align");
+    VG_CHECK_FAILS_ALL(PA(g.a, HIDDEN, g.c, HIDDEN, g.a, g.b + 2, bt, 1, cl, qs, 1, HEADS, 1, HD, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "v_cache", "align");
+    VG_CHECK_FAILS_ALL(PA(g.a, HIDDEN, g.c, HIDDEN, g.a, g.b, (const int32_t *)(g.b + 2), 1, cl, qs, 1, HEADS, 1, HD, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "block_tables", "align");
+    VG_CHECK_FAILS_ALL(PA(g.a, HIDDEN, g.c, HIDDEN, g.a, g.b, bt, 1, cl, (const int32_t *)(g.b + 2), 1, HEADS, 1, HD, ROWS),
+                       VG_ERR_INVALID_ARG, "paged_attention", "query_start", "align");
+#undef PA
+    VG_CHECK_FAILS_ALL(vg_op_paged_attention(g.s, VG_DTYPE_I32, g.a, HIDDEN, g.c, HIDDEN, ROWS, g.a, g.b, bt, 1,
+                                             cl, qs, 1, HEADS, 1, HD, ROWS, 0.25f),
+                       VG_ERR_INVALID_ARG, "paged_attention", "I32");
+    assert_zero(g.c, 256);
+    /* grouped-query with 8 query heads over 2 KV heads, head_dim 256 */
+    VG_CHECK(vg_op_paged_attention(g.s, VG_DTYPE_BF16, g.a, 2048, g.c, 2048, ROWS, g.a, g.b, bt, 1, cl, qs, 1,
+                                   8, 2, 256, ROWS, 0.25f));
+    VG_CHECK(vg_op_paged_attention(g.s, VG_DTYPE_F32, NULL, HIDDEN, NULL, HIDDEN, 0, NULL, NULL, NULL, 1, NULL,
+                                   NULL, 1, HEADS, 1, HD, ROWS, 0.25f)); /* no rows */
+    VG_CHECK(vg_stream_sync(g.s));
+    VG_CHECK(vg_mem_set(g.s, g.c, 0, BYTES)); /* the valid calls wrote; the next test starts from zeros */
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
+static void test_argmax(void **state)
+{
+    (void)state;
+    int32_t *out = (int32_t *)g.c;
+    VG_CHECK_FAILS_ALL(vg_op_argmax(g.s, VG_DTYPE_F32, NULL, 8, ROWS, 8, out), VG_ERR_INVALID_ARG, "argmax", "x is NULL");
+    VG_CHECK_FAILS_ALL(vg_op_argmax(g.s, VG_DTYPE_F32, g.a, 8, ROWS, 8, NULL), VG_ERR_INVALID_ARG, "argmax", "out is NULL");
+    VG_CHECK_FAILS_ALL(vg_op_argmax(g.s, VG_DTYPE_F32, g.a, 8, ROWS, 0, out), VG_ERR_INVALID_ARG, "argmax", "cols", "0");
+    VG_CHECK_FAILS_ALL(vg_op_argmax(g.s, VG_DTYPE_F32, g.a, 7, ROWS, 8, out), VG_ERR_INVALID_ARG, "argmax", "ld", "7");
+    VG_CHECK_FAILS_ALL(vg_op_argmax(g.s, VG_DTYPE_F32, g.a, 8, -2, 8, out), VG_ERR_INVALID_ARG, "argmax", "rows", "-2");
+    VG_CHECK_FAILS_ALL(vg_op_argmax(g.s, VG_DTYPE_I32, g.a, 8, ROWS, 8, out), VG_ERR_INVALID_ARG, "argmax", "I32");
+    VG_CHECK_FAILS_ALL(vg_op_argmax(g.s, VG_DTYPE_F32, g.a + 2, 8, ROWS, 8, out), VG_ERR_INVALID_ARG, "argmax", "x", "align");
+    VG_CHECK_FAILS_ALL(vg_op_argmax(g.s, VG_DTYPE_BF16, g.a, 8, ROWS, 8, (int32_t *)(g.c + 2)), VG_ERR_INVALID_ARG,
+                       "argmax", "out", "align");
+    VG_CHECK_FAILS_ALL(vg_op_argmax(g.s, VG_DTYPE_F32, g.a, 8, ROWS, OP_COLS_TOO_MANY, out), VG_ERR_INVALID_ARG,
+                       "argmax", "cols");
+    assert_zero(g.c, 256);
+    VG_CHECK(vg_op_argmax(g.s, VG_DTYPE_F16, g.a + 2, 8, ROWS, 5, out)); /* F16: 2-byte alignment is enough */
+    VG_CHECK(vg_stream_sync(g.s));
+    VG_CHECK(vg_mem_set(g.s, g.c, 0, BYTES)); /* the valid calls wrote; the next test starts from zeros */
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
 /* The op must be offered: vg_runtime_op_support answers for every op, and says what the stub has. */
 static void test_support_table(void **state)
 {
@@ -619,6 +795,11 @@ int main(void)
         cmocka_unit_test_setup(test_attention_rotary, clear),
         cmocka_unit_test_setup(test_silu_mul, clear),
         cmocka_unit_test_setup(test_convert, clear),
+        cmocka_unit_test_setup(test_rotary, clear),
+        cmocka_unit_test_setup(test_rmsnorm_heads, clear),
+        cmocka_unit_test_setup(test_kv_store, clear),
+        cmocka_unit_test_setup(test_paged_attention, clear),
+        cmocka_unit_test_setup(test_argmax, clear),
         cmocka_unit_test_setup(test_sync_during_capture_refused, clear),
         cmocka_unit_test_setup(test_capture_begin_end_state, clear),
         cmocka_unit_test_setup(test_each_op_checks_capture_state, clear),

@@ -68,10 +68,11 @@ int stub_op_capturable(const vg_bk_device *dev, int op)
 vg_status stub_op_caps(vg_bk_device *dev, uint32_t op, vg_op_caps *out)
 {
     if (!dev || !out) return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: op_caps: NULL");
-    /* every op of the catalogue the stub was built against, in every dtype it allows */
+    /* every op the stub implements (STUB_OP_COUNT, not VG_OP_COUNT_: an op appended to the
+     * catalogue is not offered until it is written), in every dtype the catalogue allows */
     out->flags = 0;
     out->dtypes = 0;
-    if (op < VG_OP_COUNT_) {
+    if (op < STUB_OP_COUNT) {
         out->flags = VG_OP_SUPPORTED;
         if ((dev->cfg.caps & VG_CAP_GRAPH) && stub_op_capturable(dev, (int)op))
             out->flags |= VG_OP_CAPTURABLE;

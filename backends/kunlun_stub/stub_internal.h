@@ -42,9 +42,9 @@ typedef struct stub_alloc {
     size_t bytes;
 } stub_alloc;
 
-/* The ops this stub implements: VG_OP_FILL up to VG_OP_ATTENTION_ROTARY. Not VG_OP_COUNT_: an op
- * appended to the catalogue is not implemented here until someone writes it. */
-#define STUB_OP_COUNT (VG_OP_ATTENTION_ROTARY + 1)
+/* The ops this stub implements: VG_OP_FILL up to VG_OP_ARGMAX (op table version 4). Not
+ * VG_OP_COUNT_: an op appended to the catalogue is not implemented here until someone writes it. */
+#define STUB_OP_COUNT (VG_OP_ARGMAX + 1)
 
 typedef struct stub_config {
     int devices;             /* VG_STUB_DEVICES, default 1 */
@@ -180,5 +180,19 @@ vg_status stub_op_silu_mul(vg_bk_device *, vg_bk_stream *, vg_dtype, const void 
                            void *, int64_t, int64_t, int64_t);
 vg_status stub_op_convert(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, vg_dtype,
                           void *, size_t);
+/* stub_ops_lm.c */
+vg_status stub_op_rotary(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, int64_t, int64_t, int,
+                         int, const int32_t *, float);
+vg_status stub_op_rmsnorm_heads(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, int64_t, int64_t,
+                                int, int, const void *, float);
+vg_status stub_op_kv_store(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
+                           const void *, int64_t, void *, void *, const int32_t *, int64_t, int,
+                           int);
+vg_status stub_op_paged_attention(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
+                                  void *, int64_t, int64_t, const void *, const void *,
+                                  const int32_t *, int, const int32_t *, const int32_t *, int, int,
+                                  int, int, int, float);
+vg_status stub_op_argmax(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t, int64_t,
+                         int64_t, int32_t *);
 
 #endif

@@ -155,4 +155,9 @@ const vg_op_table stub_ops = {
     .silu_mul = stub_op_silu_mul,
     .convert = stub_op_convert,
     .attention_rotary = stub_op_attention_rotary,
+    .rotary = stub_op_rotary,
+    .rmsnorm_heads = stub_op_rmsnorm_heads,
+    .kv_store = stub_op_kv_store,
+    .paged_attention = stub_op_paged_attention,
+    .argmax = stub_op_argmax,
 };
