@@ -289,6 +289,9 @@ typedef struct schedule {
 /* Feed every sequence its expected tokens (teacher forcing) and compare, after every step, the
  * logits of each sequence's last new token with the reference row, and its greedy token with
  * the reference's next token up to the first near tie. Returns the largest relative error. */
+/* Steps by path: [uniform][vg_run_path]. */
+static int g_paths[2][3];
+
 static double run_case(vg_lm *lm, const lm_case *k, const schedule *sc, double tol)
 {
     int B = k->B;
@@ -321,6 +324,8 @@ static double run_case(vg_lm *lm, const lm_case *k, const schedule *sc, double t
         if (!n) break;
         vg_lm_step_info info;
         VG_CHECK(vg_lm_step(lm, st, n, logits, greedy, &info));
+        g_paths[info.uniform][info.run.path]++;
+        if (info.num_tokens > 8) assert_int_equal(info.run.path, VG_RUN_EAGER); /* the threshold */
         for (int i = 0; i < n; i++) {
             int b = idx[i];
             fed[b] += st[i].num_tokens;
@@ -366,7 +371,21 @@ static void every_mode(const char *dir, const char *name, const schedule *sc, do
     case_open(&k, dir, name);
     for (size_t i = 0; i < sizeof k_modes / sizeof k_modes[0]; i++) {
         vg_lm *lm = load(dir, k_modes[i], 96, 8);
+        memset(g_paths, 0, sizeof g_paths);
         double e = run_case(lm, &k, sc, tol);
+        /* decode steps run FULL in full and full_and_piecewise, mixed steps PIECEWISE: the
+         * attention is graph-safe for uniform steps only */
+        int full = k_modes[i] == VG_MODE_FULL || k_modes[i] == VG_MODE_FULL_AND_PIECEWISE;
+        if (k_modes[i] == VG_MODE_NONE) {
+            assert_int_equal(g_paths[0][VG_RUN_FULL] + g_paths[1][VG_RUN_FULL], 0);
+            assert_int_equal(g_paths[0][VG_RUN_PIECEWISE] + g_paths[1][VG_RUN_PIECEWISE], 0);
+        } else {
+            assert_int_equal(g_paths[0][VG_RUN_FULL], 0);
+            if (full) assert_true(g_paths[1][VG_RUN_FULL] > 0);
+            assert_int_equal(g_paths[1][VG_RUN_PIECEWISE] > 0, !full);
+        }
+        if (k_modes[i] != VG_MODE_NONE && sc->chunk && sc->chunk <= 3)
+            assert_true(g_paths[0][VG_RUN_PIECEWISE] > 0); /* some mixed steps fit a bucket */
         print_message("%s %s mode %s chunk %d stagger %d: relative error %.3g\n", dir, name,
                       vg_graph_mode_name(k_modes[i]), sc->chunk, sc->stagger, e);
         vg_lm_info info;
