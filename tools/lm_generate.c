@@ -5,6 +5,7 @@
  * decodes (PIECEWISE), and steps of decodes alone replay FULL graphs. */
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,8 @@ static const char k_help[] =
     "           --max-new-tokens N [--output OUT.safetensors] [--backend B]\n"
     "           [--mode none|piecewise|full|full_and_piecewise] [--capture-sizes a,b,c]\n"
     "           [--max-capture-size N] [--prefill-chunk N] [--kv-blocks N] [--block-size N]\n"
-    "           [--warmup] [--stats] [--json]\n"
+    "           [--warmup] [--expected CASE.expected.safetensors [--tolerance REL]]\n"
+    "           [--stats] [--json]\n"
     "\n"
     "DIR is a Hugging Face model directory (config.json with model_type qwen2 or qwen3,\n"
     "model.safetensors or shards with model.safetensors.index.json). Prompts come from\n"
@@ -44,12 +46,19 @@ static const char k_help[] =
     "  --kv-blocks N       KV pool size in blocks (default: what the prompts need)\n"
     "  --block-size N      tokens per KV block (default 16)\n"
     "  --warmup            capture every decode bucket before the first step\n"
+    "  --expected REF      compare with a reference (the fixtures' sequence.b, logits.b,\n"
+    "                      margin.b): greedy tokens up to the first near tie (margin below\n"
+    "                      1e-3 x max|logit|), logits while the sequences agree\n"
+    "  --tolerance REL     the largest relative error max|out - ref| / max|ref| accepted\n"
+    "                      (default 1e-4 for F32, 5e-2 for BF16 and F16)\n"
     "  --stats             print the graph runner's statistics (steps FULL, PIECEWISE, eager)\n"
     "  --json              print the result as one JSON document\n"
-    "Exit status: 0; 1 when an input, the run or the output failed; 2 for a wrong command line.\n";
+    "Exit status: 0; 1 when an input, the run or the output failed, or the result does not match\n"
+    "--expected; 2 for a wrong command line.\n";
 
 typedef struct gen_args {
-    const char *model, *input, *output, *backend, *mode_name, *sizes_text, *prompt_text;
+    const char *model, *input, *output, *backend, *mode_name, *sizes_text, *prompt_text, *expected;
+    double tolerance;
     int64_t max_new; /* -1: from the input file */
     int chunk, block_size, stats, json, warmup;
     int64_t kv_blocks;
@@ -87,6 +96,7 @@ static int parse_args(int argc, char **argv, gen_args *a)
 {
     vg_lm_options_init(&a->opts);
     a->max_new = -1;
+    a->tolerance = -1;
     const vg_opt opts[] = {
         {"--model", VG_OPT_STRING, &a->model, 0, 0, "a model directory"},
         {"--input", VG_OPT_STRING, &a->input, 0, 0, "a safetensors file"},
@@ -101,6 +111,8 @@ static int parse_args(int argc, char **argv, gen_args *a)
         {"--kv-blocks", VG_OPT_I64, &a->kv_blocks, 1, 2e9, NULL},
         {"--block-size", VG_OPT_INT, &a->block_size, 1, 4096, NULL},
         {"--warmup", VG_OPT_FLAG, &a->warmup, 0, 0, NULL},
+        {"--expected", VG_OPT_STRING, &a->expected, 0, 0, "a safetensors file"},
+        {"--tolerance", VG_OPT_DOUBLE, &a->tolerance, 0, 1, NULL},
         {"--stats", VG_OPT_FLAG, &a->stats, 0, 0, NULL},
         {"--json", VG_OPT_FLAG, &a->json, 0, 0, NULL},
     };
@@ -121,6 +133,7 @@ static int parse_args(int argc, char **argv, gen_args *a)
         return vg_cli_usage(CMD, "give the prompts with --prompt-ids or --input (one of them)");
     if (a->prompt_text && a->max_new < 0)
         return vg_cli_usage(CMD, "--max-new-tokens is required with --prompt-ids");
+    if (a->tolerance >= 0 && !a->expected) return vg_cli_usage(CMD, "--tolerance needs --expected");
     a->opts.warmup = a->warmup;
     a->opts.block_size = a->block_size;
     return 0;
@@ -291,9 +304,91 @@ static int write_output(const gen_args *a, const prompts *p, const gen_seq *s, i
     return rc;
 }
 
-static int report(const gen_args *a, const prompts *p, const gen_seq *s, vg_lm *lm, vg_runtime *rt,
-                  int64_t steps)
+static const vg_st_tensor *find_ref(vg_st_file *f, const char *what, int b, vg_dtype dt, int64_t rows,
+                                    int64_t cols)
 {
+    char nm[48];
+    snprintf(nm, sizeof nm, "%s.%d", what, b);
+    const vg_st_tensor *t = vg_st_find(f, nm);
+    if (!t || t->dtype != dt || t->shape[0] < rows || (cols && (t->ndim != 2 || t->shape[1] != cols))) {
+        vg_cli_fail(CMD, "%s: tensor '%s' is missing or not %s [>= %lld%s]", vg_st_path(f), nm,
+                    vg_dtype_name(dt), (long long)rows, cols ? ", vocab" : "");
+        return NULL;
+    }
+    return t;
+}
+
+static float ref_f32(const vg_st_tensor *t, int64_t i)
+{
+    float v;
+    memcpy(&v, (const char *)t->data + 4 * i, 4);
+    return v;
+}
+
+/* Greedy tokens up to the first near tie, logits while the sequences agree. */
+static int compare(const gen_args *a, const prompts *p, const gen_seq *s, int vocab, vg_dtype dt,
+                   cJSON *json)
+{
+    vg_st_file *f = NULL;
+    if (vg_st_open(a->expected, &f) != VG_OK) return vg_cli_fail(CMD, "%s", vg_last_error());
+    double tol = a->tolerance >= 0 ? a->tolerance : dt == VG_DTYPE_F32 ? 1e-4 : 5e-2;
+    int rc = 0, bad = 0;
+    cJSON *arr = json ? cJSON_AddArrayToObject(json, "expected") : NULL;
+    for (int b = 0; !rc && b < p->B; b++) {
+        const gen_seq *q = &s[b];
+        const vg_st_tensor *seq = find_ref(f, "sequence", b, VG_DTYPE_I64, q->L + p->N, 0);
+        const vg_st_tensor *lg = seq ? find_ref(f, "logits", b, VG_DTYPE_F32, q->L + p->N - 1, vocab) : NULL;
+        const vg_st_tensor *mg = lg ? find_ref(f, "margin", b, VG_DTYPE_F32, q->L + p->N - 1, 0) : NULL;
+        if (!mg) {
+            rc = 1;
+            break;
+        }
+        int64_t agree = 0, tie = -1, mismatch = -1;
+        double err = 0, refmax = 0;
+        for (int64_t j = 0; j < p->N; j++) {
+            int64_t row = q->L - 1 + j;
+            double mx = 0;
+            for (int v = 0; v < vocab; v++) {
+                double r = ref_f32(lg, row * vocab + v), d = q->logits[j * vocab + v] - r;
+                err = fabs(d) > err ? fabs(d) : err;
+                refmax = fabs(r) > refmax ? fabs(r) : refmax;
+                mx = fabs(r) > mx ? fabs(r) : mx;
+            }
+            if (tie < 0 && ref_f32(mg, row) < 1e-3 * mx) tie = j;
+            int64_t want;
+            memcpy(&want, (const char *)seq->data + 8 * (q->L + j), 8);
+            if (want != q->out[q->L + j]) {
+                if (tie < 0) mismatch = j;
+                break; /* the sequences part: later logits are not comparable */
+            }
+            agree = j + 1;
+        }
+        double rel = err / (refmax > 0 ? refmax : 1);
+        int ok = mismatch < 0 && rel <= tol;
+        bad |= !ok;
+        if (arr) {
+            cJSON *o = cJSON_CreateObject();
+            cJSON_AddNumberToObject(o, "tokens_agree", (double)agree);
+            cJSON_AddNumberToObject(o, "near_tie_at", (double)tie);
+            cJSON_AddNumberToObject(o, "relative_error", rel);
+            cJSON_AddBoolToObject(o, "within", ok);
+            cJSON_AddItemToArray(arr, o);
+        } else {
+            printf("prompt %d: %lld of %lld tokens agree", b, (long long)agree, (long long)p->N);
+            if (tie >= 0) printf(" (near tie at token %lld)", (long long)tie);
+            if (mismatch >= 0) printf(", token %lld DIFFERS before any near tie", (long long)mismatch);
+            printf("; logits relative error %.3g (tolerance %.3g)%s\n", rel, tol, ok ? "" : ": NOT within");
+        }
+    }
+    vg_st_close(f);
+    if (!rc && bad) rc = 2; /* reported after the summary */
+    return rc;
+}
+
+static int report(const gen_args *a, const prompts *p, const gen_seq *s, vg_lm *lm, vg_runtime *rt,
+                  int64_t steps, const vg_lm_info *info)
+{
+    int cmp = 0;
     if (a->json) {
         cJSON *j = cJSON_CreateObject(), *seqs = cJSON_AddArrayToObject(j, "generated");
         cJSON_AddStringToObject(j, "backend", vg_runtime_backend_name(rt));
@@ -308,19 +403,26 @@ static int report(const gen_args *a, const prompts *p, const gen_seq *s, vg_lm *
         }
         if (a->output) cJSON_AddStringToObject(j, "output", a->output);
         if (a->stats) cJSON_AddItemToObject(j, "stats", vg_stats_json(vg_lm_runner(lm)));
-        return vg_cli_print_json(j, 0);
+        if (a->expected) cmp = compare(a, p, s, info->vocab, info->compute_dtype, j);
+        if (cmp == 1) {
+            cJSON_Delete(j);
+            return 1;
+        }
+        int rc = vg_cli_print_json(j, 0);
+        return rc ? rc : cmp ? vg_cli_fail(CMD, "the result does NOT match %s", a->expected) : 0;
     }
     for (int b = 0; b < p->B; b++) {
         printf("%d:", b);
         for (int64_t i = 0; i < p->N; i++) printf("%s%d", i ? "," : " ", s[b].out[s[b].L + i]);
         putchar('\n');
     }
+    if (a->expected && (cmp = compare(a, p, s, info->vocab, info->compute_dtype, NULL)) == 1) return 1;
     if (a->stats) {
         printf("backend %s, %d prompt(s), %lld new token(s) each, %lld step(s)\n",
                vg_runtime_backend_name(rt), p->B, (long long)p->N, (long long)steps);
-        return vg_stats_print(stdout, vg_lm_runner(lm));
+        if (vg_stats_print(stdout, vg_lm_runner(lm))) return 1;
     }
-    return 0;
+    return cmp ? vg_cli_fail(CMD, "the result does NOT match %s", a->expected) : 0;
 }
 
 static int run(gen_args *a, prompts *p)
@@ -355,7 +457,7 @@ static int run(gen_args *a, prompts *p)
     int64_t steps = 0;
     if (!rc) rc = generate(a, p, s, lm, info.vocab, &steps);
     if (!rc && a->output) rc = write_output(a, p, s, info.vocab);
-    if (!rc) rc = report(a, p, s, lm, rt, steps);
+    if (!rc) rc = report(a, p, s, lm, rt, steps, &info);
     for (int b = 0; s && b < B; b++) free(s[b].out), free(s[b].logits);
     free(s);
     vg_lm_free(lm);
