@@ -20,14 +20,6 @@
 
 #include "lm_internal.h"
 
-/* Op table version 4 is landing in the core beside this model: referenced weakly until then,
- * so libvg_models links against a core without them (lm_pieces_init refuses to run). */
-#pragma weak vg_op_rotary
-#pragma weak vg_op_rmsnorm_heads
-#pragma weak vg_op_kv_store
-#pragma weak vg_op_paged_attention
-#pragma weak vg_op_argmax
-
 #define BUF(id) vg_runner_buffer(r, (id))
 #define TRY VGM_TRY
 
@@ -157,11 +149,6 @@ static int has_op(const vg_lm *m, vg_op_id op, vg_dtype dt)
 vg_status lm_pieces_init(vg_lm *m)
 {
     const lm_cfg *c = &m->cfg;
-    if (!vg_op_rotary || !vg_op_rmsnorm_heads || !vg_op_kv_store || !vg_op_paged_attention ||
-        !vg_op_argmax)
-        return vg_error_set(VG_ERR_UNSUPPORTED, "lm: this libvg has no op table version 4 "
-                                                "(rotary, rmsnorm_heads, kv_store, paged_attention, "
-                                                "argmax), which the language model needs");
     static const vg_op_id needed[] = {VG_OP_GEMM, VG_OP_GATHER_ROWS, VG_OP_RMSNORM, VG_OP_SILU_MUL,
                                       VG_OP_ROTARY, VG_OP_KV_STORE, VG_OP_PAGED_ATTENTION};
     for (size_t i = 0; i < VGM_ARRAY_LEN(needed); i++)
