@@ -166,3 +166,98 @@ void ref_silu_mul(const double *in, int64_t ld_in, double *out, int64_t ld_out, 
             out[r * ld_out + c] = g / (1.0 + exp(-g)) * u;
         }
 }
+
+/* ---- op table version 4 ------------------------------------------------------------------------ */
+
+void ref_rotary(double *x, int64_t ld, int64_t rows, int heads, int head_dim, const int32_t *pos,
+                double theta)
+{
+    int half = head_dim / 2;
+    for (int64_t r = 0; r < rows; r++)
+        for (int h = 0; h < heads; h++) {
+            double *s = x + r * ld + (int64_t)h * head_dim;
+            for (int i = 0; i < half; i++) {
+                double a = (double)pos[r] * pow(theta, -2.0 * i / head_dim);
+                double x0 = s[i], x1 = s[i + half];
+                s[i] = x0 * cos(a) - x1 * sin(a);
+                s[i + half] = x1 * cos(a) + x0 * sin(a);
+            }
+        }
+}
+
+void ref_rmsnorm_heads(double *x, int64_t ld, int64_t rows, int heads, int head_dim,
+                       const double *w, double eps)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int h = 0; h < heads; h++) {
+            double *s = x + r * ld + (int64_t)h * head_dim, ss = 0;
+            for (int c = 0; c < head_dim; c++) ss += s[c] * s[c];
+            double inv = 1.0 / sqrt(ss / head_dim + eps);
+            for (int c = 0; c < head_dim; c++) s[c] = w[c] * (s[c] * inv);
+        }
+}
+
+void ref_kv_store(const double *k, int64_t ld_k, const double *v, int64_t ld_v, double *k_cache,
+                  double *v_cache, const int32_t *slots, int64_t rows, int64_t width)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        if (slots[r] < 0) continue;
+        memcpy(k_cache + (int64_t)slots[r] * width, k + r * ld_k, (size_t)width * sizeof(double));
+        memcpy(v_cache + (int64_t)slots[r] * width, v + r * ld_v, (size_t)width * sizeof(double));
+    }
+}
+
+void ref_paged_attention(const double *q, int64_t ld_q, double *out, int64_t ld_out, int64_t rows,
+                         const double *k_cache, const double *v_cache,
+                         const int32_t *block_tables, int max_blocks, const int32_t *context_lens,
+                         const int32_t *query_start, int num_seqs, int heads, int kv_heads,
+                         int head_dim, int block_size, double scale)
+{
+    int64_t hidden = (int64_t)heads * head_dim, cache_ld = (int64_t)kv_heads * head_dim;
+    int group = heads / kv_heads;
+    for (int64_t r = query_start[num_seqs]; r < rows; r++) /* padding */
+        for (int64_t e = 0; e < hidden; e++) out[r * ld_out + e] = 0;
+    for (int s = 0; s < num_seqs; s++) {
+        int64_t n = query_start[s + 1] - query_start[s], ctx = context_lens[s];
+        int64_t np = ctx > 0 ? ctx : 1;
+        double *p = malloc((size_t)np * sizeof(double));
+        int64_t *slot = malloc((size_t)np * sizeof(int64_t));
+        if (!p || !slot) abort();
+        for (int64_t t = 0; t < ctx; t++)
+            slot[t] = (int64_t)block_tables[(int64_t)s * max_blocks + t / block_size] * block_size +
+                      t % block_size;
+        for (int64_t j = 0; j < n; j++) {
+            int64_t row = query_start[s] + j, last = ctx - n + j;
+            for (int h = 0; h < heads; h++) {
+                const double *qq = q + row * ld_q + (int64_t)h * head_dim;
+                int64_t ko = (int64_t)(h / group) * head_dim;
+                double mx = -INFINITY, sum = 0;
+                for (int64_t t = 0; t <= last; t++) {
+                    const double *kk = k_cache + slot[t] * cache_ld + ko;
+                    double d = 0;
+                    for (int e = 0; e < head_dim; e++) d += qq[e] * kk[e];
+                    p[t] = d * scale;
+                    mx = fmax(mx, p[t]);
+                }
+                for (int64_t t = 0; t <= last; t++) sum += p[t] = exp(p[t] - mx);
+                for (int e = 0; e < head_dim; e++) {
+                    double acc = 0;
+                    for (int64_t t = 0; t <= last; t++) acc += p[t] * v_cache[slot[t] * cache_ld + ko + e];
+                    out[row * ld_out + (int64_t)h * head_dim + e] = last >= 0 ? acc / sum : 0;
+                }
+            }
+        }
+        free(p);
+        free(slot);
+    }
+}
+
+void ref_argmax(const double *x, int64_t ld, int64_t rows, int64_t cols, int32_t *out)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t at = 0;
+        for (int64_t c = 1; c < cols; c++)
+            if (x[r * ld + c] > x[r * ld + at]) at = c;
+        out[r] = (int32_t)at;
+    }
+}

@@ -43,4 +43,28 @@ void ref_attention(const double *qkv, int64_t ld_qkv, double *out, int64_t ld_ou
 void ref_silu_mul(const double *in, int64_t ld_in, double *out, int64_t ld_out, int64_t rows,
                   int64_t cols);
 
+/* ---- op table version 4 ---- */
+
+/* rotary: one position per row, split-half, in place on the first `heads` slices of each row. */
+void ref_rotary(double *x, int64_t ld, int64_t rows, int heads, int head_dim, const int32_t *pos,
+                double theta);
+
+/* rmsnorm_heads: in place, over each head-sized slice, with w[head_dim]. */
+void ref_rmsnorm_heads(double *x, int64_t ld, int64_t rows, int heads, int head_dim,
+                       const double *w, double eps);
+
+/* kv_store: caches are [slots, width]; a negative slot writes nothing. */
+void ref_kv_store(const double *k, int64_t ld_k, const double *v, int64_t ld_v, double *k_cache,
+                  double *v_cache, const int32_t *slots, int64_t rows, int64_t width);
+
+/* paged_attention: out rows of every sequence, zeros for the padding rows past the last one. */
+void ref_paged_attention(const double *q, int64_t ld_q, double *out, int64_t ld_out, int64_t rows,
+                         const double *k_cache, const double *v_cache,
+                         const int32_t *block_tables, int max_blocks, const int32_t *context_lens,
+                         const int32_t *query_start, int num_seqs, int heads, int kv_heads,
+                         int head_dim, int block_size, double scale);
+
+/* argmax: the smallest column holding the row's maximum. */
+void ref_argmax(const double *x, int64_t ld, int64_t rows, int64_t cols, int32_t *out);
+
 #endif

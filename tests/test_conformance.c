@@ -1015,6 +1015,307 @@ static int teardown(void **state)
     return 0;
 }
 
+/* ---- op table version 4: the decoder-LM ops ---------------------------------------------------- */
+
+static double *to_double(const float *x, size_t n)
+{
+    double *d = malloc((n ? n : 1) * sizeof(double));
+    assert_non_null(d);
+    for (size_t i = 0; i < n; i++) d[i] = x[i];
+    return d;
+}
+
+/* rotary on the first `heads` slices of rows with a stride gap (ld > heads·head_dim): the gap and
+ * the slices past `heads` stay as they were. Positions reach past a thousand. */
+static void rotary1_case(vg_dtype t, int heads, int hd, int extra_heads, int rows)
+{
+    int64_t ld = (int64_t)(heads + extra_heads) * hd + 3;
+    size_t n = (size_t)rows * (size_t)ld;
+    float *x = malloc(n * 4), *got = malloc(n * 4);
+    int32_t *pos = malloc((size_t)rows * sizeof(int32_t));
+    assert_true(x && got && pos);
+    fill_random(x, n, 71 + (unsigned)hd);
+    for (int r = 0; r < rows; r++) pos[r] = (r * 131) % 1500;
+    void *dx = upload_as(t, x, n);
+    int32_t *dpos = dalloc((size_t)rows * sizeof(int32_t));
+    upload(dpos, pos, (size_t)rows * sizeof(int32_t));
+    VG_CHECK(vg_op_rotary(g.s, t, dx, ld, rows, heads, hd, dpos, 10000.0f));
+    download_as(t, got, dx, n);
+    double *want = to_double(x, n);
+    ref_rotary(want, ld, rows, heads, hd, pos, 10000.0);
+    /* fp32 angles of positions near 1500 carry ~1e-4 of absolute error */
+    check_close("rotary", got, want, n, t == VG_DTYPE_F32 ? 3e-4 : 2e-2);
+    free(x), free(got), free(pos), free(want);
+    VG_CHECK(vg_mem_free(g.rt, dx));
+    VG_CHECK(vg_mem_free(g.rt, dpos));
+}
+
+static void test_rotary(void **state)
+{
+    (void)state;
+    if (!supports(VG_OP_ROTARY)) skip();
+    rotary1_case(VG_DTYPE_F32, 4, 16, 2, 37);
+    rotary1_case(VG_DTYPE_F32, 3, 48, 0, 20);
+    rotary1_case(VG_DTYPE_F32, 1, 6, 1, 9); /* head_dim even, not a multiple of 4 */
+    rotary1_case(VG_DTYPE_BF16, 2, 128, 1, 17);
+    rotary1_case(VG_DTYPE_F16, 5, 64, 0, 11);
+}
+
+static void rmsnorm_heads_case(vg_dtype t, int heads, int hd, int extra, int rows)
+{
+    int64_t ld = (int64_t)heads * hd + extra;
+    size_t n = (size_t)rows * (size_t)ld;
+    float *x = malloc(n * 4), *w = malloc((size_t)hd * 4), *got = malloc(n * 4);
+    assert_true(x && w && got);
+    fill_random(x, n, 81);
+    fill_random(w, (size_t)hd, 82);
+    void *dx = upload_as(t, x, n), *dw = upload_as(t, w, (size_t)hd);
+    VG_CHECK(vg_op_rmsnorm_heads(g.s, t, dx, ld, rows, heads, hd, dw, 1e-6f));
+    download_as(t, got, dx, n);
+    double *want = to_double(x, n), *wd = to_double(w, (size_t)hd);
+    ref_rmsnorm_heads(want, ld, rows, heads, hd, wd, 1e-6);
+    check_close("rmsnorm_heads", got, want, n, tol_for(t));
+    free(x), free(w), free(got), free(want), free(wd);
+    VG_CHECK(vg_mem_free(g.rt, dx));
+    VG_CHECK(vg_mem_free(g.rt, dw));
+}
+
+static void test_rmsnorm_heads(void **state)
+{
+    (void)state;
+    if (!supports(VG_OP_RMSNORM_HEADS)) skip();
+    rmsnorm_heads_case(VG_DTYPE_F32, 4, 16, 0, 13);
+    rmsnorm_heads_case(VG_DTYPE_F32, 2, 48, 5, 7);
+    rmsnorm_heads_case(VG_DTYPE_BF16, 8, 128, 16, 5);
+    rmsnorm_heads_case(VG_DTYPE_F16, 1, 7, 1, 30);
+}
+
+/* kv_store: k and v are slices of one qkv-like row (ld_k = ld_v > width), slots cross block
+ * boundaries in any order, negative slots write nothing; captured once, replayed with other slots
+ * (read at replay). The caches must hold exactly the bytes sent. */
+static void kv_store_case(vg_dtype t, int kv_heads, int hd)
+{
+    enum { ROWSK = 13, SLOTS = 64 };
+    int64_t width = (int64_t)kv_heads * hd, ld = 3 * width + 2;
+    size_t nin = (size_t)ROWSK * (size_t)ld, ncache = (size_t)SLOTS * (size_t)width;
+    float *in = malloc(nin * 4), *kc = malloc(ncache * 4), *vc = malloc(ncache * 4);
+    float *got = malloc(ncache * 4);
+    assert_true(in && kc && vc && got);
+    fill_random(in, nin, 91);
+    fill_random(kc, ncache, 92);
+    fill_random(vc, ncache, 93);
+    void *din = upload_as(t, in, nin), *dk = upload_as(t, kc, ncache), *dv = upload_as(t, vc, ncache);
+    const void *kp = (const char *)din + (size_t)width * esize(t);
+    const void *vp = (const char *)din + 2 * (size_t)width * esize(t);
+    int32_t slots[2][ROWSK] = {{15, 16, 17, -1, 0, 63, 31, 32, -1, 47, 48, 5, 6},
+                               {-1, -1, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, -7}};
+    int32_t *ds = dalloc(sizeof slots[0]);
+    double *kw = to_double(kc, ncache), *vw = to_double(vc, ncache), *ind = to_double(in, nin);
+    vg_graph_exec *exec = NULL;
+    for (int k = 0; k < 2; k++) {
+        upload(ds, slots[k], sizeof slots[k]);
+        if (k == 1 && has_graphs()) {
+            vg_graph *graph = NULL;
+            upload(ds, slots[0], sizeof slots[0]); /* captured with the first slots... */
+            cap_begin();
+            VG_CHECK(vg_op_kv_store(g.s, t, kp, ld, vp, ld, dk, dv, ds, ROWSK, kv_heads, hd));
+            VG_CHECK(cap_end(&graph));
+            VG_CHECK(vg_graph_instantiate(graph, &exec));
+            VG_CHECK(vg_graph_destroy(graph));
+            upload(ds, slots[1], sizeof slots[1]); /* ...replayed with the second */
+            VG_CHECK(vg_graph_exec_launch(exec, g.s));
+        } else {
+            VG_CHECK(vg_op_kv_store(g.s, t, kp, ld, vp, ld, dk, dv, ds, ROWSK, kv_heads, hd));
+        }
+        ref_kv_store(ind + width, ld, ind + 2 * width, ld, kw, vw, slots[k], ROWSK, width);
+        download_as(t, got, dk, ncache);
+        for (size_t i = 0; i < ncache; i++) assert_true(got[i] == (float)kw[i]);
+        download_as(t, got, dv, ncache);
+        for (size_t i = 0; i < ncache; i++) assert_true(got[i] == (float)vw[i]);
+    }
+    if (exec) VG_CHECK(vg_graph_exec_destroy(exec));
+    free(in), free(kc), free(vc), free(got), free(kw), free(vw), free(ind);
+    void *bufs[4] = {din, dk, dv, ds};
+    for (int i = 0; i < 4; i++) VG_CHECK(vg_mem_free(g.rt, bufs[i]));
+}
+
+static void test_kv_store(void **state)
+{
+    (void)state;
+    if (!supports(VG_OP_KV_STORE)) skip();
+    kv_store_case(VG_DTYPE_F32, 1, 16);
+    kv_store_case(VG_DTYPE_F32, 2, 48);
+    kv_store_case(VG_DTYPE_BF16, 4, 64);
+    kv_store_case(VG_DTYPE_F16, 1, 128);
+}
+
+/* A batch as a decoder runs it: sequences with long histories decoding one token, a prefill
+ * chunk, a sequence whose context fits in part of one block, padding rows at the end. Blocks are
+ * scattered through the cache (a permutation), contexts cross block boundaries, and the cache
+ * slots no sequence owns hold values that would show if read. */
+typedef struct paged_case {
+    int num_seqs;
+    int ctx[4], newq[4];
+    int pad_rows, heads, kv_heads, hd, block_size;
+} paged_case;
+
+typedef struct paged_call {
+    vg_dtype t;
+    const void *q, *kc, *vc;
+    void *out;
+    int64_t ld_q, ld_out, rows;
+    const int32_t *bt, *cl, *qs;
+    int max_blocks;
+    const paged_case *pc;
+    float scale;
+} paged_call;
+
+static void enqueue_paged(void *arg)
+{
+    const paged_call *c = arg;
+    VG_CHECK(vg_op_paged_attention(g.s, c->t, c->q, c->ld_q, c->out, c->ld_out, c->rows, c->kc, c->vc,
+                                   c->bt, c->max_blocks, c->cl, c->qs, c->pc->num_seqs, c->pc->heads,
+                                   c->pc->kv_heads, c->pc->hd, c->pc->block_size, c->scale));
+}
+
+static void paged_case_run(vg_dtype t, const paged_case *pc)
+{
+    int hidden = pc->heads * pc->hd, width = pc->kv_heads * pc->hd, bs = pc->block_size;
+    int32_t qs[5] = {0}, cl[4];
+    int maxb = 1, rows;
+    for (int s = 0; s < pc->num_seqs; s++) {
+        qs[s + 1] = qs[s] + pc->newq[s];
+        cl[s] = pc->ctx[s];
+        int nb = (pc->ctx[s] + bs - 1) / bs;
+        if (nb + 1 > maxb) maxb = nb + 1; /* a spare entry: tables are wider than needed */
+    }
+    rows = qs[pc->num_seqs] + pc->pad_rows;
+    int nblocks = pc->num_seqs * maxb + 3, nslots = nblocks * bs;
+    int32_t *bt = malloc((size_t)pc->num_seqs * (size_t)maxb * sizeof(int32_t));
+    assert_non_null(bt);
+    for (int i = 0; i < pc->num_seqs * maxb; i++) bt[i] = (int32_t)((i * 7 + 3) % nblocks); /* a permutation */
+    int64_t ld_q = hidden + 8, ld_out = hidden + 4;
+    size_t nq = (size_t)rows * (size_t)ld_q, nout = (size_t)rows * (size_t)ld_out;
+    size_t ncache = (size_t)nslots * (size_t)width;
+    float *q = malloc(nq * 4), *kc = malloc(ncache * 4), *vc = malloc(ncache * 4), *got = malloc(nout * 4);
+    float *out0 = malloc(nout * 4);
+    assert_true(q && kc && vc && got && out0);
+    fill_random(q, nq, 101);
+    fill_random(kc, ncache, 102);
+    fill_random(vc, ncache, 103);
+    for (size_t i = 0; i < nout; i++) out0[i] = 7.0f; /* padding rows must become zeros, gaps stay */
+    void *dq = upload_as(t, q, nq), *dk = upload_as(t, kc, ncache), *dv = upload_as(t, vc, ncache);
+    void *dout = upload_as(t, out0, nout);
+    int32_t *dbt = dalloc((size_t)pc->num_seqs * (size_t)maxb * sizeof(int32_t));
+    int32_t *dcl = dalloc(sizeof cl), *dqs = dalloc(sizeof qs);
+    upload(dbt, bt, (size_t)pc->num_seqs * (size_t)maxb * sizeof(int32_t));
+    upload(dcl, cl, sizeof cl);
+    upload(dqs, qs, sizeof qs);
+    paged_call c = {t, dq, dk, dv, dout, ld_q, ld_out, rows, dbt, dcl, dqs, maxb, pc,
+                    (float)(1.0 / sqrt((double)pc->hd))};
+    double *qd = to_double(q, nq), *kd = to_double(kc, ncache), *vd = to_double(vc, ncache);
+    double *want = to_double(out0, nout);
+    ref_paged_attention(qd, ld_q, want, ld_out, rows, kd, vd, bt, maxb, cl, qs, pc->num_seqs,
+                        pc->heads, pc->kv_heads, pc->hd, bs, c.scale);
+    vg_graph_exec *exec = has_graphs() ? capture(enqueue_paged, &c) : NULL;
+    if (exec) {
+        VG_CHECK(vg_graph_exec_launch(exec, g.s));
+    } else {
+        enqueue_paged(&c);
+    }
+    download_as(t, got, dout, nout);
+    char what[96];
+    snprintf(what, sizeof what, "paged_attention %s heads %d/%d head_dim %d block %d",
+             vg_dtype_name(t), pc->heads, pc->kv_heads, pc->hd, bs);
+    check_close(what, got, want, nout, t == VG_DTYPE_F32 ? 1e-5 : 2e-2);
+    for (int r = qs[pc->num_seqs]; r < rows; r++)
+        for (int e = 0; e < hidden; e++) assert_true(got[(size_t)r * ld_out + e] == 0.0f);
+    if (exec) { /* one more token for every sequence: new lengths are read at replay */
+        for (int s = 0; s < pc->num_seqs; s++) cl[s] += 1;
+        upload(dcl, cl, sizeof cl);
+        VG_CHECK(vg_graph_exec_launch(exec, g.s));
+        download_as(t, got, dout, nout);
+        ref_paged_attention(qd, ld_q, want, ld_out, rows, kd, vd, bt, maxb, cl, qs, pc->num_seqs,
+                            pc->heads, pc->kv_heads, pc->hd, bs, c.scale);
+        check_close(what, got, want, nout, t == VG_DTYPE_F32 ? 1e-5 : 2e-2);
+        VG_CHECK(vg_graph_exec_destroy(exec));
+    }
+    free(bt), free(q), free(kc), free(vc), free(got), free(out0), free(qd), free(kd), free(vd), free(want);
+    void *bufs[7] = {dq, dk, dv, dout, dbt, dcl, dqs};
+    for (int i = 0; i < 7; i++) VG_CHECK(vg_mem_free(g.rt, bufs[i]));
+}
+
+static const paged_case paged_cases[] = {
+    /* seqs  contexts           new tokens    pad heads kv hd  block */
+    {3, {37, 1, 70, 0}, {1, 1, 5, 0}, 2, 4, 1, 16, 16},   /* one KV head (multi-query) */
+    {2, {16, 33, 0, 0}, {16, 2, 0, 0}, 0, 4, 2, 48, 16},  /* a whole block of prefill; GQA 2 */
+    {4, {5, 200, 9, 64}, {5, 1, 3, 1}, 3, 2, 2, 64, 5},   /* block size 5: boundaries everywhere */
+    {1, {300, 0, 0, 0}, {1, 0, 0, 0}, 1, 8, 2, 128, 32},  /* a long decode */
+    {2, {3, 40, 0, 0}, {3, 1, 0, 0}, 0, 2, 1, 256, 16},   /* the largest head_dim */
+};
+
+static void test_paged_attention(void **state)
+{
+    (void)state;
+    if (!supports(VG_OP_PAGED_ATTENTION)) skip();
+    for (size_t i = 0; i < sizeof paged_cases / sizeof paged_cases[0]; i++) {
+        paged_case_run(VG_DTYPE_F32, &paged_cases[i]);
+        paged_case_run(VG_DTYPE_BF16, &paged_cases[i]);
+    }
+    paged_case_run(VG_DTYPE_F16, &paged_cases[2]);
+}
+
+/* argmax over vocabularies that are not multiples of 64, with ties (the smallest index wins),
+ * the maximum in the first and the last column, a constant row and all-negative rows. */
+static void argmax_case(vg_dtype t, int rows, int cols, int64_t ld)
+{
+    size_t n = (size_t)rows * (size_t)ld;
+    float *x = malloc(n * 4);
+    int32_t *got = malloc((size_t)rows * 4), *want = malloc((size_t)rows * 4);
+    assert_true(x && got && want);
+    fill_random(x, n, 111 + (unsigned)cols);
+    for (int r = 0; r < rows; r++) {
+        float *row = x + (size_t)r * ld;
+        switch (r % 6) {
+        case 0: row[cols / 3] = 5.0f, row[cols - 1] = 5.0f; break; /* a tie */
+        case 1: row[cols - 1] = 9.0f; break;                       /* the last column */
+        case 2: row[0] = 9.0f; break;                              /* the first column */
+        case 3: for (int c = 0; c < cols; c++) row[c] = 0.25f; break; /* all equal: 0 */
+        case 4: for (int c = 0; c < cols; c++) row[c] = -2.0f - row[c]; break; /* all negative */
+        default: row[(r * 37) % cols] = 3.0f, row[(r * 53) % cols] = 3.0f; break; /* a tie anywhere */
+        }
+        /* beyond cols in the stride gap: larger than anything, never to be chosen */
+        for (int64_t c = cols; c < ld; c++) row[c] = 100.0f;
+    }
+    void *dx = upload_as(t, x, n); /* x now holds the values rounded to t: ties stay ties */
+    int32_t *dout = dalloc((size_t)rows * 4);
+    VG_CHECK(vg_op_argmax(g.s, t, dx, ld, rows, cols, dout));
+    download(got, dout, (size_t)rows * 4);
+    double *xd = to_double(x, n);
+    ref_argmax(xd, ld, rows, cols, want);
+    for (int r = 0; r < rows; r++) {
+        if (got[r] != want[r])
+            print_message("argmax %s cols %d row %d: got %d, want %d\n", vg_dtype_name(t), cols, r,
+                          got[r], want[r]);
+        assert_int_equal(got[r], want[r]);
+    }
+    free(x), free(got), free(want), free(xd);
+    VG_CHECK(vg_mem_free(g.rt, dx));
+    VG_CHECK(vg_mem_free(g.rt, dout));
+}
+
+static void test_argmax(void **state)
+{
+    (void)state;
+    if (!supports(VG_OP_ARGMAX)) skip();
+    argmax_case(VG_DTYPE_F32, 12, 1000, 1003);
+    argmax_case(VG_DTYPE_F32, 7, 151936, 151936); /* a real vocabulary */
+    argmax_case(VG_DTYPE_BF16, 13, 32001, 32010);
+    argmax_case(VG_DTYPE_F16, 6, 97, 97);
+    argmax_case(VG_DTYPE_F32, 3, 1, 1);
+    argmax_case(VG_DTYPE_BF16, 6, 65, 70);
+}
+
 int main(void)
 {
     vg_status st = vg_runtime_open(NULL, &g.rt);
@@ -1054,6 +1355,11 @@ int main(void)
         cmocka_unit_test_teardown(test_attention_rotary, end_stray_capture),
         cmocka_unit_test_teardown(test_silu_mul, end_stray_capture),
         cmocka_unit_test_teardown(test_convert, end_stray_capture),
+        cmocka_unit_test_teardown(test_rotary, end_stray_capture),
+        cmocka_unit_test_teardown(test_rmsnorm_heads, end_stray_capture),
+        cmocka_unit_test_teardown(test_kv_store, end_stray_capture),
+        cmocka_unit_test_teardown(test_paged_attention, end_stray_capture),
+        cmocka_unit_test_teardown(test_argmax, end_stray_capture),
         cmocka_unit_test_teardown(test_failed_capture_recovers, end_stray_capture),
         cmocka_unit_test_teardown(test_capture_cycles_return_memory, end_stray_capture),
     };
