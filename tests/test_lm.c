@@ -478,6 +478,292 @@ static void test_load_errors(void **state)
     assert_null(lm);
 }
 
+/* ---- shapes other than the fixtures': a synthetic checkpoint and a host reference ---------- */
+
+typedef struct synth {
+    const char *type;
+    int layers, hidden, heads, kv_heads, head_dim, inter, vocab, tied;
+    uint64_t rng;
+    /* the weights, as written (HF names): [name] -> data */
+    int count;
+    char names[64][96];
+    float *data[64];
+    int64_t shape[64][2];
+    int ndim[64];
+} synth;
+
+static float synth_rand(synth *m)
+{
+    m->rng = m->rng * 6364136223846793005ull + 1442695040888963407ull;
+    return ((float)(m->rng >> 40) / (float)(1ull << 24) - 0.5f);
+}
+
+static float *synth_add(synth *m, const char *name, int64_t rows, int64_t cols, float base, float scale)
+{
+    assert_true(m->count < 64);
+    int i = m->count++;
+    snprintf(m->names[i], sizeof m->names[i], "%s", name);
+    m->shape[i][0] = rows, m->shape[i][1] = cols, m->ndim[i] = cols ? 2 : 1;
+    size_t n = (size_t)rows * (size_t)(cols ? cols : 1);
+    m->data[i] = malloc(n * sizeof(float));
+    for (size_t k = 0; k < n; k++) m->data[i][k] = base + scale * synth_rand(m);
+    return m->data[i];
+}
+
+static const float *synth_get(const synth *m, const char *fmt, int layer)
+{
+    char name[96];
+    snprintf(name, sizeof name, fmt, layer);
+    for (int i = 0; i < m->count; i++)
+        if (strcmp(m->names[i], name) == 0) return m->data[i];
+    return NULL;
+}
+
+/* Write DIR/config.json and DIR/model.safetensors. */
+static void synth_write(synth *m, const char *dir)
+{
+    int64_t H = m->hidden, qw = (int64_t)m->heads * m->head_dim, kw = (int64_t)m->kv_heads * m->head_dim;
+    int qwen2 = strcmp(m->type, "qwen2") == 0;
+    synth_add(m, "model.embed_tokens.weight", m->vocab, H, 0, 1.0f);
+    for (int l = 0; l < m->layers; l++) {
+        char n[96];
+#define W(suffix, r, c, base, sc) snprintf(n, sizeof n, "model.layers.%d." suffix, l), synth_add(m, n, r, c, base, sc)
+        W("input_layernorm.weight", H, 0, 1, 0.2f);
+        W("self_attn.q_proj.weight", qw, H, 0, 0.3f);
+        W("self_attn.k_proj.weight", kw, H, 0, 0.3f);
+        W("self_attn.v_proj.weight", kw, H, 0, 0.3f);
+        if (qwen2) {
+            W("self_attn.q_proj.bias", qw, 0, 0, 0.2f);
+            W("self_attn.k_proj.bias", kw, 0, 0, 0.2f);
+            W("self_attn.v_proj.bias", kw, 0, 0, 0.2f);
+        } else {
+            W("self_attn.q_norm.weight", m->head_dim, 0, 1, 0.2f);
+            W("self_attn.k_norm.weight", m->head_dim, 0, 1, 0.2f);
+        }
+        W("self_attn.o_proj.weight", H, qw, 0, 0.3f);
+        W("post_attention_layernorm.weight", H, 0, 1, 0.2f);
+        W("mlp.gate_proj.weight", m->inter, H, 0, 0.3f);
+        W("mlp.up_proj.weight", m->inter, H, 0, 0.3f);
+        W("mlp.down_proj.weight", H, m->inter, 0, 0.3f);
+#undef W
+    }
+    synth_add(m, "model.norm.weight", H, 0, 1, 0.2f);
+    if (!m->tied) synth_add(m, "lm_head.weight", m->vocab, H, 0, 0.5f);
+    vg_st_write_tensor t[64];
+    for (int i = 0; i < m->count; i++)
+        t[i] = (vg_st_write_tensor){m->names[i], VG_DTYPE_F32, m->ndim[i], m->shape[i], m->data[i]};
+    char path[1024];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    VG_CHECK(vg_st_write(path, t, m->count));
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"model_type\": \"%s\", \"hidden_size\": %d, \"num_hidden_layers\": %d, "
+               "\"num_attention_heads\": %d, \"num_key_value_heads\": %d, \"head_dim\": %d, "
+               "\"intermediate_size\": %d, \"vocab_size\": %d, \"rms_norm_eps\": 1e-6, "
+               "\"rope_theta\": 10000.0, \"max_position_embeddings\": 512, "
+               "\"tie_word_embeddings\": %s, \"use_sliding_window\": false, \"hidden_act\": \"silu\"}",
+            m->type, m->hidden, m->layers, m->heads, m->kv_heads, m->head_dim, m->inter, m->vocab,
+            m->tied ? "true" : "false");
+    fclose(f);
+}
+
+static void synth_free(synth *m)
+{
+    for (int i = 0; i < m->count; i++) free(m->data[i]);
+}
+
+static void ref_rmsnorm(double *x, int n, const float *w)
+{
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += x[i] * x[i];
+    double r = 1.0 / sqrt(ss / n + 1e-6);
+    for (int i = 0; i < n; i++) x[i] = x[i] * r * w[i];
+}
+
+/* y[o] = Σ x[i]·W[o, i] (+ b[o]) */
+static void ref_linear(const double *x, int in, const float *W, const float *b, int out, double *y)
+{
+    for (int o = 0; o < out; o++) {
+        double acc = b ? b[o] : 0;
+        for (int i = 0; i < in; i++) acc += x[i] * W[(size_t)o * in + i];
+        y[o] = acc;
+    }
+}
+
+static void ref_rotary(double *x, int hd, int pos)
+{
+    int half = hd / 2;
+    for (int i = 0; i < half; i++) {
+        double a = pos * pow(10000.0, -2.0 * i / hd), c = cos(a), s = sin(a);
+        double x1 = x[i], x2 = x[i + half];
+        x[i] = x1 * c - x2 * s;
+        x[i + half] = x2 * c + x1 * s;
+    }
+}
+
+/* Logits after every position of toks[0..T): [T, vocab]. */
+static void ref_forward(const synth *m, const int32_t *toks, int T, double *logits)
+{
+    int H = m->hidden, hd = m->head_dim, nq = m->heads, nkv = m->kv_heads, I = m->inter;
+    int qw = nq * hd, kw = nkv * hd, qwen3 = strcmp(m->type, "qwen3") == 0;
+    double *x = calloc((size_t)T * H, sizeof(double)), *n = malloc((size_t)H * sizeof(double));
+    double *q = malloc((size_t)T * qw * sizeof(double)), *k = malloc((size_t)T * kw * sizeof(double));
+    double *v = malloc((size_t)T * kw * sizeof(double)), *att = malloc((size_t)qw * sizeof(double));
+    double *g = malloc((size_t)I * sizeof(double)), *u = malloc((size_t)I * sizeof(double));
+    double *o = malloc((size_t)H * sizeof(double)), *sc = malloc((size_t)T * sizeof(double));
+    const float *E = synth_get(m, "model.embed_tokens.weight", 0);
+    for (int t = 0; t < T; t++)
+        for (int i = 0; i < H; i++) x[(size_t)t * H + i] = E[(size_t)toks[t] * H + i];
+    for (int l = 0; l < m->layers; l++) {
+#define G(suffix) synth_get(m, "model.layers.%d." suffix, l)
+        for (int t = 0; t < T; t++) {
+            memcpy(n, x + (size_t)t * H, (size_t)H * sizeof(double));
+            ref_rmsnorm(n, H, G("input_layernorm.weight"));
+            ref_linear(n, H, G("self_attn.q_proj.weight"), G("self_attn.q_proj.bias"), qw, q + (size_t)t * qw);
+            ref_linear(n, H, G("self_attn.k_proj.weight"), G("self_attn.k_proj.bias"), kw, k + (size_t)t * kw);
+            ref_linear(n, H, G("self_attn.v_proj.weight"), G("self_attn.v_proj.bias"), kw, v + (size_t)t * kw);
+            for (int h = 0; h < nq; h++) {
+                if (qwen3) ref_rmsnorm(q + (size_t)t * qw + h * hd, hd, G("self_attn.q_norm.weight"));
+                ref_rotary(q + (size_t)t * qw + h * hd, hd, t);
+            }
+            for (int h = 0; h < nkv; h++) {
+                if (qwen3) ref_rmsnorm(k + (size_t)t * kw + h * hd, hd, G("self_attn.k_norm.weight"));
+                ref_rotary(k + (size_t)t * kw + h * hd, hd, t);
+            }
+        }
+        for (int t = 0; t < T; t++) {
+            for (int h = 0; h < nq; h++) {
+                int kh = h / (nq / nkv);
+                double mx = -1e300, sum = 0;
+                for (int s = 0; s <= t; s++) {
+                    double d = 0;
+                    for (int i = 0; i < hd; i++) d += q[(size_t)t * qw + h * hd + i] * k[(size_t)s * kw + kh * hd + i];
+                    sc[s] = d / sqrt((double)hd);
+                    mx = sc[s] > mx ? sc[s] : mx;
+                }
+                for (int s = 0; s <= t; s++) sum += (sc[s] = exp(sc[s] - mx));
+                for (int i = 0; i < hd; i++) {
+                    double acc = 0;
+                    for (int s = 0; s <= t; s++) acc += sc[s] * v[(size_t)s * kw + kh * hd + i];
+                    att[h * hd + i] = acc / sum;
+                }
+            }
+            double *xt = x + (size_t)t * H;
+            ref_linear(att, qw, G("self_attn.o_proj.weight"), NULL, H, o);
+            for (int i = 0; i < H; i++) xt[i] += o[i];
+            memcpy(n, xt, (size_t)H * sizeof(double));
+            ref_rmsnorm(n, H, G("post_attention_layernorm.weight"));
+            ref_linear(n, H, G("mlp.gate_proj.weight"), NULL, I, g);
+            ref_linear(n, H, G("mlp.up_proj.weight"), NULL, I, u);
+            for (int i = 0; i < I; i++) g[i] = g[i] / (1 + exp(-g[i])) * u[i];
+            ref_linear(g, I, G("mlp.down_proj.weight"), NULL, H, o);
+            for (int i = 0; i < H; i++) xt[i] += o[i];
+        }
+#undef G
+    }
+    const float *head = m->tied ? E : synth_get(m, "lm_head.weight", 0);
+    for (int t = 0; t < T; t++) {
+        memcpy(n, x + (size_t)t * H, (size_t)H * sizeof(double));
+        ref_rmsnorm(n, H, synth_get(m, "model.norm.weight", 0));
+        ref_linear(n, H, head, NULL, m->vocab, logits + (size_t)t * m->vocab);
+    }
+    free(x), free(n), free(q), free(k), free(v), free(att), free(g), free(u), free(o), free(sc);
+}
+
+/* Two sequences (37 and 3 tokens, then decodes) of a model with odd shapes, in every mode and
+ * with chunked prefill, against the host reference at every fed position. */
+static void check_synthetic(synth *m)
+{
+    char dir[] = "/tmp/vg_lm_synth_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    synth_write(m, dir);
+    enum { S = 2, TOTAL = 45 };
+    const int lens[S] = {37, 3};
+    int32_t toks[S][TOTAL];
+    for (int b = 0; b < S; b++)
+        for (int i = 0; i < TOTAL; i++) toks[b][i] = (int32_t)((b * 131 + i * 37 + 5) % m->vocab);
+    double *ref[S];
+    for (int b = 0; b < S; b++) {
+        ref[b] = malloc((size_t)TOTAL * m->vocab * sizeof(double));
+        ref_forward(m, toks[b], TOTAL, ref[b]);
+    }
+    float *logits = malloc((size_t)S * m->vocab * sizeof(float));
+    int32_t greedy[S];
+    const int chunks[] = {0, 1, 6};
+    for (size_t mi = 0; mi < sizeof k_modes / sizeof k_modes[0]; mi++)
+        for (size_t ci = 0; ci < 3; ci++) {
+            vg_lm_options o;
+            vg_lm_options_init(&o);
+            o.mode = k_modes[mi];
+            o.capture_sizes = k_sizes;
+            o.num_capture_sizes = 5;
+            o.max_capture_size = 8;
+            o.num_blocks = 16;
+            o.max_seqs = 4;
+            vg_lm *lm = NULL;
+            VG_CHECK(vg_lm_load(g_rt, dir, &o, &lm));
+            int32_t id[S];
+            int fed[S] = {0};
+            for (int b = 0; b < S; b++) VG_CHECK(vg_lm_seq_add(lm, &id[b]));
+            double err = 0, mx = 0;
+            for (;;) {
+                vg_lm_seq_tokens st[S];
+                int n = 0;
+                for (int b = 0; b < S; b++) {
+                    if (fed[b] >= TOTAL) continue;
+                    int take = fed[b] < lens[b] ? lens[b] - fed[b] : 1;
+                    if (chunks[ci] && take > chunks[ci]) take = chunks[ci];
+                    st[n++] = (vg_lm_seq_tokens){id[b], toks[b] + fed[b], take};
+                }
+                if (!n) break;
+                VG_CHECK(vg_lm_step(lm, st, n, logits, greedy, NULL));
+                for (int i = 0; i < n; i++) {
+                    int b = st[i].seq == id[0] ? 0 : 1;
+                    fed[b] += st[i].num_tokens;
+                    const double *want = ref[b] + (size_t)(fed[b] - 1) * m->vocab;
+                    int best = 0;
+                    for (int c = 0; c < m->vocab; c++) {
+                        double d = fabs(logits[(size_t)i * m->vocab + c] - want[c]);
+                        err = d > err ? d : err;
+                        mx = fabs(want[c]) > mx ? fabs(want[c]) : mx;
+                        if (logits[(size_t)i * m->vocab + c] > logits[(size_t)i * m->vocab + best]) best = c;
+                    }
+                    assert_int_equal(greedy[i], best);
+                }
+            }
+            print_message("synthetic %s head_dim %d, %d/%d heads, vocab %d, %s, mode %s chunk %d: "
+                          "relative error %.3g\n", m->type, m->head_dim, m->heads, m->kv_heads,
+                          m->vocab, m->tied ? "tied" : "untied", vg_graph_mode_name(k_modes[mi]),
+                          chunks[ci], err / mx);
+            assert_true(err / mx <= f32_tol());
+            VG_CHECK(vg_lm_free(lm));
+        }
+    for (int b = 0; b < S; b++) free(ref[b]);
+    free(logits);
+    char path[1100];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+static void test_other_shapes(void **state)
+{
+    (void)state;
+    /* head_dim 48 with heads·head_dim ≠ hidden, one KV head, vocab 301, untied, padded MLP */
+    synth a = {.type = "qwen2", .layers = 2, .hidden = 80, .heads = 3, .kv_heads = 1,
+               .head_dim = 48, .inter = 100, .vocab = 301, .tied = 0, .rng = 1};
+    check_synthetic(&a);
+    synth_free(&a);
+    /* Qwen3, head_dim 16, 4 heads over 2 KV heads, tied, vocab 77 */
+    synth b = {.type = "qwen3", .layers = 3, .hidden = 40, .heads = 4, .kv_heads = 2,
+               .head_dim = 16, .inter = 24, .vocab = 77, .tied = 1, .rng = 2};
+    check_synthetic(&b);
+    synth_free(&b);
+}
+
 int main(void)
 {
     const char *req = getenv("VG_REQUIRE_DEVICE");
@@ -504,6 +790,7 @@ int main(void)
         cmocka_unit_test(test_small_chunks),
         cmocka_unit_test(test_free_and_reuse),
         cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_other_shapes),
     };
     int failed = cmocka_run_group_tests_name("lm", tests, NULL, NULL);
     vg_runtime_close(g_rt);
