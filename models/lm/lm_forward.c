@@ -113,11 +113,22 @@ static vg_status piece_head(void *mp, vg_runner *r, const vg_piece *p, const vg_
     const lm_cfg *c = &m->cfg;
     lm_meta_layout l;
     layout(m, d->num_tokens, &l);
-    TRY(vg_op_gather_rows(s, m->dt, BUF(LB_LAST), BUF(LB_H), meta_at(r, l.last), l.seqs, c->hidden));
-    TRY(vg_op_rmsnorm(s, m->dt, BUF(LB_LAST), m->w.final_norm, BUF(LB_LAST), l.seqs, c->hidden, c->eps));
-    TRY(gemm(m, s, l.seqs, c->vocab, c->hidden, BUF(LB_LAST), m->w.lm_head, NULL, BUF(LB_LOGITS),
+    /* uniform steps (graphed): every sequence slot of the bucket; mixed steps (this piece runs
+     * eagerly then, see head_graph_safe): only the step's sequences, so a long prefill does
+     * not multiply the lm_head GEMM by its padded token count */
+    int64_t rows = d->uniform ? l.seqs : m->head_rows;
+    TRY(vg_op_gather_rows(s, m->dt, BUF(LB_LAST), BUF(LB_H), meta_at(r, l.last), rows, c->hidden));
+    TRY(vg_op_rmsnorm(s, m->dt, BUF(LB_LAST), m->w.final_norm, BUF(LB_LAST), rows, c->hidden, c->eps));
+    TRY(gemm(m, s, rows, c->vocab, c->hidden, BUF(LB_LAST), m->w.lm_head, NULL, BUF(LB_LOGITS),
              VG_DTYPE_F32, NULL));
-    return vg_op_argmax(s, VG_DTYPE_F32, BUF(LB_LOGITS), c->vocab, l.seqs, c->vocab, BUF(LB_ARGMAX));
+    return vg_op_argmax(s, VG_DTYPE_F32, BUF(LB_LOGITS), c->vocab, rows, c->vocab, BUF(LB_ARGMAX));
+}
+
+/* The head of a mixed step sizes its GEMM by the step's sequence count (host data): eager. */
+static int head_graph_safe(void *mp, const vg_batch_desc *d)
+{
+    (void)mp;
+    return d->uniform != 0;
 }
 
 /* Paged attention reads per-sequence lengths: its launch shape is fixed by the buffers, but
@@ -181,7 +192,8 @@ vg_status lm_pieces_init(vg_lm *m)
         m->pieces[k++] = (vg_piece){.name = "attn_out_mlp", .run = piece_attn_out, .arg = i,
                                     OPS(k_ops_out)};
     }
-    m->pieces[k++] = (vg_piece){.name = "head", .run = piece_head, OPS(k_ops_head)};
+    m->pieces[k++] = (vg_piece){.name = "head", .run = piece_head, .graph_safe = head_graph_safe,
+                                OPS(k_ops_head)};
     m->iface = (vg_model_iface){.struct_size = sizeof(vg_model_iface), .model = m,
                                 .pieces = m->pieces, .num_pieces = n, .reserve = lm_reserve,
                                 .prepare = lm_prepare};
@@ -233,5 +245,6 @@ vg_status lm_prepare(void *mp, vg_runner *r, const vg_batch_desc *real, const vg
         m->meta_bytes = want;
     }
     size_t n = lm_meta_fill(&m->kv, p, &l, m->meta_stage);
+    m->head_rows = p ? p->num_seqs : l.seqs;
     return vg_mem_copy_h2d(s, BUF(LB_META), m->meta_stage, n * sizeof(int32_t));
 }

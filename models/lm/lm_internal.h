@@ -135,6 +135,7 @@ struct vg_lm {
     vg_piece *pieces;
     vg_model_iface iface;
     lm_plan plan;
+    int head_rows;     /* sequences of the step being run (the head of mixed steps) */
     void *meta_stage;  /* host staging of the per-step metadata */
     size_t meta_bytes;
     vg_lm_options opts;
