@@ -31,7 +31,7 @@
 #define SKIP_CODE 77
 #define DEFAULT_SEED 20261122ull
 #define DEFAULT_CASES 200
-#define MAX_BUFS 5
+#define MAX_BUFS 8
 
 /* ---- a small, seedable generator (splitmix64) ------------------------------------------------- */
 
@@ -78,6 +78,7 @@ typedef struct tcase {
     buf b[MAX_BUFS];
     int64_t m, n, k, lda, ldb, ldc, ldr, rows, cols, ld, ld2, count;
     int heads, hd, nseg, bias, res, inplace; /* res: 0 none, 1 separate, 2 aliasing c */
+    int kv_heads, block_size, max_blocks, nslots; /* kv_store, paged_attention */
     vg_activation act;
     double alpha, beta, value, eps, theta, scale;
     double term_scale; /* set by reference() where the result may cancel: the terms' magnitude */
@@ -321,8 +322,93 @@ static void generate(tcase *c, rng *r)
         snprintf(c->shape, sizeof c->shape, "to %s count=%lld%s", vg_dtype_name(c->t2),
                  (long long)c->count, c->inplace ? " in place" : "");
         break;
+    case VG_OP_ROTARY:
+        c->rows = small_rows(r, 48), c->heads = (int)rint_in(r, 1, 6), c->hd = 2 * (int)rint_in(r, 1, 64);
+        c->ld = (int64_t)c->heads * c->hd + pad(r);
+        c->theta = rchance(r, 0.6) ? 10000.0 : rchance(r, 0.5) ? 1000000.0 : 10.0;
+        add_buf(c, r, "x", c->t, (size_t)(c->rows ? (c->rows - 1) * c->ld + (int64_t)c->heads * c->hd : 0));
+        add_buf(c, r, "pos", VG_DTYPE_I32, (size_t)c->rows);
+        c->out = 0;
+        snprintf(c->shape, sizeof c->shape, "rows=%lld heads=%d head_dim=%d ld=%lld theta=%g",
+                 (long long)c->rows, c->heads, c->hd, (long long)c->ld, c->theta);
+        break;
+    case VG_OP_RMSNORM_HEADS:
+        c->rows = small_rows(r, 48), c->heads = (int)rint_in(r, 1, 8), c->hd = (int)rint_in(r, 1, 256);
+        c->ld = (int64_t)c->heads * c->hd + pad(r);
+        c->eps = (float)(rchance(r, 0.2) ? 0.5 : rchance(r, 0.5) ? 1e-6 : 1e-5);
+        add_buf(c, r, "x", c->t, (size_t)(c->rows ? (c->rows - 1) * c->ld + (int64_t)c->heads * c->hd : 0));
+        add_buf(c, r, "w", c->t, (size_t)c->hd);
+        c->out = 0;
+        snprintf(c->shape, sizeof c->shape, "rows=%lld heads=%d head_dim=%d ld=%lld eps=%g",
+                 (long long)c->rows, c->heads, c->hd, (long long)c->ld, c->eps);
+        break;
+    case VG_OP_KV_STORE: {
+        c->rows = small_rows(r, 40), c->kv_heads = (int)rint_in(r, 1, 4);
+        c->hd = rchance(r, 0.5) ? 8 * (int)rint_in(r, 1, 32) : (int)rint_in(r, 1, 130);
+        int64_t width = (int64_t)c->kv_heads * c->hd;
+        c->ld = width + pad(r), c->ld2 = width + pad(r);
+        c->nslots = (int)c->rows + (int)rint_in(r, 1, 40);
+        add_buf(c, r, "k", c->t, (size_t)(c->rows ? (c->rows - 1) * c->ld + width : 0));
+        add_buf(c, r, "v", c->t, (size_t)(c->rows ? (c->rows - 1) * c->ld2 + width : 0));
+        add_buf(c, r, "slots", VG_DTYPE_I32, (size_t)c->rows);
+        add_buf(c, r, "k_cache,v_cache", c->t, (size_t)(2 * (int64_t)c->nslots * width));
+        c->out = 3;
+        snprintf(c->shape, sizeof c->shape, "rows=%lld kv_heads=%d head_dim=%d ld_k=%lld ld_v=%lld "
+                 "slots=%d (v_cache follows k_cache)", (long long)c->rows, c->kv_heads, c->hd,
+                 (long long)c->ld, (long long)c->ld2, c->nslots);
+        break;
+    }
+    case VG_OP_PAGED_ATTENTION: {
+        c->kv_heads = (int)rint_in(r, 1, 4);
+        c->heads = c->kv_heads * (int)rint_in(r, 1, 4);
+        c->hd = 8 * (rchance(r, 0.5) ? (int)rint_in(r, 1, 32) : (int)(2 * rint_in(r, 1, 8)));
+        c->block_size = rchance(r, 0.5) ? (int)rint_in(r, 1, 9) : rchance(r, 0.5) ? 16 : 32;
+        c->nseg = (int)rint_in(r, 1, 5); /* num_seqs */
+        c->rows = c->nseg + rint_in(r, 0, rchance(r, 0.3) ? 40 : 4); /* a query row per sequence or more */
+        int64_t ctx_max = c->rows + rint_in(r, 0, rchance(r, 0.2) ? 400 : 60);
+        c->max_blocks = (int)((ctx_max + c->block_size - 1) / c->block_size) + (int)rint_in(r, 0, 2);
+        int nblocks = c->nseg * c->max_blocks + (int)rint_in(r, 0, 4);
+        c->nslots = nblocks * c->block_size;
+        int64_t hidden = (int64_t)c->heads * c->hd, width = (int64_t)c->kv_heads * c->hd;
+        c->ld = hidden + pad(r), c->ld2 = hidden + pad(r);
+        c->scale = (float)(runif(r, 0.5, 2.0) / sqrt((double)c->hd));
+        add_buf(c, r, "q", c->t, (size_t)((c->rows - 1) * c->ld + hidden));
+        add_buf(c, r, "k_cache", c->t, (size_t)((int64_t)c->nslots * width));
+        add_buf(c, r, "v_cache", c->t, (size_t)((int64_t)c->nslots * width));
+        add_buf(c, r, "block_tables", VG_DTYPE_I32, (size_t)c->nseg * (size_t)c->max_blocks);
+        add_buf(c, r, "context_lens", VG_DTYPE_I32, (size_t)c->nseg);
+        add_buf(c, r, "query_start", VG_DTYPE_I32, (size_t)c->nseg + 1);
+        add_buf(c, r, "out", c->t, (size_t)((c->rows - 1) * c->ld2 + hidden));
+        c->out = 6;
+        snprintf(c->shape, sizeof c->shape, "rows=%lld num_seqs=%d heads=%d kv_heads=%d head_dim=%d "
+                 "block_size=%d max_blocks=%d blocks=%d ld_q=%lld ld_out=%lld scale=%.9g",
+                 (long long)c->rows, c->nseg, c->heads, c->kv_heads, c->hd, c->block_size,
+                 c->max_blocks, nblocks, (long long)c->ld, (long long)c->ld2, c->scale);
+        break;
+    }
+    case VG_OP_ARGMAX:
+        c->rows = small_rows(r, 24);
+        c->cols = rchance(r, 0.3) ? rint_in(r, 1000, 40000) : rint_in(r, 1, 300);
+        c->ld = c->cols + pad(r);
+        add_buf(c, r, "x", c->t, (size_t)(c->rows ? (c->rows - 1) * c->ld + c->cols : 0));
+        add_buf(c, r, "out", VG_DTYPE_I32, (size_t)c->rows);
+        c->out = 1;
+        snprintf(c->shape, sizeof c->shape, "rows=%lld cols=%lld ld=%lld", (long long)c->rows,
+                 (long long)c->cols, (long long)c->ld);
+        break;
     default:
         break;
+    }
+}
+
+/* A random permutation of [0, n) in p. */
+static void permutation(rng *r, int32_t *p, int n)
+{
+    for (int i = 0; i < n; i++) p[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        int j = (int)rint_in(r, 0, i);
+        int32_t t = p[i];
+        p[i] = p[j], p[j] = t;
     }
 }
 
@@ -352,6 +438,45 @@ static void randomise(tcase *c, rng *r)
         if (c->op == VG_OP_ATTENTION_ROTARY) fill_ints(&c->b[3], r, 0, 64);
         break;
     }
+    case VG_OP_ROTARY:
+        fill_ints(&c->b[1], r, 0, 500);
+        break;
+    case VG_OP_KV_STORE: { /* distinct slots (two rows never write one slot), some negative */
+        int32_t *perm = xcalloc((size_t)c->nslots, sizeof *perm);
+        permutation(r, perm, c->nslots);
+        buf *sl = &c->b[2];
+        fill_ints(sl, r, -5, c->nslots - 1);
+        for (int64_t i = 0; i < c->rows; i++)
+            sl->h[sl->off + (size_t)i] = rchance(r, 0.2) ? -(double)rint_in(r, 1, 1000) : perm[i];
+        free(perm);
+        break;
+    }
+    case VG_OP_PAGED_ATTENTION: {
+        buf *bt = &c->b[3], *cl = &c->b[4], *qs = &c->b[5];
+        fill_ints(bt, r, 0, c->nslots / c->block_size - 1); /* blocks may be shared (a common prefix) */
+        fill_ints(cl, r, 0, 1000);
+        fill_ints(qs, r, 0, c->rows);
+        /* rows split among the sequences, at least one each, the rest padding */
+        int64_t used = rint_in(r, c->nseg, c->rows), left = used;
+        double *q = qs->h + qs->off;
+        q[0] = 0;
+        for (int s = 0; s < c->nseg; s++) {
+            int64_t n = s == c->nseg - 1 ? left : rint_in(r, 1, left - (c->nseg - 1 - s));
+            q[s + 1] = q[s] + (double)n;
+            left -= n;
+            int64_t reach = (int64_t)c->max_blocks * c->block_size;
+            cl->h[cl->off + (size_t)s] = (double)(n + rint_in(r, 0, reach - n));
+        }
+        break;
+    }
+    case VG_OP_ARGMAX: /* ties: the largest value a float input holds, more than once in a row */
+        for (int64_t row = 0; row < c->rows; row++)
+            if (rchance(r, 0.5)) {
+                double *x = c->b[0].h + c->b[0].off + (size_t)(row * c->ld);
+                x[rint_in(r, 0, c->cols - 1)] = 1.0;
+                x[rint_in(r, 0, c->cols - 1)] = 1.0;
+            }
+        break;
     case VG_OP_CONVERT: { /* a wide range, and values F16 stores as subnormals */
         buf *src = &c->b[0];
         for (size_t i = 0; i < src->cap; i++) {
@@ -451,6 +576,47 @@ static void reference(tcase *c)
         for (int64_t i = 0; i < c->count; i++) w[i] = ref_round(c->t2, b[0].h[b[0].off + (size_t)i]);
         mark_rows(o, 1, 0, c->count);
         break;
+    case VG_OP_ROTARY: {
+        int32_t *pos = ints_of(&b[1]);
+        ref_rotary(w, c->ld, c->rows, c->heads, c->hd, pos, c->theta);
+        mark_rows(o, c->rows, c->ld, (int64_t)c->heads * c->hd);
+        free(pos);
+        break;
+    }
+    case VG_OP_RMSNORM_HEADS:
+        ref_rmsnorm_heads(w, c->ld, c->rows, c->heads, c->hd, b[1].h + b[1].off, c->eps);
+        mark_rows(o, c->rows, c->ld, (int64_t)c->heads * c->hd);
+        break;
+    case VG_OP_KV_STORE: {
+        int32_t *slots = ints_of(&b[2]);
+        int64_t width = (int64_t)c->kv_heads * c->hd, half = (int64_t)c->nslots * width;
+        ref_kv_store(b[0].h + b[0].off, c->ld, b[1].h + b[1].off, c->ld2, w, w + half, slots,
+                     c->rows, width);
+        for (int64_t i = 0; i < c->rows; i++)
+            if (slots[i] >= 0) {
+                memset(o->mask + o->off + (size_t)(slots[i] * width), 1, (size_t)width);
+                memset(o->mask + o->off + (size_t)(half + slots[i] * width), 1, (size_t)width);
+            }
+        free(slots);
+        break;
+    }
+    case VG_OP_PAGED_ATTENTION: {
+        int32_t *bt = ints_of(&b[3]), *cl = ints_of(&b[4]), *qs = ints_of(&b[5]);
+        ref_paged_attention(b[0].h + b[0].off, c->ld, w, c->ld2, c->rows, b[1].h + b[1].off,
+                            b[2].h + b[2].off, bt, c->max_blocks, cl, qs, c->nseg, c->heads,
+                            c->kv_heads, c->hd, c->block_size, c->scale);
+        mark_rows(o, c->rows, c->ld2, (int64_t)c->heads * c->hd);
+        free(bt), free(cl), free(qs);
+        break;
+    }
+    case VG_OP_ARGMAX: {
+        int32_t *idx = xcalloc((size_t)c->rows, sizeof *idx);
+        ref_argmax(b[0].h + b[0].off, c->ld, c->rows, c->cols, idx);
+        for (int64_t i = 0; i < c->rows; i++) w[i] = idx[i];
+        mark_rows(o, 1, 0, c->rows);
+        free(idx);
+        break;
+    }
     default:
         break;
     }
@@ -493,6 +659,22 @@ static vg_status enqueue(const tcase *c)
         return vg_op_silu_mul(s, c->t, b[0].d, c->ld, b[1].d, c->ld2, c->rows, c->cols);
     case VG_OP_CONVERT:
         return vg_op_convert(s, c->t, b[0].d, c->t2, b[c->out].d, (size_t)c->count);
+    case VG_OP_ROTARY:
+        return vg_op_rotary(s, c->t, b[0].d, c->ld, c->rows, c->heads, c->hd, b[1].d, theta);
+    case VG_OP_RMSNORM_HEADS:
+        return vg_op_rmsnorm_heads(s, c->t, b[0].d, c->ld, c->rows, c->heads, c->hd, b[1].d,
+                                   (float)c->eps);
+    case VG_OP_KV_STORE: {
+        size_t half = (size_t)c->nslots * (size_t)c->kv_heads * (size_t)c->hd * esize(c->t);
+        return vg_op_kv_store(s, c->t, b[0].d, c->ld, b[1].d, c->ld2, b[3].d,
+                              (char *)b[3].d + half, b[2].d, c->rows, c->kv_heads, c->hd);
+    }
+    case VG_OP_PAGED_ATTENTION:
+        return vg_op_paged_attention(s, c->t, b[0].d, c->ld, b[6].d, c->ld2, c->rows, b[1].d, b[2].d,
+                                     b[3].d, c->max_blocks, b[4].d, b[5].d, c->nseg, c->heads,
+                                     c->kv_heads, c->hd, c->block_size, (float)c->scale);
+    case VG_OP_ARGMAX:
+        return vg_op_argmax(s, c->t, b[0].d, c->ld, c->rows, c->cols, b[1].d);
     default: return VG_ERR_INTERNAL;
     }
 }
@@ -511,14 +693,20 @@ static void tolerance(const tcase *c, double *atol, double *rtol)
 {
     vg_dtype t = c->b[c->out].tout;
     *atol = *rtol = 0; /* fill, gather_rows, convert: exact */
-    if (c->op == VG_OP_FILL || c->op == VG_OP_GATHER_ROWS || c->op == VG_OP_CONVERT) return;
+    if (c->op == VG_OP_FILL || c->op == VG_OP_GATHER_ROWS || c->op == VG_OP_CONVERT ||
+        c->op == VG_OP_KV_STORE || c->op == VG_OP_ARGMAX)
+        return;
     if (c->op == VG_OP_AXPBY) {
         *atol = *rtol = 1e-6;
         return;
     }
-    int attention = c->op == VG_OP_ATTENTION || c->op == VG_OP_ATTENTION_ROTARY;
+    int attention = c->op == VG_OP_ATTENTION || c->op == VG_OP_ATTENTION_ROTARY ||
+                    c->op == VG_OP_PAGED_ATTENTION;
     switch (t) {
-    case VG_DTYPE_F32: *atol = c->op == VG_OP_ROTARY_2D || c->op == VG_OP_ATTENTION_ROTARY ? 1e-4 : 2e-5, *rtol = 1e-5; break;
+    case VG_DTYPE_F32:
+        *atol = c->op == VG_OP_ROTARY_2D || c->op == VG_OP_ATTENTION_ROTARY || c->op == VG_OP_ROTARY ? 1e-4 : 2e-5;
+        *rtol = 1e-5;
+        break;
     case VG_DTYPE_F16: *atol = attention ? 1e-2 : 4e-3, *rtol = 2e-3; break;
     default: *atol = attention ? 2e-2 : 1.6e-2, *rtol = 8e-3; break; /* BF16 */
     }
