@@ -764,6 +764,46 @@ static void test_other_shapes(void **state)
     synth_free(&b);
 }
 
+/* Synthetic weights (for benchmarks): deterministic per seed, graph and eager agree. */
+static void test_synthetic(void **state)
+{
+    (void)state;
+    vg_lm *lm = NULL;
+    VG_CHECK_FAILS(vg_lm_create_synthetic(g_rt, "no-such-model", 1, VG_DTYPE_F32, NULL, &lm),
+                   VG_ERR_NOT_FOUND, "no-such-model");
+    float *out[2];
+    const vg_graph_mode modes[2] = {VG_MODE_NONE, VG_MODE_FULL_AND_PIECEWISE};
+    int32_t prompt[21];
+    for (int i = 0; i < 21; i++) prompt[i] = (i * 97 + 3) % 512;
+    for (int r = 0; r < 2; r++) {
+        vg_lm_options o;
+        vg_lm_options_init(&o);
+        o.mode = modes[r];
+        o.num_blocks = 8;
+        o.max_seqs = 2;
+        VG_CHECK(vg_lm_create_synthetic(g_rt, "qwen2-tiny", 7, VG_DTYPE_F32, &o, &lm));
+        vg_lm_info info;
+        VG_CHECK(vg_lm_get_info(lm, &info));
+        assert_int_equal(info.vocab, 512);
+        assert_int_equal(info.num_blocks, 8);
+        out[r] = malloc(6 * 512 * sizeof(float));
+        int32_t id, tok;
+        VG_CHECK(vg_lm_seq_add(lm, &id));
+        vg_lm_seq_tokens st = {id, prompt, 21};
+        VG_CHECK(vg_lm_step(lm, &st, 1, out[r], &tok, NULL));
+        for (int j = 1; j < 6; j++) {
+            st = (vg_lm_seq_tokens){id, &tok, 1};
+            VG_CHECK(vg_lm_step(lm, &st, 1, out[r] + j * 512, &tok, NULL));
+        }
+        VG_CHECK(vg_lm_free(lm));
+    }
+    for (int i = 0; i < 6 * 512; i++) {
+        assert_true(isfinite(out[0][i]));
+        assert_true(fabsf(out[0][i] - out[1][i]) <= 1e-4f * (1 + fabsf(out[0][i])));
+    }
+    free(out[0]), free(out[1]);
+}
+
 int main(void)
 {
     const char *req = getenv("VG_REQUIRE_DEVICE");
@@ -791,6 +831,7 @@ int main(void)
         cmocka_unit_test(test_free_and_reuse),
         cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_other_shapes),
+        cmocka_unit_test(test_synthetic),
     };
     int failed = cmocka_run_group_tests_name("lm", tests, NULL, NULL);
     vg_runtime_close(g_rt);

@@ -82,6 +82,13 @@ VG_API void vg_lm_options_init(vg_lm_options *opts);
  * other than none/default, hidden_act other than silu. */
 VG_API vg_status vg_lm_load(vg_runtime *rt, const char *model_dir, const vg_lm_options *opts,
                             vg_lm **out);
+/* A model of a named configuration with deterministic synthetic weights, for benchmarks: no
+ * weight files. `config` is "qwen2.5-0.5b" (24 layers, hidden 896, 14 heads, 2 KV heads,
+ * intermediate 4864, vocab 151936, tied), "qwen3-0.6b" (28 layers, hidden 1024, 16 heads of
+ * head_dim 128, 8 KV heads, intermediate 3072, vocab 151936, tied), "qwen2-tiny" (the test
+ * fixture's shape), or the path of a config.json. dtype: F32, BF16 or F16. */
+VG_API vg_status vg_lm_create_synthetic(vg_runtime *rt, const char *config, uint64_t seed,
+                                        vg_dtype dtype, const vg_lm_options *opts, vg_lm **out);
 VG_API vg_status vg_lm_free(vg_lm *lm);
 VG_API vg_status vg_lm_get_info(const vg_lm *lm, vg_lm_info *info);
 VG_API vg_runner *vg_lm_runner(vg_lm *lm);

@@ -85,7 +85,7 @@ static vg_status make_kv(vg_lm *m)
     return VG_OK;
 }
 
-static vg_status build(vg_lm *m, const vg_ckpt *ck, vg_dtype dt, const vg_lm_options *o)
+static vg_status build(vg_lm *m, const vg_ckpt *ck, uint64_t seed, vg_dtype dt, const vg_lm_options *o)
 {
     m->opts = *o;
     if (o->num_capture_sizes < 0 || o->num_capture_sizes > (int)VGM_ARRAY_LEN(m->sizes))
@@ -97,7 +97,7 @@ static vg_status build(vg_lm *m, const vg_ckpt *ck, vg_dtype dt, const vg_lm_opt
     m->dt = dt;
     if (dt != VG_DTYPE_F32 && dt != VG_DTYPE_BF16 && dt != VG_DTYPE_F16)
         return vg_error_set(VG_ERR_INVALID_ARG, "lm: compute dtype must be F32, BF16 or F16");
-    VGM_TRY(lm_weights_load(m->rt, ck, 0, &m->cfg, dt, &m->w));
+    VGM_TRY(lm_weights_load(m->rt, ck, seed, &m->cfg, dt, &m->w));
     VGM_TRY(make_kv(m));
     VGM_TRY(lm_pieces_init(m));
     return make_runner(m);
@@ -133,11 +133,87 @@ vg_status vg_lm_load(vg_runtime *rt, const char *dir, const vg_lm_options *opts,
         const vg_st_tensor *t = vg_ckpt_find(ck, "model.embed_tokens.weight", NULL);
         dt = t && (t->dtype == VG_DTYPE_BF16 || t->dtype == VG_DTYPE_F16) ? t->dtype : VG_DTYPE_F32;
     }
-    if (st == VG_OK) st = build(m, ck, dt, opts);
+    if (st == VG_OK) st = build(m, ck, 0, dt, opts);
     vg_ckpt_close(ck);
     if (st != VG_OK) {
         vg_lm_free(m);
         return vg_error_prefix("loading %s: ", dir);
+    }
+    *out = m;
+    return VG_OK;
+}
+
+static const struct {
+    const char *name, *json;
+} k_synthetic[] = {
+    {"qwen2.5-0.5b", "{\"model_type\": \"qwen2\", \"hidden_size\": 896, \"num_hidden_layers\": 24, "
+                     "\"num_attention_heads\": 14, \"num_key_value_heads\": 2, "
+                     "\"intermediate_size\": 4864, \"vocab_size\": 151936, "
+                     "\"max_position_embeddings\": 32768, \"rope_theta\": 1000000.0, "
+                     "\"rms_norm_eps\": 1e-6, \"tie_word_embeddings\": true}"},
+    {"qwen3-0.6b", "{\"model_type\": \"qwen3\", \"hidden_size\": 1024, \"num_hidden_layers\": 28, "
+                   "\"num_attention_heads\": 16, \"num_key_value_heads\": 8, \"head_dim\": 128, "
+                   "\"intermediate_size\": 3072, \"vocab_size\": 151936, "
+                   "\"max_position_embeddings\": 40960, \"rope_theta\": 1000000.0, "
+                   "\"rms_norm_eps\": 1e-6, \"tie_word_embeddings\": true}"},
+    {"qwen2-tiny", "{\"model_type\": \"qwen2\", \"hidden_size\": 128, \"num_hidden_layers\": 3, "
+                   "\"num_attention_heads\": 4, \"num_key_value_heads\": 2, "
+                   "\"intermediate_size\": 256, \"vocab_size\": 512, "
+                   "\"max_position_embeddings\": 4096, \"rope_theta\": 1000000.0, "
+                   "\"rms_norm_eps\": 1e-6, \"tie_word_embeddings\": true}"},
+};
+
+/* A config.json file's text (NULL, with the error set, when it cannot be read). */
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        vg_error_set(VG_ERR_NOT_FOUND, "lm: no synthetic configuration '%s' (known: qwen2.5-0.5b, "
+                                       "qwen3-0.6b, qwen2-tiny) and no such config.json file", path);
+        return NULL;
+    }
+    char *buf = malloc(1 << 20);
+    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    fclose(f);
+    if (!buf) {
+        vg_error_set(VG_ERR_OUT_OF_MEMORY, "lm: out of memory");
+        return NULL;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+vg_status vg_lm_create_synthetic(vg_runtime *rt, const char *config, uint64_t seed, vg_dtype dt,
+                                 const vg_lm_options *opts, vg_lm **out)
+{
+    if (!rt || !config || !out)
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_create_synthetic: NULL argument");
+    *out = NULL;
+    vg_lm_options def;
+    vg_lm_options_init(&def);
+    if (!opts) opts = &def;
+    if (opts->struct_size < sizeof(vg_lm_options) || (unsigned)opts->mode > VG_MODE_FULL_AND_PIECEWISE)
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_create_synthetic: bad options");
+    const char *json = NULL;
+    char *text = NULL;
+    for (size_t i = 0; i < VGM_ARRAY_LEN(k_synthetic); i++)
+        if (strcmp(config, k_synthetic[i].name) == 0) json = k_synthetic[i].json;
+    if (!json && !(json = text = read_text(config))) return vg_last_status();
+    cJSON *root = cJSON_Parse(json);
+    free(text);
+    if (!root) return vg_error_set(VG_ERR_FORMAT, "lm: %s: not valid JSON", config);
+    vg_lm *m = calloc(1, sizeof *m);
+    vg_status st = m ? lm_config_parse(root, config, &m->cfg)
+                     : vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_lm_create_synthetic: out of memory");
+    cJSON_Delete(root);
+    if (m) {
+        m->rt = rt;
+        snprintf(m->model_type, sizeof m->model_type, "%s", m->cfg.arch == LM_QWEN3 ? "qwen3" : "qwen2");
+    }
+    if (st == VG_OK) st = build(m, NULL, seed, dt, opts);
+    if (st != VG_OK) {
+        vg_lm_free(m);
+        return st;
     }
     *out = m;
     return VG_OK;
