@@ -40,6 +40,8 @@ typedef struct vg_lm_options {
                                       memory after the weights (0: 0.5), capped at what
                                       max_seqs sequences of max_position_embeddings need */
     int max_seqs;                  /* sequences alive at once; 0: 256 */
+    int64_t max_seq_len;           /* tokens one sequence may reach; 0: max_position_embeddings.
+                                      Sizes the block tables (and what each step uploads) */
     int profile_pieces;            /* time each piece of eager runs (vg_runner_piece_times) */
 } vg_lm_options;
 
@@ -53,7 +55,7 @@ typedef struct vg_lm_info {
     uint64_t weight_bytes;   /* device memory of the weights */
     int block_size;
     int64_t num_blocks, free_blocks;
-    int max_blocks_per_seq;  /* ceil(max_position / block_size) */
+    int max_blocks_per_seq;  /* ceil(max_seq_len / block_size), at most num_blocks */
     uint64_t kv_bytes;       /* device memory of the KV pool */
     int max_seqs, live_seqs;
 } vg_lm_info;

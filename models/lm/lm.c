@@ -60,7 +60,12 @@ static vg_status make_kv(vg_lm *m)
     if (bs < 1 || bs > 4096 || max_seqs < 1 || max_seqs > (1 << 20))
         return vg_error_set(VG_ERR_INVALID_ARG, "lm: block_size %d or max_seqs %d out of range", bs,
                             max_seqs);
-    int64_t max_blocks = (c->max_pos + bs - 1) / bs;
+    int64_t max_len = o->max_seq_len ? o->max_seq_len : c->max_pos;
+    if (max_len < 1 || max_len > c->max_pos)
+        return vg_error_set(VG_ERR_INVALID_ARG, "lm: max_seq_len %lld is not in [1, "
+                                                "max_position_embeddings %lld]",
+                            (long long)max_len, (long long)c->max_pos);
+    int64_t max_blocks = (max_len + bs - 1) / bs;
     size_t per_block = (size_t)2 * (size_t)c->layers * (size_t)bs * (size_t)lm_kv_width(c) * vg_dtype_size(m->dt);
     int64_t blocks = o->num_blocks;
     if (blocks < 0) return vg_error_set(VG_ERR_INVALID_ARG, "lm: num_blocks %lld", (long long)blocks);
@@ -77,6 +82,7 @@ static vg_status make_kv(vg_lm *m)
             return vg_error_set(VG_ERR_OUT_OF_MEMORY, "lm: no device memory left for one KV block "
                                                       "(%zu bytes)", per_block);
     }
+    if (max_blocks > blocks) max_blocks = blocks; /* no sequence holds more than the pool */
     VGM_TRY(lm_kv_init(&m->kv, blocks, bs, (int)max_blocks, max_seqs));
     m->kv_bytes = per_block * (size_t)blocks;
     vg_status st = vg_mem_alloc(m->rt, m->kv_bytes, &m->kv_mem);
