@@ -236,6 +236,9 @@ typedef struct gen_seq {
     float *logits;  /* N x vocab */
 } gen_seq;
 
+/* Steps by the path they took: eager, FULL, PIECEWISE (vg_run_path). */
+static int64_t g_path_steps[3];
+
 static int generate(const gen_args *a, const prompts *p, gen_seq *s, vg_lm *lm, int vocab, int64_t *steps)
 {
     int B = p->B;
@@ -259,10 +262,12 @@ static int generate(const gen_args *a, const prompts *p, gen_seq *s, vg_lm *lm, 
             idx[n++] = b;
         }
         if (!n) break;
-        if (vg_lm_step(lm, st, n, logits, greedy, NULL) != VG_OK) {
+        vg_lm_step_info info;
+        if (vg_lm_step(lm, st, n, logits, greedy, &info) != VG_OK) {
             rc = vg_cli_fail(CMD, "%s", vg_last_error());
             break;
         }
+        g_path_steps[info.run.path]++;
         for (int i = 0; i < n; i++) {
             gen_seq *q = &s[idx[i]];
             q->fed += st[i].num_tokens;
@@ -390,12 +395,16 @@ static int report(const gen_args *a, const prompts *p, const gen_seq *s, vg_lm *
 {
     int cmp = 0;
     if (a->json) {
-        cJSON *j = cJSON_CreateObject(), *seqs = cJSON_AddArrayToObject(j, "generated");
+        cJSON *j = cJSON_CreateObject();
         cJSON_AddStringToObject(j, "backend", vg_runtime_backend_name(rt));
         cJSON_AddStringToObject(j, "mode", vg_graph_mode_name(vg_runner_mode(vg_lm_runner(lm))));
         cJSON_AddNumberToObject(j, "prompts", p->B);
         cJSON_AddNumberToObject(j, "new_tokens", (double)p->N);
         cJSON_AddNumberToObject(j, "steps", (double)steps);
+        cJSON_AddNumberToObject(j, "steps_full", (double)g_path_steps[VG_RUN_FULL]);
+        cJSON_AddNumberToObject(j, "steps_piecewise", (double)g_path_steps[VG_RUN_PIECEWISE]);
+        cJSON_AddNumberToObject(j, "steps_eager", (double)g_path_steps[VG_RUN_EAGER]);
+        cJSON *seqs = cJSON_AddArrayToObject(j, "generated");
         for (int b = 0; b < p->B; b++) {
             cJSON *row = cJSON_CreateArray();
             for (int64_t i = 0; i < p->N; i++) cJSON_AddItemToArray(row, cJSON_CreateNumber(s[b].out[s[b].L + i]));
@@ -418,8 +427,10 @@ static int report(const gen_args *a, const prompts *p, const gen_seq *s, vg_lm *
     }
     if (a->expected && (cmp = compare(a, p, s, info->vocab, info->compute_dtype, NULL)) == 1) return 1;
     if (a->stats) {
-        printf("backend %s, %d prompt(s), %lld new token(s) each, %lld step(s)\n",
-               vg_runtime_backend_name(rt), p->B, (long long)p->N, (long long)steps);
+        printf("backend %s, %d prompt(s), %lld new token(s) each, %lld step(s): %lld FULL, "
+               "%lld PIECEWISE, %lld eager\n", vg_runtime_backend_name(rt), p->B, (long long)p->N,
+               (long long)steps, (long long)g_path_steps[VG_RUN_FULL],
+               (long long)g_path_steps[VG_RUN_PIECEWISE], (long long)g_path_steps[VG_RUN_EAGER]);
         if (vg_stats_print(stdout, vg_lm_runner(lm))) return 1;
     }
     return cmp ? vg_cli_fail(CMD, "the result does NOT match %s", a->expected) : 0;
