@@ -69,9 +69,9 @@ static vg_status piece_attn_in(void *mp, vg_runner *r, const vg_piece *p, const 
         TRY(vg_op_rmsnorm_heads(s, m->dt, qkv, W, T, c->heads, c->head_dim, L->q_norm, c->eps));
         TRY(vg_op_rmsnorm_heads(s, m->dt, k, W, T, c->kv_heads, c->head_dim, L->k_norm, c->eps));
     }
-    const int32_t *pos = meta_at(r, l.pos);
-    TRY(vg_op_rotary(s, m->dt, qkv, W, T, c->heads, c->head_dim, pos, c->theta));
-    TRY(vg_op_rotary(s, m->dt, k, W, T, c->kv_heads, c->head_dim, pos, c->theta));
+    /* q's and k's heads are adjacent in a qkv row: one rotary over both */
+    TRY(vg_op_rotary(s, m->dt, qkv, W, T, c->heads + c->kv_heads, c->head_dim, meta_at(r, l.pos),
+                     c->theta));
     return vg_op_kv_store(s, m->dt, k, W, v, W, lm_k_cache(m, (int)p->arg), lm_v_cache(m, (int)p->arg),
                           meta_at(r, l.slots), T, c->kv_heads, c->head_dim);
 }
