@@ -183,6 +183,13 @@ static void test_plan(void **state)
     assert_int_equal(meta[l.ctx + 0], 2);
     assert_int_equal(meta[l.ctx + 1], 0);
     assert_int_equal(meta[l.btab + 0], kv.seqs[b].table[0]);
+    const int64_t *sizes = NULL;
+    int ns = vg_lm_default_sizes(&sizes);
+    assert_int_equal(ns, 35);
+    assert_int_equal(sizes[0], 1);
+    assert_int_equal(sizes[3], 8);
+    assert_int_equal(sizes[ns - 1], 256);
+    for (int i = 1; i < ns; i++) assert_true(sizes[i] > sizes[i - 1]);
     lm_meta_layout_for(2, 8, 3, &l); /* fewer tokens than max_seqs: one slot per token */
     assert_int_equal(l.seqs, 2);
     free(meta);

@@ -7,15 +7,15 @@
 
 #include "lm_internal.h"
 
-static int64_t k_lm_sizes[35];
+/* 1, 2, 4, 8, then every 8 up to 256: vLLM's decode ladder. A constant table, so that loads on
+ * several threads share it without a race. */
+static const int64_t k_lm_sizes[] = {
+    1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144, 152,
+    160, 168, 176, 184, 192, 200, 208, 216, 224, 232, 240, 248, 256
+};
 
 int vg_lm_default_sizes(const int64_t **sizes)
 {
-    if (!k_lm_sizes[0]) { /* 1, 2, 4, 8, then every 8 up to 256 */
-        int n = 0;
-        for (int64_t s = 1; s < 8; s *= 2) k_lm_sizes[n++] = s;
-        for (int64_t s = 8; s <= 256; s += 8) k_lm_sizes[n++] = s;
-    }
     if (sizes) *sizes = k_lm_sizes;
     return (int)VGM_ARRAY_LEN(k_lm_sizes);
 }
