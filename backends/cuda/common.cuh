@@ -140,5 +140,19 @@ vg_status vgc_op_silu_mul(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *
                           void *, int64_t, int64_t, int64_t);
 vg_status vgc_op_convert(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, vg_dtype,
                          void *, size_t);
+/* ops_lm.cu: op table version 4 */
+vg_status vgc_op_rotary(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, int64_t, int64_t, int,
+                        int, const int32_t *, float);
+vg_status vgc_op_rmsnorm_heads(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, int64_t, int64_t,
+                               int, int, const void *, float);
+vg_status vgc_op_kv_store(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
+                          const void *, int64_t, void *, void *, const int32_t *, int64_t, int,
+                          int);
+vg_status vgc_op_paged_attention(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
+                                 void *, int64_t, int64_t, const void *, const void *,
+                                 const int32_t *, int, const int32_t *, const int32_t *, int, int,
+                                 int, int, int, float);
+vg_status vgc_op_argmax(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t, int64_t,
+                        int64_t, int32_t *);
 
 #endif

@@ -123,4 +123,9 @@ vg_op_table vgc_ops = {
     vgc_op_silu_mul,
     vgc_op_convert,
     vgc_op_attention_rotary,
+    vgc_op_rotary,
+    vgc_op_rmsnorm_heads,
+    vgc_op_kv_store,
+    vgc_op_paged_attention,
+    vgc_op_argmax,
 };
