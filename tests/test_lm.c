@@ -799,6 +799,13 @@ static void test_synthetic(void **state)
         vg_lm_seq_tokens st = {id, prompt, 21};
         VG_CHECK(vg_lm_step(lm, &st, 1, out[r], &tok, NULL));
         for (int j = 1; j < 6; j++) {
+            if (j == 3) { /* new graph options mid-sequence: the KV cache and sequences stay */
+                vg_lm_options bad = o;
+                bad.mode = (vg_graph_mode)9;
+                VG_CHECK_FAILS(vg_lm_reconfigure(lm, &bad), VG_ERR_INVALID_ARG, "reconfigure");
+                VG_CHECK(vg_lm_reconfigure(lm, &o));
+                assert_int_equal(vg_lm_seq_len(lm, id), 21 + 2);
+            }
             st = (vg_lm_seq_tokens){id, &tok, 1};
             VG_CHECK(vg_lm_step(lm, &st, 1, out[r] + j * 512, &tok, NULL));
         }

@@ -91,6 +91,9 @@ VG_API vg_status vg_lm_load(vg_runtime *rt, const char *model_dir, const vg_lm_o
  * fixture's shape), or the path of a config.json. dtype: F32, BF16 or F16. */
 VG_API vg_status vg_lm_create_synthetic(vg_runtime *rt, const char *config, uint64_t seed,
                                         vg_dtype dtype, const vg_lm_options *opts, vg_lm **out);
+/* Change the graph options (mode, capture sizes, threshold, warm-up, profile_pieces); the KV
+ * pool, the sequences and the weights are kept. The runner is rebuilt: every graph is dropped. */
+VG_API vg_status vg_lm_reconfigure(vg_lm *lm, const vg_lm_options *opts);
 VG_API vg_status vg_lm_free(vg_lm *lm);
 VG_API vg_status vg_lm_get_info(const vg_lm *lm, vg_lm_info *info);
 VG_API vg_runner *vg_lm_runner(vg_lm *lm);

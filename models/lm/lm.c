@@ -225,6 +225,24 @@ vg_status vg_lm_create_synthetic(vg_runtime *rt, const char *config, uint64_t se
     return VG_OK;
 }
 
+vg_status vg_lm_reconfigure(vg_lm *m, const vg_lm_options *o)
+{
+    if (!m || !o || o->struct_size < sizeof(vg_lm_options) || (unsigned)o->mode > VG_MODE_FULL_AND_PIECEWISE)
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_reconfigure: bad argument");
+    if (o->num_capture_sizes < 0 || o->num_capture_sizes > (int)VGM_ARRAY_LEN(m->sizes))
+        return vg_error_set(VG_ERR_INVALID_ARG, "lm: at most %d capture sizes", (int)VGM_ARRAY_LEN(m->sizes));
+    vg_runner_destroy(m->runner);
+    m->runner = NULL;
+    m->opts.mode = o->mode;
+    m->opts.max_capture_size = o->max_capture_size;
+    m->opts.warmup = o->warmup;
+    m->opts.profile_pieces = o->profile_pieces;
+    m->opts.num_capture_sizes = o->capture_sizes ? o->num_capture_sizes : 0;
+    if (m->opts.num_capture_sizes)
+        memcpy(m->sizes, o->capture_sizes, (size_t)o->num_capture_sizes * sizeof(int64_t));
+    return make_runner(m);
+}
+
 vg_status vg_lm_free(vg_lm *m)
 {
     if (!m) return VG_OK;

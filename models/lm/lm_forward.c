@@ -149,6 +149,8 @@ static const vg_op_id k_ops_head[] = {VG_OP_GATHER_ROWS, VG_OP_RMSNORM, VG_OP_GE
 
 #define OPS(list) .ops_used = (list), .num_ops_used = (int)VGM_ARRAY_LEN(list)
 
+static int lm_addresses(void *mp, vg_runner *r, const void **out, int max);
+
 static int has_op(const vg_lm *m, vg_op_id op, vg_dtype dt)
 {
     uint32_t dtypes = 0;
@@ -196,8 +198,19 @@ vg_status lm_pieces_init(vg_lm *m)
                                 OPS(k_ops_head)};
     m->iface = (vg_model_iface){.struct_size = sizeof(vg_model_iface), .model = m,
                                 .pieces = m->pieces, .num_pieces = n, .reserve = lm_reserve,
-                                .prepare = lm_prepare};
+                                .prepare = lm_prepare, .addresses = lm_addresses};
     return VG_OK;
+}
+
+/* For the address check (VG_DEBUG_ADDRESSES=1): what the pieces read besides runner buffers. */
+static int lm_addresses(void *mp, vg_runner *r, const void **out, int max)
+{
+    vg_lm *m = mp;
+    (void)r;
+    const void *a[2] = {m->w.mem.base, m->kv_mem};
+    int n = 0;
+    for (; n < 2 && n < max; n++) out[n] = a[n];
+    return n;
 }
 
 vg_status lm_reserve(void *mp, vg_runner *r, const vg_batch_desc *d)
