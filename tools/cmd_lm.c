@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* vg lm: the language model's subcommands; generate (lm_generate.c). */
+/* vg lm: the language model's subcommands: generate (lm_generate.c), bench (lm_bench.c). */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,7 +10,9 @@ static const char k_help[] =
     "                      --max-new-tokens N [--output OUT.safetensors] [...]\n"
     "\n"
     "  generate  greedy decoding of every prompt as one batch on the graph runner, with a paged\n"
-    "            KV cache (vg lm generate --help)\n";
+    "            KV cache (vg lm generate --help)\n"
+    "  bench     decode latency with synthetic weights, eager against graphs, per batch size\n"
+    "            (vg lm bench --help)\n";
 
 int vg_cmd_lm(int argc, char **argv)
 {
@@ -19,5 +21,6 @@ int vg_cmd_lm(int argc, char **argv)
         return argc < 2 ? 2 : 0;
     }
     if (strcmp(argv[1], "generate") == 0) return vg_cmd_lm_generate(argc, argv);
-    return vg_cli_usage("lm", "unknown subcommand '%s'; the subcommand is generate", argv[1]);
+    if (strcmp(argv[1], "bench") == 0) return vg_cmd_lm_bench(argc, argv);
+    return vg_cli_usage("lm", "unknown subcommand '%s'; the subcommands are generate and bench", argv[1]);
 }

@@ -21,6 +21,7 @@ int vg_cmd_vit_encode(int argc, char **argv);
 int vg_cmd_vit_bench(int argc, char **argv);
 int vg_cmd_lm(int argc, char **argv);
 int vg_cmd_lm_generate(int argc, char **argv);
+int vg_cmd_lm_bench(int argc, char **argv);
 int vg_bench_launch(vg_runtime *rt, int kernels, int elems, int iters, int json);
 int vg_bench_runner(vg_runtime *rt, int ops, int iters, int json);
 
