@@ -361,6 +361,49 @@ static void test_open_iface_as_abi10(void **state)
     VG_CHECK(vg_runtime_close(rt));
 }
 
+static vg_status poisoned_argmax(vg_bk_device *d, vg_bk_stream *st, vg_dtype t, const void *x,
+                                 int64_t ld, int64_t rows, int64_t cols, int32_t *out)
+{
+    (void)d, (void)st, (void)t, (void)x, (void)ld, (void)rows, (void)cols, (void)out;
+    fail_msg("the core called an op table member beyond the table's struct_size");
+    return VG_ERR_INTERNAL;
+}
+
+/* A plugin built against op table version 3 (it ends at attention_rotary): the version 4 ops are
+ * not offered (the core treats members past struct_size as NULL, even when op_caps claims them),
+ * calling one is VG_ERR_UNSUPPORTED naming it, and the ops the table has still run. */
+static void test_op_table_v3_plugin(void **state)
+{
+    (void)state;
+    vg_backend_iface copy = *stub_table();
+    vg_op_table v3 = *copy.ops;
+    v3.version = 3;
+    v3.struct_size = (uint32_t)offsetof(vg_op_table, rotary);
+    v3.argmax = poisoned_argmax; /* beyond struct_size: must never be called */
+    copy.ops = &v3;
+    vg_runtime *rt = NULL;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    for (int op = 0; op < VG_OP_COUNT_; op++) {
+        uint32_t f = vg_runtime_op_support(rt, (vg_op_id)op, NULL);
+        if (op <= VG_OP_ATTENTION_ROTARY) assert_int_equal(f, VG_OP_SUPPORTED | VG_OP_CAPTURABLE);
+        else assert_int_equal(f, 0);
+    }
+    vg_stream *s = NULL;
+    VG_CHECK(vg_stream_create(rt, &s));
+    float *x = NULL;
+    int32_t *out = NULL;
+    VG_CHECK(vg_mem_alloc(rt, 64 * sizeof(float), (void **)&x));
+    VG_CHECK(vg_mem_alloc(rt, 64, (void **)&out));
+    VG_CHECK(vg_op_fill(s, x, VG_DTYPE_F32, 64, 1.0));
+    VG_CHECK_FAILS_ALL(vg_op_argmax(s, VG_DTYPE_F32, x, 8, 8, 8, out), VG_ERR_UNSUPPORTED, "argmax",
+                       "not implemented");
+    VG_CHECK(vg_stream_sync(s));
+    VG_CHECK(vg_mem_free(rt, x));
+    VG_CHECK(vg_mem_free(rt, out));
+    VG_CHECK(vg_stream_destroy(s));
+    VG_CHECK(vg_runtime_close(rt));
+}
+
 int main(void)
 {
     unsetenv("VG_BACKEND_PATH");
@@ -375,6 +418,7 @@ int main(void)
         cmocka_unit_test_setup(test_op_caps_probe, reset_env),
         cmocka_unit_test_setup(test_open_iface_validates, reset_env),
         cmocka_unit_test_setup(test_open_iface_as_abi10, reset_env),
+        cmocka_unit_test_setup(test_op_table_v3_plugin, reset_env),
     };
     return cmocka_run_group_tests_name("abi", tests, NULL, NULL);
 }
