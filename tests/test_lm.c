@@ -450,6 +450,13 @@ static void test_bad_inputs(void **state)
     vg_lm_seq_tokens bad_tok = {a, &big, 1};
     VG_CHECK_FAILS(vg_lm_step(lm, &bad_tok, 1, logits, g, NULL), VG_ERR_INVALID_ARG, "vocabulary");
     VG_CHECK_FAILS(vg_lm_step(lm, NULL, 0, logits, g, NULL), VG_ERR_INVALID_ARG, "empty");
+    vg_lm_info info;
+    VG_CHECK(vg_lm_get_info(lm, &info));
+    int32_t *many = calloc((size_t)info.max_position + 1, sizeof(int32_t));
+    vg_lm_seq_tokens too_far = {b, many, (int32_t)info.max_position + 1};
+    VG_CHECK_FAILS(vg_lm_step(lm, &too_far, 1, logits, g, NULL), VG_ERR_INVALID_ARG,
+                   "max_position_embeddings");
+    free(many);
     /* prompt 3 (40 tokens: 3 blocks) does not fit beside it: refused whole */
     vg_lm_seq_tokens two[2] = {{a, k.seq[1] + k.lens[1], 1}, {b, k.seq[3], (int32_t)k.lens[3]}};
     VG_CHECK_FAILS(vg_lm_step(lm, two, 2, logits, g, NULL), VG_ERR_OUT_OF_MEMORY, "exhausted");
