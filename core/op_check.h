@@ -69,4 +69,11 @@ static inline unsigned op_dtype_size(vg_dtype t)
 /* "BF16", or "dtype 17" for a value that is not one (a static buffer: failure paths only). */
 const char *vg_op_dtype_text(vg_dtype t);
 
+/* ops_nn.c: the preconditions of rotary_2d and rotary (ops_lm.c), which differ only in the
+ * multiple head_dim must be. */
+vg_status vg_op_check_rotary(const char *op, const vg_stream *s, vg_dtype dtype, const void *x,
+                             int64_t ld, int64_t rows, int heads, int head_dim,
+                             const int32_t *pos, float theta, int multiple,
+                             const char *multiple_text);
+
 #endif

@@ -8,18 +8,9 @@
 vg_status vg_op_rotary(vg_stream *s, vg_dtype dtype, void *x, int64_t ld, int64_t rows,
                        int heads, int head_dim, const int32_t *pos, float theta)
 {
-    REQUIRE_STREAM("rotary", s);
-    REQUIRE_DTYPE("rotary", "dtype", dtype, VG_DTYPES_FLOAT, DTYPES_FLOAT_TEXT);
-    REQUIRE_RANGE("rotary", "rows", rows, 0, OP_INT_MAX);
-    REQUIRE(heads >= 1, "rotary: heads %d < 1", heads);
-    REQUIRE(head_dim >= 2 && head_dim % 2 == 0,
-            "rotary: head_dim %d is not a positive even number", head_dim);
-    REQUIRE_GE("rotary", "ld", ld, "heads*head_dim", (int64_t)heads * head_dim);
-    REQUIRE(theta > 0.0f, "rotary: theta %g is not > 0", (double)theta);
-    REQUIRE_PTR("rotary", "x", x, rows);
-    REQUIRE_PTR("rotary", "pos", pos, rows);
-    REQUIRE_ALIGNED("rotary", "x", x, op_dtype_size(dtype));
-    REQUIRE_ALIGNED("rotary", "pos", pos, 4);
+    vg_status st = vg_op_check_rotary("rotary", s, dtype, x, ld, rows, heads, head_dim, pos,
+                                      theta, 2, "even number");
+    if (st != VG_OK) return st;
     OP_GATE(s, VG_OP_ROTARY, VG_DTYPE_BIT(dtype));
     if (!rows) return VG_OK;
     return OP_CALL(s, rotary, dtype, x, ld, rows, heads, head_dim, pos, theta);

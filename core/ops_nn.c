@@ -24,21 +24,42 @@ vg_status vg_op_rmsnorm(vg_stream *s, vg_dtype dtype, const void *x, const void 
     return OP_CALL(s, rmsnorm, dtype, x, w, out, rows, cols, eps);
 }
 
+/* The preconditions rotary_2d and rotary share; head_dim must be a positive multiple of
+ * `multiple` (`multiple_text` says so in the message). */
+vg_status vg_op_check_rotary(const char *op, const vg_stream *s, vg_dtype dtype, const void *x,
+                             int64_t ld, int64_t rows, int heads, int head_dim,
+                             const int32_t *pos, float theta, int multiple,
+                             const char *multiple_text)
+{
+#define FAIL_IF(cond, ...) \
+    do { if (VG_UNLIKELY(cond)) return vg_error_set(VG_ERR_INVALID_ARG, __VA_ARGS__); } while (0)
+    FAIL_IF(!s, "%s: stream is NULL", op);
+    FAIL_IF(!(vg_dtype_bit(dtype) & VG_DTYPES_FLOAT), "%s: dtype %s is not allowed (" DTYPES_FLOAT_TEXT ")",
+            op, vg_op_dtype_text(dtype));
+    FAIL_IF(rows < 0 || rows > OP_INT_MAX, "%s: rows %lld is not in [%lld, %lld]", op,
+            (long long)rows, 0LL, (long long)OP_INT_MAX);
+    FAIL_IF(heads < 1, "%s: heads %d < 1", op, heads);
+    FAIL_IF(head_dim < multiple || head_dim % multiple, "%s: head_dim %d is not a positive %s", op,
+            head_dim, multiple_text);
+    FAIL_IF(ld < (int64_t)heads * head_dim, "%s: ld %lld < heads*head_dim %lld", op, (long long)ld,
+            (long long)heads * head_dim);
+    FAIL_IF(!(theta > 0.0f), "%s: theta %g is not > 0", op, (double)theta);
+    FAIL_IF(!x && rows, "%s: x is NULL", op);
+    FAIL_IF(!pos && rows, "%s: pos is NULL", op);
+    FAIL_IF((uintptr_t)x & (op_dtype_size(dtype) - 1u), "%s: x %p is not aligned to its %u-byte elements",
+            op, x, op_dtype_size(dtype));
+    FAIL_IF((uintptr_t)pos & 3u, "%s: pos %p is not aligned to its 4-byte elements", op,
+            (const void *)pos);
+#undef FAIL_IF
+    return VG_OK;
+}
+
 vg_status vg_op_rotary_2d(vg_stream *s, vg_dtype dtype, void *x, int64_t ld, int64_t rows,
                           int heads, int head_dim, const int32_t *pos, float theta)
 {
-    REQUIRE_STREAM("rotary_2d", s);
-    REQUIRE_DTYPE("rotary_2d", "dtype", dtype, VG_DTYPES_FLOAT, DTYPES_FLOAT_TEXT);
-    REQUIRE_RANGE("rotary_2d", "rows", rows, 0, OP_INT_MAX);
-    REQUIRE(heads >= 1, "rotary_2d: heads %d < 1", heads);
-    REQUIRE(head_dim >= 4 && head_dim % 4 == 0,
-            "rotary_2d: head_dim %d is not a positive multiple of 4", head_dim);
-    REQUIRE_GE("rotary_2d", "ld", ld, "heads*head_dim", (int64_t)heads * head_dim);
-    REQUIRE(theta > 0.0f, "rotary_2d: theta %g is not > 0", (double)theta);
-    REQUIRE_PTR("rotary_2d", "x", x, rows);
-    REQUIRE_PTR("rotary_2d", "pos", pos, rows);
-    REQUIRE_ALIGNED("rotary_2d", "x", x, op_dtype_size(dtype));
-    REQUIRE_ALIGNED("rotary_2d", "pos", pos, 4);
+    vg_status st = vg_op_check_rotary("rotary_2d", s, dtype, x, ld, rows, heads, head_dim, pos,
+                                      theta, 4, "multiple of 4");
+    if (st != VG_OK) return st;
     OP_GATE(s, VG_OP_ROTARY_2D, VG_DTYPE_BIT(dtype));
     if (!rows) return VG_OK;
     return OP_CALL(s, rotary_2d, dtype, x, ld, rows, heads, head_dim, pos, theta);

@@ -49,4 +49,19 @@ static inline float activate(vg_activation act, float x)
     }
 }
 
+/* Rotate element i with element i + half of each of the `heads` head slices of one row (row
+ * offset `base` in elements) by the angle whose cosine and sine are c and sn: the inner step of
+ * every split-half rotary. */
+static inline void rotate_heads(void *x, vg_dtype t, size_t base, int heads, int head_dim, int i,
+                                float c, float sn)
+{
+    size_t half = (size_t)head_dim / 2;
+    for (int h = 0; h < heads; h++) {
+        size_t at = base + (size_t)h * (size_t)head_dim + (size_t)i;
+        float x0 = load_f(x, t, at), x1 = load_f(x, t, at + half);
+        store_f(x, t, at, x0 * c - x1 * sn);
+        store_f(x, t, at + half, x1 * c + x0 * sn);
+    }
+}
+
 #endif

@@ -32,13 +32,7 @@ static void run_rotary1(vg_bk_stream *s, const void *p)
             float inv_freq = 1.0f / powf(a->theta, (float)(2 * i) / (float)a->head_dim);
             float angle = (float)a->pos[r] * inv_freq;
             float c = (float)cos((double)angle), sn = (float)sin((double)angle);
-            for (int h = 0; h < a->heads; h++) {
-                size_t base = (size_t)(r * a->ld) + (size_t)h * (size_t)a->head_dim;
-                float x0 = load_f(a->x, a->dtype, base + (size_t)i);
-                float x1 = load_f(a->x, a->dtype, base + (size_t)(i + half));
-                store_f(a->x, a->dtype, base + (size_t)i, x0 * c - x1 * sn);
-                store_f(a->x, a->dtype, base + (size_t)(i + half), x1 * c + x0 * sn);
-            }
+            rotate_heads(a->x, a->dtype, (size_t)(r * a->ld), a->heads, a->head_dim, i, c, sn);
         }
     }
 }
