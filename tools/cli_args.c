@@ -27,6 +27,13 @@ static int set_value(const char *cmd, const vg_opt *o, const char *v)
         *(const char **)o->out = v;
         return 0;
     }
+    if (o->kind == VG_OPT_STRINGS) {
+        vg_opt_strings *list = o->out;
+        if (list->count == list->max)
+            return vg_cli_usage(cmd, "%s may be given at most %d times", o->name, list->max);
+        list->items[list->count++] = v;
+        return 0;
+    }
     char *end = NULL, buf[96];
     errno = 0;
     double x = o->kind == VG_OPT_DOUBLE ? strtod(v, &end) : (double)strtoll(v, &end, 10);

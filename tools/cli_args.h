@@ -11,8 +11,15 @@ typedef enum vg_opt_kind {
     VG_OPT_STRING, /* const char **: the next argument */
     VG_OPT_INT,    /* int *: an integer in [lo, hi] */
     VG_OPT_I64,    /* int64_t *: an integer in [lo, hi] */
-    VG_OPT_DOUBLE  /* double *: a number in [lo, hi] */
+    VG_OPT_DOUBLE, /* double *: a number in [lo, hi] */
+    VG_OPT_STRINGS /* vg_opt_strings *: the next argument, appended; the option may repeat */
 } vg_opt_kind;
+
+/* The values of an option given several times, in command-line order. */
+typedef struct vg_opt_strings {
+    const char **items; /* room for max values */
+    int count, max;
+} vg_opt_strings;
 
 typedef struct vg_opt {
     const char *name; /* "--iters" */

@@ -10,8 +10,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Linear interpolation between closest ranks. */
-static double quantile(const double *s, size_t n, double q)
+double vg_stats_quantile(const double *s, size_t n, double q)
 {
     double pos = q * (double)(n - 1);
     size_t lo = (size_t)pos;
@@ -22,7 +21,8 @@ static double quantile(const double *s, size_t n, double q)
 vg_sample_stats vg_stats_of(double *x, size_t n)
 {
     qsort(x, n, sizeof *x, cmp_double);
-    vg_sample_stats r = {quantile(x, n, 0.5), quantile(x, n, 0.1), quantile(x, n, 0.9), x[0], x[n - 1]};
+    vg_sample_stats r = {vg_stats_quantile(x, n, 0.5), vg_stats_quantile(x, n, 0.1),
+                         vg_stats_quantile(x, n, 0.9), x[0], x[n - 1]};
     return r;
 }
 
