@@ -15,6 +15,7 @@ static void svg_plot(FILE *fp, const row *rows, int n)
     for (int i = 0; i < n; i++) {
         xmax = fmax(xmax, (double)rows[i].patches);
         ymax = fmax(ymax, fmax(rows[i].eager.median, fmax(rows[i].peer_graph, rows[i].graph.median)));
+        ymax = fmax(ymax, rows[i].peer_compiled);
     }
     const double W = 640, H = 400, L = 60, B = 50, R = 150, T = 30;
 #define PX(x) (L + (x) / xmax * (W - L - R))
@@ -31,12 +32,15 @@ static void svg_plot(FILE *fp, const row *rows, int n)
     fprintf(fp, "<text x='%g' y='%g' text-anchor='middle'>patches per image</text>\n", (L + W - R) / 2, H - 10);
     fprintf(fp, "<text x='14' y='%g' transform='rotate(-90 14 %g)' text-anchor='middle'>latency (ms)</text>\n", (H - B + T) / 2, (H - B + T) / 2);
     struct { const char *name, *color; int which; } lines[] = {
-        {"vg eager", "#d62728", 0}, {"vg graph", "#1f77b4", 1}, {"torch graph (peer)", "#7f7f7f", 2}};
-    for (int l = 0; l < 3; l++) {
+        {"vg eager", "#d62728", 0}, {"vg graph", "#1f77b4", 1}, {"torch graph (peer)", "#7f7f7f", 2},
+        {"torch compiled graph (peer)", "#2ca02c", 3}};
+    for (int l = 0; l < 4; l++) {
         fprintf(fp, "<polyline fill='none' stroke='%s' stroke-width='2' points='", lines[l].color);
         int any = 0;
         for (int i = 0; i < n; i++) {
-            double y = lines[l].which == 0 ? rows[i].eager.median : lines[l].which == 1 ? rows[i].graph.median : rows[i].peer_graph;
+            const double ys[4] = {rows[i].eager.median, rows[i].graph.median, rows[i].peer_graph,
+                                 rows[i].peer_compiled};
+            double y = ys[lines[l].which];
             if (y <= 0) continue;
             fprintf(fp, "%g,%g ", PX((double)rows[i].patches), PY(y));
             any = 1;
@@ -93,10 +97,15 @@ static int report_json(const bench_args *a, vg_runtime *rt, const vg_device_info
         cJSON_AddNumberToObject(o, "capture_ms", r->capture_ms);
         cJSON_AddNumberToObject(o, "graph_bytes", (double)r->graph_bytes);
         cJSON_AddNumberToObject(o, "tflops", r->flops / r->graph.median / 1e9);
+        if (r->peer_hf > 0) cJSON_AddNumberToObject(o, "peer_hf_eager_ms", r->peer_hf);
         if (r->peer_graph > 0) {
-            cJSON_AddNumberToObject(o, "peer_hf_eager_ms", r->peer_hf);
             cJSON_AddNumberToObject(o, "peer_torch_graph_ms", r->peer_graph);
             cJSON_AddNumberToObject(o, "speedup_vs_torch_graph", r->peer_graph / r->graph.median);
+        }
+        if (r->peer_padded > 0) cJSON_AddNumberToObject(o, "peer_padded_graph_ms", r->peer_padded);
+        if (r->peer_compiled > 0) {
+            cJSON_AddNumberToObject(o, "peer_compiled_graph_ms", r->peer_compiled);
+            cJSON_AddNumberToObject(o, "speedup_vs_compiled", r->peer_compiled / r->graph.median);
         }
         if (a->pieces) cJSON_AddItemToObject(o, "pieces", pieces_json(r));
         cJSON_AddItemToArray(arr, o);
@@ -119,6 +128,13 @@ static void print_pieces(const row *r, int calls)
     }
 }
 
+/* A peer's cell: the value, or "-" when that peer did not measure this size. */
+static void cell(char *buf, size_t cap, const char *fmt, double have, double value)
+{
+    if (have > 0) snprintf(buf, cap, fmt, value);
+    else snprintf(buf, cap, "-");
+}
+
 static void report_text(const bench_args *a, vg_runtime *rt, const vg_device_info *dev,
                         const vg_vit_info *info, const row *rows, const warmup16 *w)
 {
@@ -127,23 +143,31 @@ static void report_text(const bench_args *a, vg_runtime *rt, const vg_device_inf
            a->model ? a->model : a->config, vg_dtype_name(info->compute_dtype),
            a->model ? "" : ", synthetic weights", vg_runtime_backend_name(rt), dev->name,
            vg_graph_mode_name(a->mode), a->iters);
-    printf("%6s %7s | %20s | %20s | %8s %8s %7s | %9s %11s %8s\n", "image", "patches",
-           "vg eager med (p10-p90)", "vg graph med (p10-p90)", "capture", "graph", "TFLOP/s",
-           "HF eager", "torch graph", "speedup");
+    printf("%6s %7s | %20s | %20s | %8s %8s %7s | %8s %11s %6s | %7s %8s %6s\n", "image",
+           "patches", "vg eager med (p10-p90)", "vg graph med (p10-p90)", "capture", "graph",
+           "TFLOP/s", "HF eager", "torch graph", "vg x", "padded", "compiled", "vg x");
     for (int i = 0; i < a->nsizes; i++) {
         const row *r = &rows[i];
-        char side[16], peer_hf[16] = "-", peer_g[16] = "-", ratio[16] = "-";
+        char side[16], hf[16], g[16], gx[16], pad[16], comp[16], cx[16];
         snprintf(side, sizeof side, r->side ? "%d" : "-", r->side);
-        if (r->peer_graph > 0) {
-            snprintf(peer_hf, sizeof peer_hf, "%.2f", r->peer_hf);
-            snprintf(peer_g, sizeof peer_g, "%.2f", r->peer_graph);
-            snprintf(ratio, sizeof ratio, "%.2fx", r->peer_graph / r->graph.median);
-        }
-        printf("%6s %7lld | %6.3f (%5.3f-%5.3f) | %6.3f (%5.3f-%5.3f) | %6.1fms %6.1fMiB %7.0f | %9s %11s %8s\n",
+        cell(hf, sizeof hf, "%.2f", r->peer_hf, r->peer_hf);
+        cell(g, sizeof g, "%.2f", r->peer_graph, r->peer_graph);
+        cell(gx, sizeof gx, "%.2fx", r->peer_graph, r->peer_graph / r->graph.median);
+        cell(pad, sizeof pad, "%.2f", r->peer_padded, r->peer_padded);
+        cell(comp, sizeof comp, "%.2f", r->peer_compiled, r->peer_compiled);
+        cell(cx, sizeof cx, "%.2fx", r->peer_compiled, r->peer_compiled / r->graph.median);
+        printf("%6s %7lld | %6.3f (%5.3f-%5.3f) | %6.3f (%5.3f-%5.3f) | %6.1fms %6.1fMiB %7.0f | "
+               "%8s %11s %6s | %7s %8s %6s\n",
                side, (long long)r->patches, r->eager.median, r->eager.p10, r->eager.p90, r->graph.median,
                r->graph.p10, r->graph.p90, r->capture_ms, (double)r->graph_bytes / 1048576.0,
-               r->flops / r->graph.median / 1e9, peer_hf, peer_g, ratio);
+               r->flops / r->graph.median / 1e9, hf, g, gx, pad, comp, cx);
     }
+    int any_peer = 0;
+    for (int i = 0; i < a->nsizes; i++) any_peer |= rows[i].peer_hf > 0 || rows[i].peer_graph > 0 || rows[i].peer_compiled > 0;
+    if (any_peer)
+        printf("peers (PyTorch, same session): HF eager; torch graph = SGLang's method (blocks and "
+               "merger in one CUDA graph); padded = intermediate padded, one CUDA graph; compiled = "
+               "padded + torch.compile, one CUDA graph; vg x = the peer's time over vg's graph\n");
     /* The free-memory drop also holds what the warm-up's eager runs loaded on first use
      * (kernel code, GEMM tuning); the runner's own count is taken around each capture. */
     double used = w->mib_before - w->mib_after;
