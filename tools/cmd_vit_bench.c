@@ -357,10 +357,11 @@ static int check_files(const bench_args *a, peer_data *peer, stream_list *list)
     if (a->requests_file && vg_out_check("vit bench", a->requests_file)) return 1;
     if (vit_bench_read_peers(a->peer_paths, a->peers.count, peer)) return 1;
     int streaming = a->stream || a->stream_from;
-    if (a->peers.count && streaming && !peer->nstreams)
+    /* a peer that reported errors only is said on stderr and leaves vg's own results */
+    if (a->peers.count && streaming && !peer->stream_lines)
         return vg_cli_fail("vit bench", "the peer files hold no stream measurements (lines of "
                                         "tools/peer/peer_vit_stream_torch.py)");
-    if (a->peers.count && !streaming && !peer->nsizes)
+    if (a->peers.count && !streaming && !peer->size_lines)
         return vg_cli_fail("vit bench", "the peer files hold no per-size measurements (lines of "
                                         "tools/peer/peer_vit_torch.py, peer_vit_torch_compiled.py "
                                         "or peer_vit3_torch.py)");

@@ -102,6 +102,7 @@ typedef struct peer_data {
     int nsizes;
     peer_stream streams[MAX_PEER_STREAMS];
     int nstreams;
+    int size_lines, stream_lines; /* read, those reporting an error included */
 } peer_data;
 
 /* Read every peer file (lines of any of the peer scripts, in any order, files concatenated or

@@ -96,6 +96,7 @@ static vit_family size_family(const cJSON *j, int64_t S, double side)
 
 static int size_line(const cJSON *j, const where *at, peer_data *out)
 {
+    out->size_lines++;
     int64_t S;
     if (whole(j, "S", 1, 0, at, &S)) return 1;
     double side, hf, graph, blocks, padded, compiled;
@@ -137,6 +138,7 @@ static int size_line(const cJSON *j, const where *at, peer_data *out)
 
 static int stream_line(const cJSON *j, const cJSON *method, const where *at, peer_data *out)
 {
+    out->stream_lines++;
     const cJSON *err = cJSON_GetObjectItemCaseSensitive(j, "error");
     if (err) { /* the peer could not run this method at all: said, and nothing to show */
         fprintf(stderr, "vg " CMD ": %s:%d: the stream peer reports an error for method %s: %.300s\n",
