@@ -26,7 +26,8 @@ static const char k_help[] =
     "memory and achieved TFLOP/s (GEMMs and attention). Then the graph memory of a 16-bucket\n"
     "warm-up.\n"
     "  --config NAME  a model with deterministic synthetic weights (no download): qwen2.5-vl-7b,\n"
-    "                 qwen2.5-vl-3b or qwen2.5-vl-tiny\n"
+    "                 qwen2.5-vl-3b, qwen2.5-vl-tiny, qwen3-vl-8b or qwen3-vl-tiny (16-pixel\n"
+    "                 patches: give its sizes as patch counts, 256t,1024t,4096t)\n"
     "  --model DIR    a Hugging Face model directory instead\n"
     "  --iters N      timed runs per size and path, 1..100000\n"
     "  --peer FILE    the JSON lines of the PyTorch peer (tools/peer/peer_vit_torch.py) measured in\n"
@@ -117,11 +118,12 @@ static vg_status time_calls(timing *t, int64_t side, int iters, vg_sample_stats 
     int64_t grid[3] = {1, side, side};
     double *x = calloc((size_t)iters, sizeof *x);
     if (!x) return VG_ERR_OUT_OF_MEMORY;
-    vg_status st = VG_OK;
+    vg_vit_info info;
+    vg_status st = vg_vit_get_info(t->v, &info);
     for (int i = -3; i < iters && st == VG_OK; i++) {
         vg_progress_show(t->progress, t->what, i + 3, iters + 3);
         vg_vit_output o;
-        st = vg_vit_encode(t->v, t->pixels, VG_DTYPE_F32, side * side, 1176, grid, 1, &o);
+        st = vg_vit_encode(t->v, t->pixels, VG_DTYPE_F32, side * side, info.patch_dim, grid, 1, &o);
         if (st != VG_OK) break;
         if (i == -1 && warm_pieces) vg_runner_piece_times(vg_vit_runner(t->v), warm_pieces, MAX_PIECES);
         if (i >= 0) x[i] = o.device_ms;
@@ -176,7 +178,9 @@ static vg_status warmup16_run(vg_vit *v, vg_vit_options *o, vg_runtime *rt, cons
     vg_status st = vg_vit_reconfigure(v, o);
     int64_t grid[3] = {1, 32, 32}; /* size the workspace for the largest bucket first */
     vg_vit_output out;
-    if (st == VG_OK) st = vg_vit_encode(v, pixels, VG_DTYPE_F32, 1024, 1176, grid, 1, &out);
+    vg_vit_info info;
+    if (st == VG_OK) st = vg_vit_get_info(v, &info);
+    if (st == VG_OK) st = vg_vit_encode(v, pixels, VG_DTYPE_F32, 1024, info.patch_dim, grid, 1, &out);
     if (st == VG_OK) vg_free(out.embeddings);
     w->mib_before = free_mib(rt);
     vg_batch_desc like = {.num_tokens = 0};
@@ -264,15 +268,12 @@ static int run(const bench_args *a, vg_runtime *rt, row *rows)
     vg_vit_get_info(v, &info);
     int64_t max_patches = 1024; /* the 16-bucket warm-up encodes 1024 patches */
     for (int i = 0; i < a->nsizes; i++) max_patches = rows[i].patches > max_patches ? rows[i].patches : max_patches;
-    float *pixels = info.patch_dim == 1176 ? malloc((size_t)max_patches * 1176 * sizeof(float)) : NULL;
+    float *pixels = malloc((size_t)max_patches * (size_t)info.patch_dim * sizeof(float));
     int rc = 1;
-    if (info.patch_dim != 1176) {
-        vg_cli_fail("vit bench", "the bench feeds 1176-wide patches; this model wants %lld",
-                    (long long)info.patch_dim);
-    } else if (!pixels) {
+    if (!pixels) {
         vg_cli_fail("vit bench", "out of host memory");
     } else {
-        for (int64_t i = 0; i < max_patches * 1176; i++)
+        for (int64_t i = 0; i < max_patches * info.patch_dim; i++)
             pixels[i] = (float)((i * 2654435761u) % 2001) / 1000.0f - 1.0f;
         warmup16 w = {0};
         if (measure(a, rt, v, &o, pixels, rows, &w) != VG_OK)
