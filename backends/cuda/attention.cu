@@ -51,7 +51,7 @@ k_attention(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, int 
     if (ROPE && active)
 #pragma unroll
         for (int i = 0; i < HD / 2; i++) {
-            if (!EXACT && i >= HALF) break;
+            if (!EXACT && i >= HALF) continue; /* (not break: the loop stays unrollable) */
             float c, sn, x0 = q[i], x1 = q[i + HALF];
             sincosf(vgk_rotary_angle(pos, row, i, HALF, log2_theta), &sn, &c);
             q[i] = x0 * c - x1 * sn;
