@@ -10,7 +10,8 @@ const char *vg_op_name(vg_op_id op)
                                                     "attention", "silu_mul",  "convert",
                                                     "attention_rotary", "rotary",
                                                     "rmsnorm_heads", "kv_store",
-                                                    "paged_attention", "argmax"};
+                                                    "paged_attention", "argmax",
+                                                    "layernorm", "gather_weighted"};
     return (unsigned)op < VG_OP_COUNT_ ? names[op] : NULL;
 }
 
@@ -53,7 +54,9 @@ uint32_t vg_op_catalogue_dtypes(uint32_t op)
     case VG_OP_RMSNORM_HEADS:
     case VG_OP_KV_STORE:
     case VG_OP_PAGED_ATTENTION:
-    case VG_OP_ARGMAX: return VG_DTYPES_FLOAT;
+    case VG_OP_ARGMAX:
+    case VG_OP_LAYERNORM:
+    case VG_OP_GATHER_WEIGHTED: return VG_DTYPES_FLOAT;
     default: return 0;
     }
 }

@@ -79,6 +79,7 @@ typedef struct tcase {
     int64_t m, n, k, lda, ldb, ldc, ldr, rows, cols, ld, ld2, count;
     int heads, hd, nseg, bias, res, inplace; /* res: 0 none, 1 separate, 2 aliasing c */
     int kv_heads, block_size, max_blocks, nslots; /* kv_store, paged_attention */
+    int src_rows, taps;                           /* gather_weighted */
     vg_activation act;
     double alpha, beta, value, eps, theta, scale;
     double term_scale; /* set by reference() where the result may cancel: the terms' magnitude */
@@ -396,6 +397,33 @@ static void generate(tcase *c, rng *r)
         snprintf(c->shape, sizeof c->shape, "rows=%lld cols=%lld ld=%lld", (long long)c->rows,
                  (long long)c->cols, (long long)c->ld);
         break;
+    case VG_OP_LAYERNORM:
+        c->rows = small_rows(r, 64);
+        c->cols = rchance(r, 0.15) ? rint_in(r, 1000, 6000) : rint_in(r, 1, 320);
+        c->eps = (float)(rchance(r, 0.2) ? 0.5 : rchance(r, 0.5) ? 1e-6 : 1e-5);
+        c->bias = rchance(r, 0.7);
+        c->inplace = rchance(r, 0.3);
+        add_buf(c, r, "x", c->t, (size_t)(c->rows * c->cols));
+        add_buf(c, r, "w", c->t, (size_t)c->cols);
+        if (c->bias) add_buf(c, r, "b", c->t, (size_t)c->cols);
+        if (!c->inplace) add_buf(c, r, "out", c->t, (size_t)(c->rows * c->cols));
+        c->out = c->inplace ? 0 : c->nb - 1;
+        snprintf(c->shape, sizeof c->shape, "rows=%lld cols=%lld eps=%g bias=%d%s", (long long)c->rows,
+                 (long long)c->cols, c->eps, c->bias, c->inplace ? " out=x" : "");
+        break;
+    case VG_OP_GATHER_WEIGHTED:
+        c->src_rows = (int)rint_in(r, 1, 300);
+        c->rows = small_rows(r, 96);
+        c->cols = rchance(r, 0.2) ? rint_in(r, 300, 1200) : rint_in(r, 1, 200);
+        c->taps = rchance(r, 0.5) ? 4 : (int)rint_in(r, 1, VG_GATHER_MAX_TAPS);
+        add_buf(c, r, "src", c->t, (size_t)c->src_rows * (size_t)c->cols);
+        add_buf(c, r, "idx", VG_DTYPE_I32, (size_t)(c->rows * c->taps));
+        add_buf(c, r, "w", VG_DTYPE_F32, (size_t)(c->rows * c->taps));
+        add_buf(c, r, "dst", c->t, (size_t)(c->rows * c->cols));
+        c->out = 3;
+        snprintf(c->shape, sizeof c->shape, "src_rows=%d rows=%lld cols=%lld taps=%d", c->src_rows,
+                 (long long)c->rows, (long long)c->cols, c->taps);
+        break;
     default:
         break;
     }
@@ -476,6 +504,9 @@ static void randomise(tcase *c, rng *r)
                 x[rint_in(r, 0, c->cols - 1)] = 1.0;
                 x[rint_in(r, 0, c->cols - 1)] = 1.0;
             }
+        break;
+    case VG_OP_GATHER_WEIGHTED: /* mostly inside the table, some indices just outside it */
+        fill_ints(&c->b[1], r, -2, c->src_rows + 1);
         break;
     case VG_OP_CONVERT: { /* a wide range, and values F16 stores as subnormals */
         buf *src = &c->b[0];
@@ -609,6 +640,19 @@ static void reference(tcase *c)
         free(bt), free(cl), free(qs);
         break;
     }
+    case VG_OP_LAYERNORM:
+        ref_layernorm(c->inplace ? w : b[0].h + b[0].off, b[1].h + b[1].off,
+                      c->bias ? b[2].h + b[2].off : NULL, w, c->rows, c->cols, c->eps);
+        mark_rows(o, 1, 0, c->rows * c->cols);
+        break;
+    case VG_OP_GATHER_WEIGHTED: {
+        int32_t *idx = ints_of(&b[1]);
+        ref_gather_weighted(w, b[0].h + b[0].off, c->src_rows, idx, b[2].h + b[2].off, c->rows,
+                            c->cols, c->taps);
+        mark_rows(o, 1, 0, c->rows * c->cols);
+        free(idx);
+        break;
+    }
     case VG_OP_ARGMAX: {
         int32_t *idx = xcalloc((size_t)c->rows, sizeof *idx);
         ref_argmax(b[0].h + b[0].off, c->ld, c->rows, c->cols, idx);
@@ -675,6 +719,12 @@ static vg_status enqueue(const tcase *c)
                                      c->kv_heads, c->hd, c->block_size, (float)c->scale);
     case VG_OP_ARGMAX:
         return vg_op_argmax(s, c->t, b[0].d, c->ld, c->rows, c->cols, b[1].d);
+    case VG_OP_LAYERNORM:
+        return vg_op_layernorm(s, c->t, b[0].d, b[1].d, c->bias ? b[2].d : NULL, b[c->out].d,
+                               c->rows, c->cols, (float)c->eps);
+    case VG_OP_GATHER_WEIGHTED:
+        return vg_op_gather_weighted(s, c->t, b[3].d, b[0].d, c->src_rows, b[1].d, b[2].d, c->rows,
+                                     c->cols, c->taps);
     default: return VG_ERR_INTERNAL;
     }
 }

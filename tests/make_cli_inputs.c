@@ -41,5 +41,8 @@ int main(int argc, char **argv)
     rc |= write(d, "empty", 0, 1176, g0, 1, 1, 1);
     rc |= write(d, "missing_grid", 256, 1176, g16, 1, 1, 0);
     rc |= write(d, "missing_pixels", 256, 1176, g16, 1, 0, 1);
+    /* the same for a tower of 16-pixel patches (Qwen3-VL: 1536 columns) */
+    rc |= write(d, "p16_rows_mismatch", 250, 1536, g16, 1, 1, 1);
+    rc |= write(d, "p16_not_divisible", 240, 1536, g15, 1, 1, 1);
     return rc;
 }

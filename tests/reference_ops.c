@@ -28,7 +28,9 @@ uint32_t ref_catalogue_dtypes(vg_op_id op)
     case VG_OP_RMSNORM_HEADS:
     case VG_OP_KV_STORE:
     case VG_OP_PAGED_ATTENTION:
-    case VG_OP_ARGMAX: return FLOATS;
+    case VG_OP_ARGMAX:
+    case VG_OP_LAYERNORM:
+    case VG_OP_GATHER_WEIGHTED: return FLOATS;
     default: return 0;
     }
 }
@@ -260,4 +262,33 @@ void ref_argmax(const double *x, int64_t ld, int64_t rows, int64_t cols, int32_t
             if (x[r * ld + c] > x[r * ld + at]) at = c;
         out[r] = (int32_t)at;
     }
+}
+
+void ref_layernorm(const double *x, const double *w, const double *b, double *out, int64_t rows,
+                   int64_t cols, double eps)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const double *xr = x + r * cols;
+        double mean = 0, var = 0;
+        for (int64_t c = 0; c < cols; c++) mean += xr[c];
+        mean /= (double)cols;
+        for (int64_t c = 0; c < cols; c++) var += (xr[c] - mean) * (xr[c] - mean);
+        double inv = 1.0 / sqrt(var / (double)cols + eps);
+        for (int64_t c = 0; c < cols; c++) /* xr may be out: element c is read, then written */
+            out[r * cols + c] = (xr[c] - mean) * inv * w[c] + (b ? b[c] : 0.0);
+    }
+}
+
+void ref_gather_weighted(double *dst, const double *src, int64_t src_rows, const int32_t *idx,
+                         const double *w, int64_t rows, int64_t cols, int taps)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            double acc = 0;
+            for (int t = 0; t < taps; t++) {
+                int32_t i = idx[r * taps + t];
+                if (i >= 0 && i < src_rows) acc += w[r * taps + t] * src[(int64_t)i * cols + c];
+            }
+            dst[r * cols + c] = acc;
+        }
 }

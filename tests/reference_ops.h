@@ -67,4 +67,15 @@ void ref_paged_attention(const double *q, int64_t ld_q, double *out, int64_t ld_
 /* argmax: the smallest column holding the row's maximum. */
 void ref_argmax(const double *x, int64_t ld, int64_t rows, int64_t cols, int32_t *out);
 
+/* ---- op table version 5 ---- */
+
+/* layernorm over contiguous rows; b may be NULL; out may equal x. */
+void ref_layernorm(const double *x, const double *w, const double *b, double *out, int64_t rows,
+                   int64_t cols, double eps);
+
+/* gather_weighted: dst[r, :] = Σ_t w[r, t] · src[idx[r, t], :]; an index outside [0, src_rows)
+ * contributes nothing. */
+void ref_gather_weighted(double *dst, const double *src, int64_t src_rows, const int32_t *idx,
+                         const double *w, int64_t rows, int64_t cols, int taps);
+
 #endif

@@ -404,6 +404,57 @@ static void test_op_table_v3_plugin(void **state)
     VG_CHECK(vg_runtime_close(rt));
 }
 
+static vg_status poisoned_gather_weighted(vg_bk_device *d, vg_bk_stream *st, vg_dtype t, void *dst,
+                                          const void *src, int64_t src_rows, const int32_t *idx,
+                                          const float *w, int64_t rows, int64_t cols, int taps)
+{
+    (void)d, (void)st, (void)t, (void)dst, (void)src, (void)src_rows, (void)idx, (void)w;
+    (void)rows, (void)cols, (void)taps;
+    fail_msg("the core called an op table member beyond the table's struct_size");
+    return VG_ERR_INTERNAL;
+}
+
+/* A plugin built against op table version 4 (it ends at argmax) under this version 5 core: the
+ * version 5 ops are not offered and calling one is VG_ERR_UNSUPPORTED naming it; the version 4
+ * ops still run. */
+static void test_op_table_v4_plugin(void **state)
+{
+    (void)state;
+    vg_backend_iface copy = *stub_table();
+    vg_op_table v4 = *copy.ops;
+    v4.version = 4;
+    v4.struct_size = (uint32_t)offsetof(vg_op_table, layernorm);
+    v4.gather_weighted = poisoned_gather_weighted; /* beyond struct_size: must never be called */
+    copy.ops = &v4;
+    vg_runtime *rt = NULL;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    for (int op = 0; op < VG_OP_COUNT_; op++) {
+        uint32_t f = vg_runtime_op_support(rt, (vg_op_id)op, NULL);
+        if (op <= VG_OP_ARGMAX) assert_int_equal(f, VG_OP_SUPPORTED | VG_OP_CAPTURABLE);
+        else assert_int_equal(f, 0);
+    }
+    vg_stream *s = NULL;
+    VG_CHECK(vg_stream_create(rt, &s));
+    float *x = NULL, *y = NULL;
+    int32_t *idx = NULL;
+    VG_CHECK(vg_mem_alloc(rt, 64 * sizeof(float), (void **)&x));
+    VG_CHECK(vg_mem_alloc(rt, 64 * sizeof(float), (void **)&y));
+    VG_CHECK(vg_mem_alloc(rt, 64, (void **)&idx));
+    VG_CHECK(vg_op_fill(s, x, VG_DTYPE_F32, 64, 1.0));
+    VG_CHECK(vg_op_fill(s, idx, VG_DTYPE_I32, 16, 0.0));
+    VG_CHECK_FAILS_ALL(vg_op_layernorm(s, VG_DTYPE_F32, x, x, NULL, y, 8, 8, 1e-6f), VG_ERR_UNSUPPORTED,
+                       "layernorm", "not implemented");
+    VG_CHECK_FAILS_ALL(vg_op_gather_weighted(s, VG_DTYPE_F32, y, x, 8, idx, x, 4, 8, 4),
+                       VG_ERR_UNSUPPORTED, "gather_weighted", "not implemented");
+    VG_CHECK(vg_op_argmax(s, VG_DTYPE_F32, x, 8, 8, 8, idx)); /* a version 4 op runs */
+    VG_CHECK(vg_stream_sync(s));
+    VG_CHECK(vg_mem_free(rt, x));
+    VG_CHECK(vg_mem_free(rt, y));
+    VG_CHECK(vg_mem_free(rt, idx));
+    VG_CHECK(vg_stream_destroy(s));
+    VG_CHECK(vg_runtime_close(rt));
+}
+
 int main(void)
 {
     unsetenv("VG_BACKEND_PATH");
@@ -419,6 +470,7 @@ int main(void)
         cmocka_unit_test_setup(test_open_iface_validates, reset_env),
         cmocka_unit_test_setup(test_open_iface_as_abi10, reset_env),
         cmocka_unit_test_setup(test_op_table_v3_plugin, reset_env),
+        cmocka_unit_test_setup(test_op_table_v4_plugin, reset_env),
     };
     return cmocka_run_group_tests_name("abi", tests, NULL, NULL);
 }

@@ -1304,6 +1304,127 @@ static void argmax_case(vg_dtype t, int rows, int cols, int64_t ld)
     VG_CHECK(vg_mem_free(g.rt, dout));
 }
 
+/* layernorm: rows far from zero (the variance must be taken around the mean), with and without
+ * bias, in place, and row lengths that take each of a GPU kernel's paths (a warp per row, a block
+ * per row, rows too long for registers, and rows of an odd length). */
+static void layernorm_case(vg_dtype t, int rows, int cols, int bias, float offset)
+{
+    size_t n = (size_t)rows * (size_t)cols;
+    float *x = malloc(n * 4), *w = malloc((size_t)cols * 4), *b = malloc((size_t)cols * 4);
+    float *got = malloc(n * 4);
+    assert_true(x && w && b && got);
+    fill_random(x, n, 91);
+    for (size_t i = 0; i < n; i++) x[i] += offset;
+    fill_random(w, (size_t)cols, 92);
+    fill_random(b, (size_t)cols, 93);
+    void *dx = upload_as(t, x, n), *dw = upload_as(t, w, (size_t)cols);
+    void *db = bias ? upload_as(t, b, (size_t)cols) : NULL, *dout = dalloc(n * esize(t));
+    VG_CHECK(vg_op_layernorm(g.s, t, dx, dw, db, dout, rows, cols, 1e-6f));
+    download_as(t, got, dout, n);
+    double *xd = to_double(x, n), *wd = to_double(w, (size_t)cols), *bd = to_double(b, (size_t)cols);
+    double *want = malloc(n * sizeof(double));
+    assert_non_null(want);
+    ref_layernorm(xd, wd, bias ? bd : NULL, want, rows, cols, 1e-6);
+    char what[96];
+    snprintf(what, sizeof what, "layernorm %s %dx%d bias %d offset %g", vg_dtype_name(t), rows, cols,
+             bias, (double)offset);
+    check_close(what, got, want, n, tol_for(t));
+    VG_CHECK(vg_op_layernorm(g.s, t, dx, dw, db, dx, rows, cols, 1e-6f)); /* in place */
+    download_as(t, got, dx, n);
+    check_close(what, got, want, n, tol_for(t));
+    free(x), free(w), free(b), free(got), free(xd), free(wd), free(bd), free(want);
+    VG_CHECK(vg_mem_free(g.rt, dx));
+    VG_CHECK(vg_mem_free(g.rt, dw));
+    VG_CHECK(vg_mem_free(g.rt, db));
+    VG_CHECK(vg_mem_free(g.rt, dout));
+}
+
+static void test_layernorm(void **state)
+{
+    (void)state;
+    if (!supports(VG_OP_LAYERNORM)) skip();
+    layernorm_case(VG_DTYPE_F32, 37, 200, 1, 0.0f);
+    layernorm_case(VG_DTYPE_F32, 9, 1152, 1, 100.0f);
+    layernorm_case(VG_DTYPE_F32, 5, 4608, 0, 3.0f);
+    layernorm_case(VG_DTYPE_F32, 3, 10000, 1, 0.0f);
+    layernorm_case(VG_DTYPE_F32, 11, 7, 1, 0.0f);
+    layernorm_case(VG_DTYPE_BF16, 17, 1152, 1, 0.0f);
+    layernorm_case(VG_DTYPE_BF16, 4, 4608, 1, 0.0f);
+    layernorm_case(VG_DTYPE_F16, 6, 20000, 1, 0.0f);
+    layernorm_case(VG_DTYPE_F16, 13, 96, 0, 0.0f);
+    layernorm_case(VG_DTYPE_BF16, 2, 1, 1, 0.0f); /* one column: (x - mean) is 0, out = b */
+}
+
+typedef struct gw_case {
+    vg_dtype t;
+    void *dst, *src;
+    int32_t *idx;
+    float *w;
+    int src_rows, rows, cols, taps;
+} gw_case;
+
+static void enqueue_gw(void *p)
+{
+    gw_case *c = p;
+    VG_CHECK(vg_op_gather_weighted(g.s, c->t, c->dst, c->src, c->src_rows, c->idx, c->w, c->rows,
+                                   c->cols, c->taps));
+}
+
+/* gather_weighted: indices anywhere in the table (and some outside it, which must contribute
+ * nothing), any weights; captured once and replayed on new indices and weights, which are read
+ * when the op runs. */
+static void gather_weighted_case(vg_dtype t, int src_rows, int rows, int cols, int taps)
+{
+    size_t ns = (size_t)src_rows * (size_t)cols, nd = (size_t)rows * (size_t)cols;
+    size_t nt = (size_t)rows * (size_t)taps;
+    float *src = malloc(ns * 4), *got = malloc(nd * 4), *w = malloc(nt * 4);
+    int32_t *idx = malloc(nt * 4);
+    double *wd = malloc(nt * sizeof(double)), *want = malloc(nd * sizeof(double));
+    assert_true(src && got && w && idx && wd && want);
+    fill_random(src, ns, 101);
+    gw_case c = {t, dalloc(nd * esize(t)), upload_as(t, src, ns), dalloc(nt * 4), dalloc(nt * 4),
+                 src_rows, rows, cols, taps};
+    double *srcd = to_double(src, ns);
+    vg_graph_exec *exec = has_graphs() ? capture(enqueue_gw, &c) : NULL;
+    for (int round = 0; round < 3; round++) {
+        unsigned seed = 7u + (unsigned)round;
+        for (size_t i = 0; i < nt; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            idx[i] = (int32_t)((seed >> 8) % (unsigned)src_rows);
+            if (i % 7 == 3) idx[i] = (i % 2) ? src_rows : -1 - (int32_t)round; /* outside */
+            w[i] = (float)((seed >> 4) & 0xfff) / 4096.0f - 0.25f;
+            wd[i] = w[i];
+        }
+        upload(c.idx, idx, nt * 4);
+        upload(c.w, w, nt * 4);
+        if (exec) VG_CHECK(vg_graph_exec_launch(exec, g.s));
+        else enqueue_gw(&c);
+        download_as(t, got, c.dst, nd);
+        ref_gather_weighted(want, srcd, src_rows, idx, wd, rows, cols, taps);
+        char what[96];
+        snprintf(what, sizeof what, "gather_weighted %s %d of %d rows x %d, %d taps, round %d",
+                 vg_dtype_name(t), rows, src_rows, cols, taps, round);
+        check_close(what, got, want, nd, tol_for(t));
+    }
+    if (exec) VG_CHECK(vg_graph_exec_destroy(exec));
+    free(src), free(got), free(w), free(idx), free(wd), free(want), free(srcd);
+    VG_CHECK(vg_mem_free(g.rt, c.dst));
+    VG_CHECK(vg_mem_free(g.rt, c.src));
+    VG_CHECK(vg_mem_free(g.rt, c.idx));
+    VG_CHECK(vg_mem_free(g.rt, c.w));
+}
+
+static void test_gather_weighted(void **state)
+{
+    (void)state;
+    if (!supports(VG_OP_GATHER_WEIGHTED)) skip();
+    gather_weighted_case(VG_DTYPE_F32, 256, 50, 128, 4); /* a 16 x 16 grid, bilinear */
+    gather_weighted_case(VG_DTYPE_BF16, 2304, 33, 1152, 4);
+    gather_weighted_case(VG_DTYPE_F16, 40, 9, 96, 16);
+    gather_weighted_case(VG_DTYPE_F32, 10, 21, 7, 1);    /* odd rows: no vectors */
+    gather_weighted_case(VG_DTYPE_BF16, 300, 5, 24, VG_GATHER_MAX_TAPS);
+}
+
 static void test_argmax(void **state)
 {
     (void)state;
@@ -1360,6 +1481,8 @@ int main(void)
         cmocka_unit_test_teardown(test_kv_store, end_stray_capture),
         cmocka_unit_test_teardown(test_paged_attention, end_stray_capture),
         cmocka_unit_test_teardown(test_argmax, end_stray_capture),
+        cmocka_unit_test_teardown(test_layernorm, end_stray_capture),
+        cmocka_unit_test_teardown(test_gather_weighted, end_stray_capture),
         cmocka_unit_test_teardown(test_failed_capture_recovers, end_stray_capture),
         cmocka_unit_test_teardown(test_capture_cycles_return_memory, end_stray_capture),
     };

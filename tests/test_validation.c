@@ -114,6 +114,9 @@ static vg_status valid_call(vg_stream *s, vg_op_id op)
         return vg_op_paged_attention(s, VG_DTYPE_F32, g.a, HIDDEN, g.c, HIDDEN, ROWS, g.a, g.b, g.idx,
                                      1, g.cu + 1, g.cu, 1, HEADS, 1, HD, ROWS, 0.25f);
     case VG_OP_ARGMAX: return vg_op_argmax(s, VG_DTYPE_F32, g.a, 8, ROWS, 8, (int32_t *)g.c);
+    case VG_OP_LAYERNORM: return vg_op_layernorm(s, VG_DTYPE_F32, g.a, g.b, g.b, g.c, ROWS, 8, 1e-6f);
+    case VG_OP_GATHER_WEIGHTED: /* 4 taps of row 0 (idx is zeros) of a 4-row table */
+        return vg_op_gather_weighted(s, VG_DTYPE_F32, g.c, g.a, 4, g.idx, (const float *)g.b, ROWS, 8, 4);
     default: return VG_ERR_INTERNAL;
     }
 }
@@ -580,6 +583,72 @@ static void test_argmax(void **state)
     VG_CHECK(vg_stream_sync(g.s));
 }
 
+static void test_layernorm(void **state)
+{
+    (void)state;
+#define LN(t, x, w, b, out, rows, cols, eps) vg_op_layernorm(g.s, t, x, w, b, out, rows, cols, eps)
+    VG_CHECK_FAILS_ALL(LN(VG_DTYPE_F32, NULL, g.b, g.b, g.c, ROWS, 8, 1e-6f), VG_ERR_INVALID_ARG, "layernorm", "x is NULL");
+    VG_CHECK_FAILS_ALL(LN(VG_DTYPE_F32, g.a, NULL, g.b, g.c, ROWS, 8, 1e-6f), VG_ERR_INVALID_ARG, "layernorm", "w is NULL");
+    VG_CHECK_FAILS_ALL(LN(VG_DTYPE_F32, g.a, g.b, g.b, NULL, ROWS, 8, 1e-6f), VG_ERR_INVALID_ARG, "layernorm", "out is NULL");
+    VG_CHECK_FAILS_ALL(LN(VG_DTYPE_I32, g.a, g.b, g.b, g.c, ROWS, 8, 1e-6f), VG_ERR_INVALID_ARG, "layernorm", "I32");
+    VG_CHECK_FAILS_ALL(LN(VG_DTYPE_F32, g.a, g.b, g.b, g.c, ROWS, 0, 1e-6f), VG_ERR_INVALID_ARG, "layernorm", "cols", "0");
+    VG_CHECK_FAILS_ALL(LN(VG_DTYPE_F32, g.a, g.b, g.b, g.c, -3, 8, 1e-6f), VG_ERR_INVALID_ARG, "layernorm", "rows", "-3");
+    VG_CHECK_FAILS_ALL(LN(VG_DTYPE_F32, g.a, g.b, g.b, g.c, ROWS, OP_COLS_TOO_MANY, 1e-6f), VG_ERR_INVALID_ARG,
+                       "layernorm", "cols");
+    VG_CHECK_FAILS_ALL(LN(VG_DTYPE_F32, g.a, g.b, g.b, g.c, ROWS, 8, -1.0f), VG_ERR_INVALID_ARG, "layernorm", "eps");
+    VG_CHECK_FAILS_ALL(LN(VG_DTYPE_F32, g.a + 2, g.b, g.b, g.c, ROWS, 8, 1e-6f), VG_ERR_INVALID_ARG, "layernorm", "x", "align");
+    VG_CHECK_FAILS_ALL(LN(VG_DTYPE_F32, g.a, g.b + 2, g.b, g.c, ROWS, 8, 1e-6f), VG_ERR_INVALID_ARG, "layernorm", "w", "align");
+    VG_CHECK_FAILS_ALL(LN(VG_DTYPE_BF16, g.a, g.b, g.b + 1, g.c, ROWS, 8, 1e-6f), VG_ERR_INVALID_ARG, "layernorm", "b", "align");
+    VG_CHECK_FAILS_ALL(LN(VG_DTYPE_F32, g.a, g.b, g.b, g.c + 2, ROWS, 8, 1e-6f), VG_ERR_INVALID_ARG, "layernorm", "out", "align");
+    assert_zero(g.c, 256);
+    /* within the rules: no bias, in place, F16 at 2-byte alignment, no rows (NULL pointers) */
+    VG_CHECK(LN(VG_DTYPE_F32, g.a, g.b, NULL, g.c, ROWS, 8, 0.0f));
+    VG_CHECK(LN(VG_DTYPE_F32, g.c, g.b, g.b, g.c, ROWS, 8, 1e-6f));
+    VG_CHECK(LN(VG_DTYPE_F16, g.a + 2, g.b + 2, g.b + 2, g.c + 2, ROWS, 5, 1e-5f));
+    VG_CHECK(LN(VG_DTYPE_F32, NULL, NULL, NULL, NULL, 0, 8, 1e-6f));
+#undef LN
+    VG_CHECK(vg_stream_sync(g.s));
+    VG_CHECK(vg_mem_set(g.s, g.c, 0, BYTES)); /* the valid calls wrote; the next test starts from zeros */
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
+static void test_gather_weighted(void **state)
+{
+    (void)state;
+    const float *w = (const float *)g.b;
+#define GW(t, dst, src, src_rows, idx, w_, rows, cols, taps) \
+    vg_op_gather_weighted(g.s, t, dst, src, src_rows, idx, w_, rows, cols, taps)
+    VG_CHECK_FAILS_ALL(GW(VG_DTYPE_F32, NULL, g.a, 4, g.idx, w, ROWS, 8, 4), VG_ERR_INVALID_ARG, "gather_weighted", "dst is NULL");
+    VG_CHECK_FAILS_ALL(GW(VG_DTYPE_F32, g.c, NULL, 4, g.idx, w, ROWS, 8, 4), VG_ERR_INVALID_ARG, "gather_weighted", "src is NULL");
+    VG_CHECK_FAILS_ALL(GW(VG_DTYPE_F32, g.c, g.a, 4, NULL, w, ROWS, 8, 4), VG_ERR_INVALID_ARG, "gather_weighted", "idx is NULL");
+    VG_CHECK_FAILS_ALL(GW(VG_DTYPE_F32, g.c, g.a, 4, g.idx, NULL, ROWS, 8, 4), VG_ERR_INVALID_ARG, "gather_weighted", "w is NULL");
+    VG_CHECK_FAILS_ALL(GW(VG_DTYPE_I64, g.c, g.a, 4, g.idx, w, ROWS, 8, 4), VG_ERR_INVALID_ARG, "gather_weighted", "I64");
+    VG_CHECK_FAILS_ALL(GW(VG_DTYPE_F32, g.c, g.a, 4, g.idx, w, ROWS, 8, 0), VG_ERR_INVALID_ARG, "gather_weighted", "taps", "0");
+    VG_CHECK_FAILS_ALL(GW(VG_DTYPE_F32, g.c, g.a, 4, g.idx, w, ROWS, 8, VG_GATHER_MAX_TAPS + 1), VG_ERR_INVALID_ARG,
+                       "gather_weighted", "taps", "65");
+    VG_CHECK_FAILS_ALL(GW(VG_DTYPE_F32, g.c, g.a, 0, g.idx, w, ROWS, 8, 4), VG_ERR_INVALID_ARG, "gather_weighted", "src_rows", "0");
+    VG_CHECK_FAILS_ALL(GW(VG_DTYPE_F32, g.c, g.a, 4, g.idx, w, ROWS, 0, 4), VG_ERR_INVALID_ARG, "gather_weighted", "cols", "0");
+    VG_CHECK_FAILS_ALL(GW(VG_DTYPE_F32, g.c, g.a, 4, g.idx, w, -1, 8, 4), VG_ERR_INVALID_ARG, "gather_weighted", "rows", "-1");
+    VG_CHECK_FAILS_ALL(GW(VG_DTYPE_F32, g.c, g.a, 4, g.idx, w, ROWS, OP_COLS_TOO_MANY, 4), VG_ERR_INVALID_ARG,
+                       "gather_weighted", "cols");
+    VG_CHECK_FAILS_ALL(GW(VG_DTYPE_F32, g.a, g.a, 4, g.idx, w, ROWS, 8, 4), VG_ERR_INVALID_ARG, "gather_weighted", "alias");
+    VG_CHECK_FAILS_ALL(GW(VG_DTYPE_F32, g.c + 2, g.a, 4, g.idx, w, ROWS, 8, 4), VG_ERR_INVALID_ARG, "gather_weighted", "dst", "align");
+    VG_CHECK_FAILS_ALL(GW(VG_DTYPE_F32, g.c, g.a + 2, 4, g.idx, w, ROWS, 8, 4), VG_ERR_INVALID_ARG, "gather_weighted", "src", "align");
+    VG_CHECK_FAILS_ALL(GW(VG_DTYPE_F32, g.c, g.a, 4, (const int32_t *)(g.b + 2), w, ROWS, 8, 4), VG_ERR_INVALID_ARG,
+                       "gather_weighted", "idx", "align");
+    VG_CHECK_FAILS_ALL(GW(VG_DTYPE_BF16, g.c, g.a, 4, g.idx, (const float *)(g.b + 2), ROWS, 8, 4), VG_ERR_INVALID_ARG,
+                       "gather_weighted", "w", "align");
+    assert_zero(g.c, 256);
+    /* within the rules: BF16 at 2-byte alignment, one tap, the most taps, no rows */
+    VG_CHECK(GW(VG_DTYPE_BF16, g.c + 2, g.a + 2, 3, g.idx, w, ROWS, 5, 1));
+    VG_CHECK(GW(VG_DTYPE_F32, g.c, g.a, 1, g.idx, w, 1, 8, VG_GATHER_MAX_TAPS));
+    VG_CHECK(GW(VG_DTYPE_F32, NULL, NULL, 1, NULL, NULL, 0, 8, 4));
+#undef GW
+    VG_CHECK(vg_stream_sync(g.s));
+    VG_CHECK(vg_mem_set(g.s, g.c, 0, BYTES));
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
 /* The op must be offered: vg_runtime_op_support answers for every op, and says what the stub has. */
 static void test_support_table(void **state)
 {
@@ -799,6 +868,8 @@ int main(void)
         cmocka_unit_test_setup(test_kv_store, clear),
         cmocka_unit_test_setup(test_paged_attention, clear),
         cmocka_unit_test_setup(test_argmax, clear),
+        cmocka_unit_test_setup(test_layernorm, clear),
+        cmocka_unit_test_setup(test_gather_weighted, clear),
         cmocka_unit_test_setup(test_sync_during_capture_refused, clear),
         cmocka_unit_test_setup(test_capture_begin_end_state, clear),
         cmocka_unit_test_setup(test_each_op_checks_capture_state, clear),

@@ -9,8 +9,9 @@ static const char k_help[] =
     "usage: vg vit encode --model DIR --input IN.safetensors --output OUT.safetensors [...]\n"
     "       vg vit bench [--config NAME | --model DIR] [--sizes 224,448,896] [...]\n"
     "\n"
-    "  encode   run the Qwen2.5-VL vision encoder on a safetensors input, write the embeddings,\n"
-    "           and compare them with a reference file (vg vit encode --help)\n"
+    "  encode   run a Qwen2.5-VL or Qwen3-VL vision encoder on a safetensors input, write the\n"
+    "           embeddings (and deepstack features), and compare them with a reference file\n"
+    "           (vg vit encode --help)\n"
     "  bench    latency of the encoder, eager against graph, per image size (vg vit bench --help)\n";
 
 int vg_cmd_vit(int argc, char **argv)

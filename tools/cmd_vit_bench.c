@@ -28,7 +28,8 @@ static const char k_help[] =
     "end of the input upload to the last kernel), capture time, graph memory and achieved\n"
     "TFLOP/s (GEMMs and attention). Then the graph memory of a 16-bucket warm-up.\n"
     "  --config NAME  a model with deterministic synthetic weights (no download): qwen2.5-vl-7b,\n"
-    "                 qwen2.5-vl-3b, qwen2.5-vl-tiny, or any other the library knows\n"
+    "                 qwen2.5-vl-3b, qwen2.5-vl-tiny, qwen3-vl-8b or qwen3-vl-tiny (16-pixel\n"
+    "                 patches: give its sizes as patch counts, 256t,1024t,4096t)\n"
     "  --model DIR    a Hugging Face model directory instead\n"
     "  --iters N      timed runs per size and path, 1..100000\n"
     "  --peer FILE    JSON lines of the PyTorch peers measured in the same session, shown beside\n"
@@ -233,7 +234,8 @@ static vg_status time_calls(timing *t, int64_t side, int iters, vg_sample_stats 
     int64_t grid[3] = {1, side, side};
     double *x = calloc((size_t)iters, sizeof *x);
     if (!x) return VG_ERR_OUT_OF_MEMORY;
-    vg_status st = VG_OK;
+    vg_vit_info info;
+    vg_status st = vg_vit_get_info(t->v, &info);
     for (int i = -3; i < iters && st == VG_OK; i++) {
         vg_progress_show(t->progress, t->what, i + 3, iters + 3);
         vg_vit_output o;

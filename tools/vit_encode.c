@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* vg vit encode: run the vision encoder on a safetensors input, write the embeddings, and say
- * whether they match a reference. Every input and the output's directory are checked before
+/* vg vit encode: run the vision encoder on a safetensors input, write the embeddings (and the
+ * deepstack features of a Qwen3-VL tower), and say whether they match a reference. Every input and the output's directory are checked before
  * the model is loaded. */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -27,23 +27,25 @@ static const char k_help[] =
     "DIR is a Hugging Face model directory (config.json with vision_config, model.safetensors\n"
     "or shards with model.safetensors.index.json). IN holds pixel_values [S, C*T*P*P] (F32,\n"
     "BF16 or F16) and grid_thw [n, 3] (I64 or I32), as the HF image processor makes them.\n"
-    "OUT gets embeddings, F32 [S/merge^2, out_hidden_size], images in input order; OUT may be a\n"
-    "file (replaced atomically), a symbolic link (its target is written) or a device or FIFO\n"
-    "(written through).\n"
+    "OUT gets embeddings, F32 [S/merge^2, out_hidden_size], images in input order, and for a\n"
+    "model with deepstack mergers (Qwen3-VL) deepstack.0, deepstack.1, ... of the same shape;\n"
+    "OUT may be a file (replaced atomically), a symbolic link (its target is written) or a device\n"
+    "or FIFO (written through).\n"
     "  --mode M            graph mode (default full_and_piecewise)\n"
     "  --capture-sizes L   token counts to capture, multiples of the merge unit (4)\n"
     "  --max-capture-size N  calls above N tokens run eagerly\n"
     "  --warmup            capture every bucket before the first call\n"
     "  --repeat N          encode N times, 1..1000000 (the first call captures, later ones replay)\n"
-    "  --expected REF      compare the embeddings with REF's 'embeddings' tensor (same shape):\n"
-    "                      max relative error = max|out - ref| / max|ref|\n"
+    "  --expected REF      compare the outputs with REF's tensors of the same names (same shapes;\n"
+    "                      every deepstack.K the model makes): max relative error =\n"
+    "                      max|out - ref| / max|ref|, per tensor, the largest deciding\n"
     "  --tolerance REL     the largest relative error accepted, 0..1 (default from the compute\n"
     "                      dtype: 1e-4 for F32, 3e-2 for BF16 and F16)\n"
     "  --stats             print the graph runner's statistics\n"
     "  --json              print the summary (statistics, comparison) as one JSON document\n"
     "  --quiet             no progress on stderr (shown only when stderr is a terminal)\n"
-    "Exit status: 0; 1 when an input, the run or the output failed, or the embeddings are not\n"
-    "within tolerance; 2 for a wrong command line.\n";
+    "Exit status: 0; 1 when an input, the run or the output failed, or an output is not within\n"
+    "tolerance; 2 for a wrong command line.\n";
 
 typedef struct encode_args {
     const char *model, *input, *output, *backend, *mode_name, *sizes_text, *expected;
@@ -139,14 +141,34 @@ static int read_input(const char *path, input *in)
     return 0;
 }
 
-/* The reference's shape against the output's, when the input is consistent (otherwise the
+/* The reference's tensors against the outputs', when the input is consistent (otherwise the
  * encoder names what is wrong with it). */
 static int check_expected_shape(const vg_expected *e, const input *in, const vg_vit_info *info)
 {
     int64_t patches = 0, unit = (int64_t)info->spatial_merge * info->spatial_merge;
     for (int64_t i = 0; i < in->n; i++) patches += in->grid[3 * i] * in->grid[3 * i + 1] * in->grid[3 * i + 2];
     if (patches != in->pv->shape[0] || patches % unit) return 0;
-    return vg_expected_check_shape(e, patches / unit, info->out_hidden);
+    if (vg_expected_check_shape(e, patches / unit, info->out_hidden)) return 1;
+    return vg_expected_check_deepstack(e, info->num_deepstack, patches / unit, info->out_hidden);
+}
+
+/* embeddings, then deepstack.0, deepstack.1, ... */
+static int write_outputs(const char *path, const vg_vit_output *o)
+{
+    int n = 1 + o->num_deepstack;
+    vg_st_write_tensor *t = calloc((size_t)n, sizeof *t);
+    char (*names)[32] = calloc((size_t)n, sizeof *names);
+    int rc = !t || !names ? vg_cli_fail("vit encode", "out of memory") : 0;
+    int64_t shape[2] = {o->rows, o->cols};
+    for (int i = 0; !rc && i < n; i++) {
+        if (i) snprintf(names[i], sizeof names[i], "deepstack.%d", i - 1);
+        else snprintf(names[i], sizeof names[i], "embeddings");
+        t[i] = (vg_st_write_tensor){names[i], VG_DTYPE_F32, 2, shape, i ? o->deepstack[i - 1] : o->embeddings};
+    }
+    if (!rc) rc = vg_cli_write_safetensors("vit encode", path, t, n);
+    free(t);
+    free(names);
+    return rc;
 }
 
 static const char *const k_paths[] = {"eager", "full graph", "piecewise graphs"};
@@ -160,6 +182,7 @@ static int summary_json(const encode_args *a, vg_vit *vit, vg_runtime *rt, const
     cJSON_AddNumberToObject(j, "patches", (double)tokens);
     cJSON_AddNumberToObject(j, "rows", (double)o->rows);
     cJSON_AddNumberToObject(j, "cols", (double)o->cols);
+    cJSON_AddNumberToObject(j, "deepstack", o->num_deepstack);
     cJSON_AddNumberToObject(j, "mean", moments[0]);
     cJSON_AddNumberToObject(j, "std", moments[1]);
     cJSON_AddNumberToObject(j, "min", moments[2]);
@@ -184,9 +207,10 @@ static int summary(const encode_args *a, vg_vit *vit, vg_runtime *rt, const vg_v
     }
     double mean = sum / (double)n, sd = sqrt(fmax(sq / (double)n - mean * mean, 0.0));
     if (a->json) return summary_json(a, vit, rt, o, tokens, (const double[4]){mean, sd, mn, mx}, e, c);
-    printf("backend %s: %lld patches -> embeddings [%lld, %lld] F32, written to %s\n",
-           vg_runtime_backend_name(rt), (long long)tokens, (long long)o->rows, (long long)o->cols,
-           a->output);
+    printf("backend %s: %lld patches -> embeddings [%lld, %lld] F32", vg_runtime_backend_name(rt),
+           (long long)tokens, (long long)o->rows, (long long)o->cols);
+    if (o->num_deepstack) printf(" and %d deepstack features", o->num_deepstack);
+    printf(", written to %s\n", a->output);
     printf("  values: mean %.6g, std %.6g, min %.6g, max %.6g\n", mean, sd, mn, mx);
     printf("  last call: %s, bucket %lld tokens (%lld padding), %d graph launch(es), %d eager "
            "piece(s), device %.3f ms\n", k_paths[o->run.path], (long long)o->run.padded_tokens,
@@ -230,18 +254,15 @@ static int encode(const encode_args *a, const input *in, const vg_expected *e)
     }
     vg_progress_end(&progress);
     free(pixels);
-    if (!rc) {
-        int64_t shape[2] = {o.rows, o.cols};
-        vg_st_write_tensor t = {"embeddings", VG_DTYPE_F32, 2, shape, o.embeddings};
-        rc = vg_cli_write_safetensors("vit encode", a->output, &t, 1);
-    }
+    if (!rc) rc = write_outputs(a->output, &o);
     if (!rc) {
         vg_comparison c = {0};
-        if (e) c = vg_expected_compare(e, o.embeddings, a->tolerance >= 0 ? a->tolerance
-                                                       : vg_expected_default_tolerance(info.compute_dtype));
+        if (e) c = vg_expected_compare(e, &o, a->tolerance >= 0 ? a->tolerance
+                                                 : vg_expected_default_tolerance(info.compute_dtype));
         rc = summary(a, vit, rt, &o, in->pv->shape[0], e, &c);
         if (!rc && e && !c.within)
-            rc = vg_cli_fail("vit encode", "the embeddings are NOT within tolerance of %s", e->path);
+            rc = vg_cli_fail("vit encode", "the %s NOT within tolerance of %s",
+                             o.num_deepstack ? "outputs are" : "embeddings are", e->path);
     }
     vg_free(o.embeddings);
     vg_vit_free(vit);

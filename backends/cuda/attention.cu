@@ -4,7 +4,10 @@
  * captured launch serves every segmentation of its rows.
  *
  * One block covers BQ consecutive query rows of one head; each thread owns one query row, its
- * q and its output accumulator in registers (HD is a template constant so they stay there).
+ * q and its output accumulator in registers (HD is a template constant so they stay there). The
+ * compiled head dims run kernels of exactly their size; any other head_dim up to ATT_HD_ANY runs
+ * the kernel of that size with the head's columns past head_dim masked (every multiple of 8 from
+ * 32 to 128, which vision towers use, and the rest).
  * The block walks key tiles of BK rows staged in shared memory over the union of its rows'
  * segments; each thread masks keys outside its own segment. With ROPE, q and k are rotated as
  * rotary_2d would (attention_rotary) while they are loaded. */
@@ -12,18 +15,20 @@
 
 #define ATT_BQ 64
 #define ATT_BK 32
+#define ATT_HD_ANY 128 /* the bound of the masked kernel */
 
 
-template <typename T, int HD, bool ROPE>
+/* HD: the head dim (EXACT) or a bound of it (hd_rt <= HD: columns past hd_rt are masked). */
+template <typename T, int HD, bool ROPE, bool EXACT>
 __global__ void __launch_bounds__(ATT_BQ)
 k_attention(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, int heads,
-            const int32_t *cu, int nseg, float scale, const int32_t *pos, float log2_theta)
+            const int32_t *cu, int nseg, float scale, const int32_t *pos, float log2_theta, int hd_rt)
 {
     vgk_grid_sync();
-    constexpr int HALF = HD / 2;
+    const int hd = EXACT ? HD : hd_rt, HALF = hd / 2;
     __shared__ float ks[ATT_BK][HD];
     __shared__ float vs[ATT_BK][HD];
-    const int h = blockIdx.y, hidden = heads * HD;
+    const int h = blockIdx.y, hidden = heads * hd;
     const int row0 = blockIdx.x * ATT_BQ, row = row0 + threadIdx.x;
     const int last = min(row0 + ATT_BQ, rows) - 1;
     const bool active = row < rows;
@@ -40,12 +45,13 @@ k_attention(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, int 
     float m = -INFINITY, l = 0.0f;
 #pragma unroll
     for (int d = 0; d < HD; d++) {
-        q[d] = active ? vgk_to_f(qkv[(int64_t)row * ld_qkv + h * HD + d]) : 0.0f;
+        q[d] = active && (EXACT || d < hd) ? vgk_to_f(qkv[(int64_t)row * ld_qkv + h * hd + d]) : 0.0f;
         acc[d] = 0.0f;
     }
     if (ROPE && active)
 #pragma unroll
-        for (int i = 0; i < HALF; i++) {
+        for (int i = 0; i < HD / 2; i++) {
+            if (!EXACT && i >= HALF) continue; /* (not break: the loop stays unrollable) */
             float c, sn, x0 = q[i], x1 = q[i + HALF];
             sincosf(vgk_rotary_angle(pos, row, i, HALF, log2_theta), &sn, &c);
             q[i] = x0 * c - x1 * sn;
@@ -59,8 +65,8 @@ k_attention(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, int 
         for (int t = threadIdx.x; t < ATT_BK * HD; t += ATT_BQ) {
             int j = t / HD, d = t % HD;
             float kv = 0.0f, vv = 0.0f;
-            if (j < nk) {
-                const T *src = qkv + (int64_t)(k0 + j) * ld_qkv + h * HD + d;
+            if (j < nk && (EXACT || d < hd)) {
+                const T *src = qkv + (int64_t)(k0 + j) * ld_qkv + h * hd + d;
                 kv = vgk_to_f(src[hidden]);
                 vv = vgk_to_f(src[2 * hidden]);
                 if (ROPE) { /* the partner element of d's rotation pair, and their angle */
@@ -70,7 +76,7 @@ k_attention(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, int 
                     kv = d < HALF ? kv * c - other * sn : kv * c + other * sn;
                 }
             }
-            ks[j][d] = kv;
+            ks[j][d] = kv; /* masked columns hold zeros: they add nothing to a dot product */
             vs[j][d] = vv;
         }
         __syncthreads();
@@ -96,7 +102,8 @@ k_attention(const T *qkv, int64_t ld_qkv, T *out, int64_t ld_out, int rows, int 
     if (!active) return;
     float inv = l > 0.0f ? 1.0f / l : 0.0f;
 #pragma unroll
-    for (int d = 0; d < HD; d++) out[(int64_t)row * ld_out + h * HD + d] = vgk_from_f<T>(acc[d] * inv);
+    for (int d = 0; d < HD; d++)
+        if (EXACT || d < hd) out[(int64_t)row * ld_out + h * hd + d] = vgk_from_f<T>(acc[d] * inv);
 }
 
 template <typename T, bool ROPE>
@@ -106,9 +113,9 @@ static vg_status launch(vg_bk_stream *s, const vgc_attention_call *c)
     const float log2_theta = ROPE ? log2f(c->theta) : 0.0f;
 #define ATT_CASE(D)                                                                              \
     case D:                                                                                      \
-        vgc_launch(s, k_attention<T, D, ROPE>, grid, ATT_BQ, 0, (const T *)c->qkv, c->ld_qkv,    \
-                   (T *)c->out, c->ld_out, c->rows, c->heads, c->cu, c->nseg, c->scale, c->pos,  \
-                   log2_theta);                                                                  \
+        vgc_launch(s, k_attention<T, D, ROPE, true>, grid, ATT_BQ, 0, (const T *)c->qkv,         \
+                   c->ld_qkv, (T *)c->out, c->ld_out, c->rows, c->heads, c->cu, c->nseg,         \
+                   c->scale, c->pos, log2_theta, D);                                             \
         break;
     switch (c->hd) {
         ATT_CASE(32)
@@ -118,8 +125,12 @@ static vg_status launch(vg_bk_stream *s, const vgc_attention_call *c)
         ATT_CASE(96)
         ATT_CASE(128)
     default:
-        return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": attention: head_dim %d not compiled "
-                                           "(32, 64, 72, 80, 96, 128 are)", c->hd);
+        if (c->hd > ATT_HD_ANY || (ROPE && c->hd % 4))
+            return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": attention: head_dim %d not compiled "
+                                               "(every head_dim up to %d is)", c->hd, ATT_HD_ANY);
+        vgc_launch(s, k_attention<T, ATT_HD_ANY, ROPE, false>, grid, ATT_BQ, 0, (const T *)c->qkv,
+                   c->ld_qkv, (T *)c->out, c->ld_out, c->rows, c->heads, c->cu, c->nseg, c->scale,
+                   c->pos, log2_theta, c->hd);
     }
 #undef ATT_CASE
     VGC_CHECK_LAUNCH("attention");

@@ -154,5 +154,10 @@ vg_status vgc_op_paged_attention(vg_bk_device *, vg_bk_stream *, vg_dtype, const
                                  int, int, int, float);
 vg_status vgc_op_argmax(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t, int64_t,
                         int64_t, int32_t *);
+/* ops_vision.cu: op table version 5 */
+vg_status vgc_op_layernorm(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, const void *,
+                           const void *, void *, int64_t, int64_t, float);
+vg_status vgc_op_gather_weighted(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, const void *,
+                                 int64_t, const int32_t *, const float *, int64_t, int64_t, int);
 
 #endif

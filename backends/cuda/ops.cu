@@ -128,4 +128,6 @@ vg_op_table vgc_ops = {
     vgc_op_kv_store,
     vgc_op_paged_attention,
     vgc_op_argmax,
+    vgc_op_layernorm,
+    vgc_op_gather_weighted,
 };

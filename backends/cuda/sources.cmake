@@ -13,6 +13,7 @@ set(VG_CUDA_PORTABLE_SOURCES
   ${VG_CUDA_SOURCE_DIR}/ops.cu
   ${VG_CUDA_SOURCE_DIR}/ops_vit.cu
   ${VG_CUDA_SOURCE_DIR}/ops_lm.cu
+  ${VG_CUDA_SOURCE_DIR}/ops_vision.cu
   ${VG_CUDA_SOURCE_DIR}/attention.cu
   ${VG_CUDA_SOURCE_DIR}/gemm_tiled.cu)
 set(VG_CUDA_NVIDIA_SOURCES

@@ -42,9 +42,10 @@ typedef struct stub_alloc {
     size_t bytes;
 } stub_alloc;
 
-/* The ops this stub implements: VG_OP_FILL up to VG_OP_ARGMAX (op table version 4). Not
- * VG_OP_COUNT_: an op appended to the catalogue is not implemented here until someone writes it. */
-#define STUB_OP_COUNT (VG_OP_ARGMAX + 1)
+/* The ops this stub implements: VG_OP_FILL up to VG_OP_GATHER_WEIGHTED (op table version 5).
+ * Not VG_OP_COUNT_: an op appended to the catalogue is not implemented here until someone writes
+ * it. */
+#define STUB_OP_COUNT (VG_OP_GATHER_WEIGHTED + 1)
 
 typedef struct stub_config {
     int devices;             /* VG_STUB_DEVICES, default 1 */
@@ -194,5 +195,10 @@ vg_status stub_op_paged_attention(vg_bk_device *, vg_bk_stream *, vg_dtype, cons
                                   int, int, int, float);
 vg_status stub_op_argmax(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t, int64_t,
                          int64_t, int32_t *);
+/* stub_ops_vision.c */
+vg_status stub_op_layernorm(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, const void *,
+                            const void *, void *, int64_t, int64_t, float);
+vg_status stub_op_gather_weighted(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, const void *,
+                                  int64_t, const int32_t *, const float *, int64_t, int64_t, int);
 
 #endif

@@ -160,4 +160,6 @@ const vg_op_table stub_ops = {
     .kv_store = stub_op_kv_store,
     .paged_attention = stub_op_paged_attention,
     .argmax = stub_op_argmax,
+    .layernorm = stub_op_layernorm,
+    .gather_weighted = stub_op_gather_weighted,
 };

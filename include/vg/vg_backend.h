@@ -125,9 +125,19 @@ typedef struct vg_op_table {
                                  int block_size, float scale);
     vg_status (*argmax)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype, const void *x,
                         int64_t ld, int64_t rows, int64_t cols, int32_t *out);
+
+    /* ---- version 5: LayerNorm, rows resampled from a table by weighted taps ---- */
+
+    vg_status (*layernorm)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype, const void *x,
+                           const void *w, const void *b, void *out, int64_t rows, int64_t cols,
+                           float eps);
+    vg_status (*gather_weighted)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype,
+                                 void *dst, const void *src, int64_t src_rows,
+                                 const int32_t *idx, const float *w, int64_t rows, int64_t cols,
+                                 int taps);
 } vg_op_table;
 
-#define VG_OP_TABLE_VERSION 4
+#define VG_OP_TABLE_VERSION 5
 
 /* ---- the interface table ------------------------------------------------------------------- */
 

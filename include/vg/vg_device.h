@@ -125,6 +125,13 @@ VG_API vg_status vg_op_paged_attention(vg_stream *s, vg_dtype dtype, const void 
 VG_API vg_status vg_op_argmax(vg_stream *s, vg_dtype dtype, const void *x, int64_t ld,
                               int64_t rows, int64_t cols, int32_t *out);
 
+/* op table version 5 */
+VG_API vg_status vg_op_layernorm(vg_stream *s, vg_dtype dtype, const void *x, const void *w,
+                                 const void *b, void *out, int64_t rows, int64_t cols, float eps);
+VG_API vg_status vg_op_gather_weighted(vg_stream *s, vg_dtype dtype, void *dst, const void *src,
+                                       int64_t src_rows, const int32_t *idx, const float *w,
+                                       int64_t rows, int64_t cols, int taps);
+
 #ifdef __cplusplus
 }
 #endif

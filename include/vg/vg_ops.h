@@ -10,8 +10,9 @@
  *   - "float dtype" means F32, BF16 or F16; arithmetic is at least fp32;
  *   - every device pointer is aligned to its element size;
  *   - a row count of 0 is a valid no-op;
- *   - the row-wise ops (rmsnorm, rotary_2d, attention, silu_mul, attention_rotary) take fewer
- *     than 2^31 rows and columns (kernels index them with int), as gemm takes m, n, k;
+ *   - the row-wise ops (rmsnorm, rotary_2d, attention, silu_mul, attention_rotary, layernorm,
+ *     gather_weighted) take fewer than 2^31 rows and columns (kernels index them with int), as
+ *     gemm takes m, n, k;
  *   - index and position arrays are I32 in device memory.
  * The core checks these preconditions once, before a backend sees the call (docs/plugin-abi.md,
  * "Op catalogue"); a backend may rely on them. */
@@ -45,7 +46,10 @@ typedef enum vg_op_id {
     VG_OP_KV_STORE = 12,
     VG_OP_PAGED_ATTENTION = 13,
     VG_OP_ARGMAX = 14,
-    VG_OP_COUNT_ = 15
+    /* op table version 5: LayerNorm, and rows resampled from a table by weighted taps */
+    VG_OP_LAYERNORM = 15,
+    VG_OP_GATHER_WEIGHTED = 16,
+    VG_OP_COUNT_ = 17
 } vg_op_id;
 
 /* What a device offers for one op (vg_runtime_op_support). */
@@ -142,6 +146,25 @@ typedef enum vg_activation {
  *               only read. Worth it when segments are short; for long segments a backend may
  *               re-rotate each key many times, so callers prefer the two ops there. The
  *               preconditions of both: head_dim a multiple of 4, theta > 0, pos I32 [rows, 2].
+ *
+ * layernorm     out[r, c] = (x[r, c] - mean_r) / sqrt(var_r + eps) · w[c] + b[c] over contiguous
+ *               rows of `cols` elements, where mean_r and var_r are the mean and the population
+ *               variance (divided by cols) of row r; statistics in fp32, the variance taken
+ *               around the mean (not as E[x²] - mean², which cancels for rows far from zero).
+ *               x, w, b and out share a float dtype; b may be NULL (no bias); out may equal x
+ *               (no other overlap). cols >= 1, eps >= 0.
+ *
+ * gather_weighted
+ *               dst[r, c] = Σ_{t < taps} w[r·taps + t] · src[idx[r·taps + t], c] for r < rows,
+ *               c < cols: each output row a weighted sum of `taps` rows of a table src of
+ *               src_rows contiguous rows of `cols` elements (bilinear or any separable
+ *               resampling of a grid of rows, an embedding bag). src and dst share a float
+ *               dtype; idx is I32 [rows, taps] and w is F32 [rows, taps], both in device memory
+ *               and read when the op runs, so one capture serves any indices and weights. The
+ *               products are summed in fp32 in the order of t, then rounded once to the dtype.
+ *               An index outside [0, src_rows) contributes nothing (the device cannot refuse it
+ *               without a synchronisation). dst must not overlap src, idx or w.
+ *               taps in [1, VG_GATHER_MAX_TAPS]; src_rows >= 1; cols >= 1.
  */
 
 /* Arguments of gemm (a struct: it has too many to pass by position). */
@@ -165,6 +188,9 @@ typedef struct vg_gemm_args {
 
 /* The highest head_dim attention accepts. */
 #define VG_ATTENTION_MAX_HEAD_DIM 256
+
+/* The most taps gather_weighted takes per output row (bicubic resampling needs 16). */
+#define VG_GATHER_MAX_TAPS 64
 
 #ifdef __cplusplus
 }

@@ -51,6 +51,7 @@ static vg_status make_runner(vg_vit *m)
 /* Everything after the config: options, dtype, weights (from ck, or synthetic), runner. */
 static vg_status build(vg_vit *m, const vg_ckpt *ck, uint64_t seed, vg_dtype dt, const vg_vit_options *o)
 {
+    snprintf(m->model_type, sizeof m->model_type, "%s", vit_family_name(m->cfg.family));
     vg_status st = check_sizes(o, m->cfg.unit);
     if (st != VG_OK) return st;
     m->opts = *o;
@@ -74,7 +75,6 @@ static vg_vit *alloc_model(vg_runtime *rt)
     vg_vit *m = calloc(1, sizeof *m);
     if (!m) return NULL;
     m->rt = rt;
-    snprintf(m->model_type, sizeof m->model_type, "qwen2_5_vl");
     return m;
 }
 
@@ -130,6 +130,16 @@ static const struct {
     {"qwen2.5-vl-tiny", "{\"model_type\": \"qwen2_5_vl\", \"vision_config\": {\"depth\": 4, "
                         "\"hidden_size\": 128, \"intermediate_size\": 200, \"num_heads\": 4, "
                         "\"out_hidden_size\": 96, \"fullatt_block_indexes\": [1, 3]}}"},
+    {"qwen3-vl-8b", "{\"model_type\": \"qwen3_vl\", \"vision_config\": {\"depth\": 27, "
+                    "\"hidden_size\": 1152, \"intermediate_size\": 4304, \"num_heads\": 16, "
+                    "\"out_hidden_size\": 4096, \"patch_size\": 16, \"hidden_act\": "
+                    "\"gelu_pytorch_tanh\", \"num_position_embeddings\": 2304, "
+                    "\"deepstack_visual_indexes\": [8, 16, 24]}}"},
+    {"qwen3-vl-tiny", "{\"model_type\": \"qwen3_vl\", \"vision_config\": {\"depth\": 4, "
+                      "\"hidden_size\": 128, \"intermediate_size\": 192, \"num_heads\": 4, "
+                      "\"out_hidden_size\": 96, \"patch_size\": 16, \"hidden_act\": "
+                      "\"gelu_pytorch_tanh\", \"num_position_embeddings\": 256, "
+                      "\"deepstack_visual_indexes\": [1, 2]}}"},
 };
 
 vg_status vg_vit_create_synthetic(vg_runtime *rt, const char *config, uint64_t seed, vg_dtype dt,
@@ -145,7 +155,8 @@ vg_status vg_vit_create_synthetic(vg_runtime *rt, const char *config, uint64_t s
         if (strcmp(config, k_synthetic[i].name) == 0) json = k_synthetic[i].json;
     if (!json)
         return vg_error_set(VG_ERR_NOT_FOUND, "vit: no synthetic configuration '%s' (known: "
-                                              "qwen2.5-vl-7b, qwen2.5-vl-3b, qwen2.5-vl-tiny)", config);
+                                              "qwen2.5-vl-7b, qwen2.5-vl-3b, qwen2.5-vl-tiny, "
+                                              "qwen3-vl-8b, qwen3-vl-tiny)", config);
     cJSON *root = cJSON_Parse(json);
     vg_vit *m = root ? alloc_model(rt) : NULL;
     vg_status st = m ? vit_config_parse(root, config, &m->cfg)
@@ -213,10 +224,13 @@ vg_status vg_vit_get_info(const vg_vit *m, vg_vit_info *i)
     i->temporal_patch = c->tpatch, i->spatial_merge = c->merge, i->in_channels = c->in_ch;
     i->window_size = c->window, i->patch_dim = c->patch_dim, i->compute_dtype = m->dt;
     i->weight_bytes = m->w.mem.bytes;
+    i->num_position_embeddings = c->num_pos, i->num_deepstack = c->num_deepstack;
     double h = c->hidden, I = c->inter, mh = h * c->unit;
+    /* the MLP: gate, up and down (Qwen2.5-VL), fc1 and fc2 (Qwen3-VL); one merger per output */
+    double mlp = c->family == VIT_QWEN3 ? 2 * h * I : 3 * h * I;
     i->flops_per_patch_linear = 2.0 * h * (double)c->patch_dim +
-                                c->depth * 2.0 * (3 * h * h + h * h + 3 * h * I) +
-                                2.0 * (mh * mh + mh * c->out_hidden) / c->unit;
+                                c->depth * 2.0 * (3 * h * h + h * h + mlp) +
+                                (1 + c->num_deepstack) * 2.0 * (mh * mh + mh * c->out_hidden) / c->unit;
     return VG_OK;
 }
 
@@ -227,6 +241,20 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* One host allocation for a call's outputs: the embeddings, then each deepstack feature
+ * ([units, cols] F32 each, contiguous), then the array of pointers to the features. */
+static float *outputs_alloc(int64_t units, int64_t cols, int nds, float ***deepstack)
+{
+    size_t floats = (size_t)(1 + nds) * (size_t)units * (size_t)cols;
+    size_t at = (floats * sizeof(float) + sizeof(float *) - 1) / sizeof(float *) * sizeof(float *);
+    char *base = malloc(at + (size_t)nds * sizeof(float *) + 1);
+    if (!base) return NULL;
+    float **ptrs = (float **)(base + at);
+    for (int k = 0; k < nds; k++) ptrs[k] = (float *)base + (size_t)(1 + k) * (size_t)units * (size_t)cols;
+    *deepstack = nds ? ptrs : NULL;
+    return (float *)base;
 }
 
 vg_status vg_vit_encode(vg_vit *m, const void *pixels, vg_dtype pdt, int64_t rows, int64_t cols,
@@ -242,18 +270,20 @@ vg_status vg_vit_encode(vg_vit *m, const void *pixels, vg_dtype pdt, int64_t row
     vg_status st = vit_validate_input(&m->cfg, rows, cols, grid, n, &tokens);
     if (st != VG_OK) return st;
     int64_t units = tokens / m->cfg.unit, ocols = m->cfg.out_hidden;
+    int nout = 1 + m->cfg.num_deepstack; /* the merger's output, then the deepstack features */
     size_t ibytes = (size_t)tokens * (size_t)cols * vg_dtype_size(m->dt);
-    size_t obytes = (size_t)units * (size_t)ocols * vg_dtype_size(m->dt);
-    /* One staging buffer serves the pixels in and the embeddings out (the stream orders the
+    size_t obytes = (size_t)units * (size_t)ocols * vg_dtype_size(m->dt); /* one output */
+    /* One staging buffer serves the pixels in and the outputs out (the stream orders the
      * upload before the download); sized for both before anything is enqueued. */
-    size_t sbytes = ibytes > obytes ? ibytes : obytes;
+    size_t sbytes = ibytes > nout * obytes ? ibytes : nout * obytes;
     st = vit_stage_reserve(m->rt, &m->stage, &m->stage_bytes, sbytes);
     if (st != VG_OK) return vg_error_prefix("vit: staging %zu bytes: ", sbytes);
     /* Convert before the runner sees the call: a refused input (non-finite values) leaves no
      * trace on the device, the runner or its statistics. */
     st = vit_convert_pixels(pixels, pdt, m->stage, m->dt, tokens, cols);
     if (st != VG_OK) return st;
-    float *emb = malloc((size_t)units * (size_t)ocols * sizeof(float));
+    float **deepstack = NULL;
+    float *emb = outputs_alloc(units, ocols, m->cfg.num_deepstack, &deepstack);
     if (!emb) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "vit: no host memory for the output");
     /* The graph key is the token count alone: one graph serves every split of its tokens. */
     vg_batch_desc d = {.num_tokens = tokens};
@@ -261,7 +291,11 @@ vg_status vg_vit_encode(vg_vit *m, const void *pixels, vg_dtype pdt, int64_t row
     vg_stream *s = vg_runner_stream(m->runner);
     st = vg_runner_run(m->runner, &d, &call, &out->run); /* prepare records ev0 after the upload */
     if (st == VG_OK) st = vg_event_record(m->ev1, s);
-    if (st == VG_OK) st = vg_mem_copy_d2h(s, m->stage, vg_runner_buffer(m->runner, VB_OUT), obytes);
+    /* output k sits at k x the bucket's units in VB_OUT: copy its real rows */
+    size_t slot = (size_t)(out->run.padded_tokens / m->cfg.unit) * (size_t)ocols * vg_dtype_size(m->dt);
+    const char *dev_out = vg_runner_buffer(m->runner, VB_OUT);
+    for (int k = 0; k < nout && st == VG_OK; k++)
+        st = vg_mem_copy_d2h(s, (char *)m->stage + (size_t)k * obytes, dev_out + (size_t)k * slot, obytes);
     if (st == VG_OK) st = vg_stream_sync(s);
     float ms = 0;
     if (st == VG_OK) st = vg_event_elapsed_ms(m->ev0, m->ev1, &ms);
@@ -270,7 +304,7 @@ vg_status vg_vit_encode(vg_vit *m, const void *pixels, vg_dtype pdt, int64_t row
         return vg_error_prefix("vit: encode of %lld patches: ", (long long)tokens);
     }
     const void *p = m->stage;
-    size_t count = (size_t)units * (size_t)ocols;
+    size_t count = (size_t)nout * (size_t)units * (size_t)ocols;
     if (m->dt == VG_DTYPE_F32)
         memcpy(emb, p, count * sizeof(float));
     else if (m->dt == VG_DTYPE_BF16)
@@ -280,6 +314,8 @@ vg_status vg_vit_encode(vg_vit *m, const void *pixels, vg_dtype pdt, int64_t row
     out->embeddings = emb;
     out->rows = units;
     out->cols = ocols;
+    out->num_deepstack = m->cfg.num_deepstack;
+    out->deepstack = deepstack;
     out->device_ms = ms;
     out->total_ms = now_ms() - t0;
     return VG_OK;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The forward pass of the Qwen2.5-VL vision tower as runner pieces.
+/* The forward pass of the Qwen2.5-VL vision tower as runner pieces (Qwen3-VL's are in
+ * vit3_forward.c), and the runner callbacks both families share.
  *
  *   embed            patch GEMM (input order), then the window permutation of merge units
  *   block i: in      rmsnorm, qkv GEMM (+bias), 2-D rotary on q and k
@@ -52,7 +53,7 @@ static vg_status piece_embed(void *mp, vg_runner *r, const vg_piece *p, const vg
     (void)p;
     const vit_cfg *c = &m->cfg;
     vit_meta_layout l;
-    vit_meta_layout_for(d->num_tokens, c->unit, &l);
+    vit_meta_layout_for(c, d->num_tokens, &l);
     TRY(gemm(m, s, d->num_tokens, c->hidden, c->patch_dim, BUF(VB_PIX), m->w.patch_w, NULL,
              BUF(VB_H0), NULL, VG_ACT_NONE));
     /* window order: unit u of H is unit win[u] of H0 (units of merge² tokens) */
@@ -67,7 +68,7 @@ static vg_status piece_attn_in(void *mp, vg_runner *r, const vg_piece *p, const 
     const vit_cfg *c = &m->cfg;
     const vit_block *B = &m->w.blocks[p->arg];
     vit_meta_layout l;
-    vit_meta_layout_for(d->num_tokens, c->unit, &l);
+    vit_meta_layout_for(c, d->num_tokens, &l);
     TRY(vg_op_rmsnorm(s, m->dt, BUF(VB_H), B->norm1, BUF(VB_N), d->num_tokens, c->hidden, c->eps));
     TRY(gemm(m, s, d->num_tokens, 3 * (int64_t)c->hidden, c->hidden, BUF(VB_N), B->qkv_w, B->qkv_b,
              BUF(VB_QKV), NULL, VG_ACT_NONE));
@@ -83,7 +84,7 @@ static vg_status piece_attention(void *mp, vg_runner *r, const vg_piece *p, cons
     vg_vit *m = mp;
     const vit_cfg *c = &m->cfg;
     vit_meta_layout l;
-    vit_meta_layout_for(d->num_tokens, c->unit, &l);
+    vit_meta_layout_for(c, d->num_tokens, &l);
     const int32_t *cu = meta_at(r, c->fullatt[p->arg] ? l.cu_full : l.cu_win);
     const float scale = 1.0f / sqrtf((float)c->head_dim);
     if (rotary_in_attention(m, p->arg))
@@ -119,7 +120,7 @@ static vg_status piece_merger(void *mp, vg_runner *r, const vg_piece *p, const v
     (void)p;
     const vit_cfg *c = &m->cfg;
     vit_meta_layout l;
-    vit_meta_layout_for(d->num_tokens, c->unit, &l);
+    vit_meta_layout_for(c, d->num_tokens, &l);
     int64_t U = l.units, mh = (int64_t)c->hidden * c->unit;
     TRY(vg_op_rmsnorm(s, m->dt, BUF(VB_H), m->w.ln_q, BUF(VB_N), d->num_tokens, c->hidden, c->eps));
     /* [tokens, hidden] viewed as [units, merge²·hidden]: a merge unit's tokens are contiguous */
@@ -143,7 +144,7 @@ static const vg_op_id k_ops_merger[] = {VG_OP_GEMM, VG_OP_RMSNORM, VG_OP_GATHER_
 
 /* 1 when the device implements op for the compute dtype (gather_rows moves bytes of any dtype;
  * an empty dtype set means the device did not say, and the core checks each call anyway). */
-static int has_op(const vg_vit *m, vg_op_id op)
+int vit_has_op(const vg_vit *m, vg_op_id op)
 {
     uint32_t dtypes = 0;
     if (!(vg_runtime_op_support(m->rt, op, &dtypes) & VG_OP_SUPPORTED)) return 0;
@@ -153,16 +154,17 @@ static int has_op(const vg_vit *m, vg_op_id op)
 vg_status vit_pieces_init(vg_vit *m)
 {
     const vit_cfg *c = &m->cfg;
+    if (c->family == VIT_QWEN3) return vit3_pieces_init(m);
     /* the ops every piece needs must exist on this device, for the compute dtype */
     static const vg_op_id needed[] = {VG_OP_GEMM, VG_OP_GATHER_ROWS, VG_OP_RMSNORM,
                                       VG_OP_ROTARY_2D, VG_OP_ATTENTION, VG_OP_SILU_MUL};
     for (size_t i = 0; i < VGM_ARRAY_LEN(needed); i++)
-        if (!has_op(m, needed[i]))
+        if (!vit_has_op(m, needed[i]))
             return vg_error_set(VG_ERR_UNSUPPORTED, "vit: backend '%s' has no %s for %s, which the "
                                                     "vision encoder needs",
                                 vg_runtime_backend_name(m->rt), vg_op_name(needed[i]),
                                 vg_dtype_name(m->dt));
-    m->fused_rotary = has_op(m, VG_OP_ATTENTION_ROTARY);
+    m->fused_rotary = vit_has_op(m, VG_OP_ATTENTION_ROTARY);
     int n = 2 + 3 * c->depth;
     m->pieces = calloc((size_t)n, sizeof *m->pieces);
     if (!m->pieces) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "vit: out of memory");
@@ -197,14 +199,17 @@ vg_status vit_reserve(void *mp, vg_runner *r, const vg_batch_desc *d)
     vg_vit *m = mp;
     const vit_cfg *c = &m->cfg;
     size_t S = (size_t)d->num_tokens, e = es(m), h = (size_t)c->hidden;
+    int q3 = c->family == VIT_QWEN3;
     vit_meta_layout l;
-    vit_meta_layout_for(d->num_tokens, c->unit, &l);
+    vit_meta_layout_for(c, d->num_tokens, &l);
+    size_t out = (size_t)l.units * (size_t)c->out_hidden * e; /* one merged output */
     const size_t bytes[VB_COUNT_] = {
         [VB_PIX] = S * (size_t)c->patch_dim * e, [VB_H0] = S * h * e,   [VB_H] = S * h * e,
         [VB_N] = S * h * e,                      [VB_QKV] = 3 * S * h * e, [VB_ATT] = S * h * e,
-        [VB_GU] = 2 * S * (size_t)c->inter_pad * e, [VB_M] = S * (size_t)c->inter_pad * e,
-        [VB_MERGE1] = S * h * e,                 [VB_MERGE2] = (size_t)l.units * (size_t)c->out_hidden * e,
-        [VB_OUT] = (size_t)l.units * (size_t)c->out_hidden * e, [VB_META] = l.total * sizeof(int32_t),
+        [VB_GU] = (q3 ? 1 : 2) * S * (size_t)c->inter_pad * e,
+        [VB_M] = q3 ? 0 : S * (size_t)c->inter_pad * e,
+        [VB_MERGE1] = S * h * e,                 [VB_MERGE2] = q3 ? 0 : out,
+        [VB_OUT] = (1 + (size_t)c->num_deepstack) * out, [VB_META] = l.total * sizeof(int32_t),
     };
     for (int i = 0; i < VB_COUNT_; i++) TRY(vg_runner_buffer_reserve(r, i, bytes[i]));
     return VG_OK;
@@ -233,7 +238,7 @@ vg_status vit_prepare(void *mp, vg_runner *r, const vg_batch_desc *real, const v
     vit_call warm = {NULL, warm_grid, 1};
     const vit_call *call = inputs ? (const vit_call *)inputs : &warm;
     vit_meta_layout l;
-    vit_meta_layout_for(padded->num_tokens, c->unit, &l);
+    vit_meta_layout_for(c, padded->num_tokens, &l);
     size_t row = (size_t)c->patch_dim * es(m);
     size_t real_bytes = (size_t)real->num_tokens * row, pad_bytes = (size_t)padded->num_tokens * row;
     size_t meta_bytes = l.total * sizeof(int32_t);

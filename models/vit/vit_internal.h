@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The Qwen2.5-VL vision tower: shared definitions of the files of models/vit. Backend-agnostic:
- * written on the public headers alone, every kernel reached through the core device API
- * (vg_device.h). */
+/* The vision towers of Qwen2.5-VL and Qwen3-VL: shared definitions of the files of models/vit.
+ * Both families share loading, the runner and its buffers, per-call device data and the encode
+ * path; each has its own config members, tensors, per-call layout and pieces (vit_* for what is
+ * shared or Qwen2.5-VL's, vit3_* for Qwen3-VL's). Backend-agnostic: written on the public headers
+ * alone, every kernel reached through the core device API (vg_device.h). */
 #ifndef VG_VIT_INTERNAL_H
 #define VG_VIT_INTERNAL_H
 
@@ -13,8 +15,16 @@
 #include "vg/vg_vit.h"
 
 #define VIT_MAX_DEPTH 256
+/* Taps per patch of the resampled position table (bilinear: 2 x 2). */
+#define VIT3_TAPS 4
+
+typedef enum vit_family {
+    VIT_QWEN2_5 = 0, /* RMSNorm, gated SiLU MLP, window attention, one merger */
+    VIT_QWEN3 = 1    /* LayerNorm, GELU MLP, learned position table, deepstack mergers */
+} vit_family;
 
 typedef struct vit_cfg {
+    vit_family family;
     int depth, hidden, heads, head_dim, inter, out_hidden;
     int inter_pad; /* inter rounded up to 16: zero rows and columns, exact, aligned GEMMs */
     int patch, tpatch, merge, in_ch, window;
@@ -23,44 +33,83 @@ typedef struct vit_cfg {
     int64_t patch_dim;
     float eps, theta;
     unsigned char fullatt[VIT_MAX_DEPTH];
+    /* Qwen3-VL */
+    vg_activation act;         /* the blocks' MLP activation (hidden_act) */
+    int num_pos, pos_side;     /* the learned position table: num_pos = pos_side² rows */
+    int num_deepstack;         /* deepstack mergers */
+    int deepstack_block[VIT_MAX_DEPTH]; /* the block each one follows, in config order */
 } vit_cfg;
 
-/* Parse and validate vision_config; errors name config.json and the member. */
+/* Parse and validate config.json's vision_config, picking the family from model_type; errors
+ * name config.json and the member. */
 vg_status vit_config_parse(const cJSON *root, const char *dir, vit_cfg *cfg);
+/* vit3_config.c: the Qwen3-VL members of vision_config (v), after the family was picked. */
+vg_status vit3_config_parse(const cJSON *v, const char *where, vit_cfg *cfg);
+/* The name of a family's model_type ("qwen2_5_vl", "qwen3_vl"). */
+const char *vit_family_name(vit_family f);
 
 typedef struct vit_block {
     void *norm1, *qkv_w, *qkv_b, *proj_w, *proj_b, *norm2, *gu_w, *gu_b, *down_w, *down_b;
+    /* Qwen3-VL: LayerNorm biases; the MLP is fc1 (in gu_w, gu_b: [inter_pad, hidden]), the
+     * activation, fc2 (in down_w, down_b) */
+    void *norm1_b, *norm2_b;
 } vit_block;
+
+/* A Qwen3-VL patch merger: LayerNorm (over hidden, or over merge²·hidden after the shuffle for
+ * the deepstack ones), fc1, GELU, fc2. */
+typedef struct vit3_merger {
+    void *norm_w, *norm_b, *fc1_w, *fc1_b, *fc2_w, *fc2_b;
+} vit3_merger;
 
 typedef struct vit_weights {
     vg_arena_block mem; /* one device allocation for everything below */
     void *patch_w;
     vit_block blocks[VIT_MAX_DEPTH];
     void *ln_q, *m1_w, *m1_b, *m2_w, *m2_b;
+    /* Qwen3-VL */
+    void *patch_b, *pos_embed;
+    vit3_merger merger, deepstack[VIT_MAX_DEPTH];
 } vit_weights;
 
 /* Upload the weights of `ck` in dtype dt through the weight arena, or, when ck is NULL,
- * deterministic synthetic weights (from `seed`) for benchmarks. gate_proj and up_proj are
- * stacked into one [2·inter_pad, hidden] weight so the MLP input projection is one GEMM; the
- * padding rows and columns are zero. */
+ * deterministic synthetic weights (from `seed`) for benchmarks. Qwen2.5-VL: gate_proj and
+ * up_proj are stacked into one [2·inter_pad, hidden] weight so the MLP input projection is one
+ * GEMM. The padding rows and columns are zero. */
 vg_status vit_weights_load(vg_runtime *rt, const vg_ckpt *ck, uint64_t seed, const vit_cfg *cfg,
                            vg_dtype dt, vit_weights *w);
 void vit_weights_free(vg_runtime *rt, vit_weights *w);
+/* vit3_weights.c: the tensors of a Qwen3-VL tower under `root` ("visual." or
+ * "model.visual."), for the weight arena. */
+vg_status vit3_weights_describe(vg_arena *a, const vit_cfg *c, vit_weights *w, const char *root);
 
 /* ---- per-call layout: what the host computes from grid_thw ------------------------------- */
 
-/* Sizes of the int32 metadata block for `padded` tokens. */
+/* Sizes of the int32 metadata block for `padded` tokens. Qwen2.5-VL: positions, the window
+ * permutation and its inverse, full and window segments. Qwen3-VL: positions, full segments,
+ * and the position table's taps (indices, then their F32 weights) of every patch; win, rev and
+ * cu_win are empty. */
 typedef struct vit_meta_layout {
     int64_t tokens, units;
     int cap;            /* segment capacity: units + 2 */
-    size_t pos, win, rev, cu_full, cu_win, total; /* offsets in int32 elements */
+    size_t pos, win, rev, cu_full, cu_win, tap_idx, tap_w, total; /* offsets in int32 elements */
 } vit_meta_layout;
 
-void vit_meta_layout_for(int64_t padded_tokens, int unit, vit_meta_layout *l);
+void vit_meta_layout_for(const vit_cfg *cfg, int64_t padded_tokens, vit_meta_layout *l);
 /* Fill `meta` (layout l) for grids whose tokens total real_tokens; padding units map to
- * themselves and form their own attention segment. */
+ * themselves and form their own attention segment (Qwen3-VL: their taps weigh nothing). */
 void vit_meta_fill(const vit_cfg *cfg, const int64_t *grid, int64_t n, int64_t real_tokens,
                    const vit_meta_layout *l, int32_t *meta);
+/* Close a cu_seqlens array of n segments: the padding segment, then empty segments up to the
+ * capacity. */
+void vit_cu_finish(int32_t *cu, int n, int64_t real, const vit_meta_layout *l);
+/* vit3_layout.c: Qwen3-VL's part of vit_meta_fill. */
+void vit3_meta_fill(const vit_cfg *cfg, const int64_t *grid, int64_t n, int64_t real_tokens,
+                    const vit_meta_layout *l, int32_t *meta);
+/* The taps of the position table for the patch at (row, col) of an h x w grid: the table's
+ * pos_side x pos_side grid resampled bilinearly with the corners aligned, as Hugging Face
+ * transformers computes it (in fp32, clamped at the border). */
+void vit3_pos_taps(int pos_side, int64_t h, int64_t w, int64_t row, int64_t col,
+                   int32_t idx[VIT3_TAPS], float wt[VIT3_TAPS]);
 
 /* FLOPs of attention (QKᵀ and PV) over the full and window segments of these grids. */
 double vit_attention_flops(const vit_cfg *cfg, const int64_t *grid, int64_t n);
@@ -79,6 +128,9 @@ vg_status vit_convert_pixels(const void *src, vg_dtype from, void *dst, vg_dtype
 
 /* ---- the model ---------------------------------------------------------------------------- */
 
+/* The runner's buffers. Qwen3-VL uses VB_H0 for the resampled position rows, VB_GU for the MLP's
+ * fc1 output, leaves VB_M and VB_MERGE2 empty, and keeps its outputs in VB_OUT one after another:
+ * the merger's [units, out_hidden], then each deepstack feature's. */
 enum vit_buffer {
     VB_PIX, VB_H0, VB_H, VB_N, VB_QKV, VB_ATT, VB_GU, VB_M, VB_MERGE1, VB_MERGE2, VB_OUT, VB_META,
     VB_COUNT_
@@ -113,6 +165,10 @@ typedef struct vit_call {
 
 /* vit_forward.c: the pieces and the runner callbacks */
 vg_status vit_pieces_init(vg_vit *m);
+/* vit3_forward.c: Qwen3-VL's pieces (called by vit_pieces_init) */
+vg_status vit3_pieces_init(vg_vit *m);
+/* 1 when the device implements op for the compute dtype (vit_forward.c) */
+int vit_has_op(const vg_vit *m, vg_op_id op);
 vg_status vit_reserve(void *model, vg_runner *r, const vg_batch_desc *padded);
 vg_status vit_prepare(void *model, vg_runner *r, const vg_batch_desc *real,
                       const vg_batch_desc *padded, vg_stream *s, const void *inputs);

@@ -1,26 +1,30 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the host computes for each call from grid_thw: rotary positions, the window permutation
- * of merge units and its inverse, and the segment bounds of full and windowed attention. It is
- * uploaded into one device buffer before every call, so no graph ever holds request data. */
+ * of merge units and its inverse, and the segment bounds of full and windowed attention
+ * (Qwen3-VL: positions, segments and the position table's taps, vit3_layout.c). It is uploaded
+ * into one device buffer before every call, so no graph ever holds request data. */
 #include <string.h>
 
 #include "vit_internal.h"
 
-void vit_meta_layout_for(int64_t padded_tokens, int unit, vit_meta_layout *l)
+void vit_meta_layout_for(const vit_cfg *c, int64_t padded_tokens, vit_meta_layout *l)
 {
+    int q3 = c->family == VIT_QWEN3;
     l->tokens = padded_tokens;
-    l->units = padded_tokens / unit;
+    l->units = padded_tokens / c->unit;
     l->cap = (int)l->units + 2; /* each segment holds at least one unit, plus the padding one */
     l->pos = 0;
     l->win = l->pos + 2 * (size_t)padded_tokens;
-    l->rev = l->win + (size_t)l->units;
-    l->cu_full = l->rev + (size_t)l->units;
+    l->rev = l->win + (q3 ? 0 : (size_t)l->units);
+    l->cu_full = l->rev + (q3 ? 0 : (size_t)l->units);
     l->cu_win = l->cu_full + (size_t)l->cap + 1;
-    l->total = l->cu_win + (size_t)l->cap + 1;
+    l->tap_idx = l->cu_win + (q3 ? 0 : (size_t)l->cap + 1);
+    l->tap_w = l->tap_idx + (q3 ? VIT3_TAPS * (size_t)padded_tokens : 0);
+    l->total = l->tap_w + (q3 ? VIT3_TAPS * (size_t)padded_tokens : 0);
 }
 
 /* Close a cu_seqlens array: the padding segment, then empty segments up to the capacity. */
-static void cu_finish(int32_t *cu, int n, int64_t real, const vit_meta_layout *l)
+void vit_cu_finish(int32_t *cu, int n, int64_t real, const vit_meta_layout *l)
 {
     if (l->tokens > real) cu[++n] = (int32_t)l->tokens;
     for (int i = n + 1; i <= l->cap; i++) cu[i] = (int32_t)l->tokens;
@@ -29,6 +33,10 @@ static void cu_finish(int32_t *cu, int n, int64_t real, const vit_meta_layout *l
 void vit_meta_fill(const vit_cfg *c, const int64_t *grid, int64_t n, int64_t real,
                    const vit_meta_layout *l, int32_t *meta)
 {
+    if (c->family == VIT_QWEN3) {
+        vit3_meta_fill(c, grid, n, real, l, meta);
+        return;
+    }
     int32_t *pos = meta + l->pos, *win = meta + l->win, *rev = meta + l->rev;
     int32_t *cuf = meta + l->cu_full, *cuw = meta + l->cu_win;
     const int ws = c->win_units, mg = c->merge, unit = c->unit;
@@ -74,8 +82,8 @@ void vit_meta_fill(const vit_cfg *c, const int64_t *grid, int64_t n, int64_t rea
         for (int i = 0; i < unit; i++) pos[2 * (u * unit + i)] = pos[2 * (u * unit + i) + 1] = 0;
     }
     for (int64_t u = 0; u < l->units; u++) rev[win[u]] = (int32_t)u;
-    cu_finish(cuf, nf, real, l);
-    cu_finish(cuw, nw, real, l);
+    vit_cu_finish(cuf, nf, real, l);
+    vit_cu_finish(cuw, nw, real, l);
 }
 
 vg_status vit_grid_tokens(const vit_cfg *c, const int64_t *grid, int64_t n, int64_t *tokens)
@@ -132,7 +140,7 @@ double vit_attention_flops(const vit_cfg *c, const int64_t *grid, int64_t n)
         int64_t t = grid[3 * g], lh = grid[3 * g + 1] / mg, lw = grid[3 * g + 2] / mg;
         double frame = (double)(lh * lw * c->unit);
         full += (double)t * frame * frame;
-        for (int64_t wh = 0; wh < lh; wh += ws)
+        for (int64_t wh = 0; ws > 0 && wh < lh; wh += ws) /* ws = 0: no window blocks */
             for (int64_t ww = 0; ww < lw; ww += ws) {
                 double units = (double)((lh - wh < ws ? lh - wh : ws) * (lw - ww < ws ? lw - ww : ws));
                 win += (double)t * (units * c->unit) * (units * c->unit);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Weights of the Qwen2.5-VL vision tower: the list of its tensors, for the weight arena (which
- * checks them against the checkpoint, converts them to the compute dtype and uploads them into
- * one device allocation). */
+/* Weights of the vision towers: the list of Qwen2.5-VL's tensors (Qwen3-VL's are in
+ * vit3_weights.c), for the weight arena (which checks them against the checkpoint, converts them
+ * to the compute dtype and uploads them into one device allocation). */
 #include <string.h>
 
 #include "vit_internal.h"
@@ -23,6 +23,7 @@ static vg_status describe(vg_arena *a, void *user)
     const describe_ctx *x = user;
     const vit_cfg *c = x->c;
     vit_weights *w = x->w;
+    if (c->family == VIT_QWEN3) return vit3_weights_describe(a, c, w, x->root);
     int64_t h = c->hidden, I = c->inter, Ip = c->inter_pad, mh = (int64_t)h * c->unit;
     VGM_TRY(vg_arena_prefix(a, "%s", x->root));
     /* Conv3d [hidden, C, T, P, P] with stride = kernel is a GEMM over flattened patches. */
