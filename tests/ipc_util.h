@@ -211,19 +211,30 @@ static inline int ipc_pair(ipc_role_fn producer, ipc_role_fn consumer, void *arg
     return ipc_worst(rc, ipc_wait(p));
 }
 
-/* Whether VG_BACKEND has a device here that offers IPC: 0 (yes), VG_TEST_SKIP, or 1. Asked in
- * a child, so that this process stays uninitialised. */
+/* Whether VG_BACKEND (or auto-selection) gives a device here that offers IPC: 0 (yes), with
+ * the backend's name in name[64], VG_TEST_SKIP, or 1. Asked in a child, so that this process
+ * stays uninitialised. */
 static inline int ipc_probe_role(vg_runtime *rt, int sock, void *arg)
 {
-    (void)sock, (void)arg;
+    (void)arg;
+    char name[64] = {0};
+    snprintf(name, sizeof name, "%s", vg_runtime_backend_name(rt));
+    if (ipc_write_all(sock, name, sizeof name) != 0) return 1;
     if (vg_runtime_caps(rt) & VG_CAP_IPC) return 0;
-    fprintf(stderr, "backend %s offers no IPC\n", vg_runtime_backend_name(rt));
+    fprintf(stderr, "backend %s offers no IPC\n", name);
     return VG_TEST_SKIP;
 }
 
-static inline int ipc_device_ready(void)
+static inline int ipc_device_ready(char *name)
 {
-    pid_t pid = ipc_spawn(ipc_probe_role, -1, -1, NULL, NULL);
+    int fd[2];
+    name[0] = '\0';
+    if (pipe(fd) != 0) return 1;
+    pid_t pid = ipc_spawn(ipc_probe_role, fd[1], fd[0], NULL, NULL);
+    close(fd[1]);
+    if (pid >= 0 && ipc_read_all(fd[0], name, 64) != 0) name[0] = '\0';
+    close(fd[0]);
+    name[63] = '\0';
     return pid < 0 ? 1 : ipc_wait(pid);
 }
 

@@ -260,8 +260,10 @@ static int consume_restart(vg_runtime *rt, int sock, void *arg)
     int dropped = 0;
     CKV(vg_ipc_cache_invalidate(&first[0], &dropped));
     vg_ipc_stats_get(&st);
-    CK(dropped == 1 && st.invalidations == 1 && st.closes == 1 && st.entries == 1,
-       "invalidation: dropped %d closes %llu", dropped, (unsigned long long)st.closes);
+    CK(dropped == 1 && st.invalidations == 1 && st.entries == 1, "invalidation: dropped %d",
+       dropped);
+    /* (a vendor may refuse to close a mapping whose exporter has exited: then it is gone) */
+    CK(st.closes == 1 || !g_stub, "the mapping is closed: %llu", (unsigned long long)st.closes);
     /* a late descriptor of the dead producer's pool: an error, and no address */
     vg_ipc_tensor x;
     vg_status e = vg_ipc_import(rt, &first[3], &x);
@@ -376,11 +378,20 @@ static int consume_lies(vg_runtime *rt, int sock, void *arg)
     lie.handle.bytes[0] ^= 0xa5;
     vg_error_clear();
     e = vg_ipc_import(rt, &lie, &x);
-    CK(e != VG_OK && x.ptr == NULL && strstr(vg_last_error(), "retried without the cache") &&
-       strstr(vg_last_error(), "handle differs"), "altered handle: %s: %s", vg_status_name(e),
-       vg_last_error());
     vg_ipc_stats_get(&st);
     CK(st.invalidations == 2 && st.fallbacks == 2, "altered handle invalidates");
+    if (e == VG_OK) {
+        /* a vendor may ignore the bytes altered (CUDA's handles have reserved ones): then the
+         * retry's own mapping is the same memory */
+        CK(!g_stub && !x.cached, "altered stub handles never open");
+        if (ipc_check(s, x.ptr, x.bytes, 55, 1, &bad)) return 1;
+        CK(bad == 0, "altered handle, same memory");
+        CKV(vg_ipc_release(&x));
+    } else {
+        CK(x.ptr == NULL && strstr(vg_last_error(), "retried without the cache") &&
+           strstr(vg_last_error(), "handle differs"), "altered handle: %s: %s",
+           vg_status_name(e), vg_last_error());
+    }
 
     /* a descriptor of another backend */
     lie = a;
@@ -682,16 +693,18 @@ static void test_hostile_descriptors(void **state)
 
 int main(void)
 {
-    const char *backend = getenv("VG_BACKEND");
-    g_stub = backend && strcmp(backend, "kunlun_stub") == 0;
     const char *req = getenv("VG_REQUIRE_DEVICE");
-    int ready = ipc_device_ready();
+    char backend[64];
+    int ready = ipc_device_ready(backend);
     if (ready == VG_TEST_SKIP && !(req && strcmp(req, "1") == 0)) {
-        printf("SKIP: no device with IPC on backend '%s'\n", backend ? backend : "(auto)");
+        const char *asked = getenv("VG_BACKEND");
+        printf("SKIP: no device with IPC (VG_BACKEND=%s%s)\n", asked ? asked : "",
+               backend[0] ? ", it opened but offers no IPC" : "");
         return VG_TEST_SKIP;
     }
     if (ready != 0) return 1;
-    printf("IPC tests on backend '%s'\n", backend ? backend : "(auto)");
+    g_stub = strcmp(backend, "kunlun_stub") == 0;
+    printf("IPC tests on backend '%s'\n", backend);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_descriptor_round_trip),
         cmocka_unit_test(test_hostile_descriptors),

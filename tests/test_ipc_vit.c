@@ -218,9 +218,12 @@ static int consume(vg_runtime *rt, int sock, void *arg)
 int main(void)
 {
     const char *req = getenv("VG_REQUIRE_DEVICE");
-    int ready = ipc_device_ready();
+    char backend[64];
+    int ready = ipc_device_ready(backend);
     if (ready == VG_TEST_SKIP && !(req && strcmp(req, "1") == 0)) {
-        printf("SKIP: no device with IPC\n");
+        const char *asked = getenv("VG_BACKEND");
+        printf("SKIP: no device with IPC (VG_BACKEND=%s%s)\n", asked ? asked : "",
+               backend[0] ? ", it opened but offers no IPC" : "");
         return VG_TEST_SKIP;
     }
     if (ready != 0) return 1;
