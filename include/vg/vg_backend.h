@@ -210,7 +210,8 @@ typedef struct vg_backend_iface {
     vg_status (*ipc_alloc)(vg_bk_device *dev, size_t bytes, void **out);
     /* The handle of an allocation from ipc_alloc (`base` is the pointer ipc_alloc returned): a
      * VG_IPC_HANDLE_BYTES blob, meaningful to this backend in another process. Exporting twice
-     * gives the same handle; an allocation freed and allocated again gives a different one. */
+     * gives handles to the same memory; an allocation freed and allocated again gives a handle
+     * that does not open the old one. */
     vg_status (*ipc_export)(vg_bk_device *dev, void *base, vg_ipc_handle *out);
     /* Map a handle exported by another process: *out is a device address usable by this
      * device's copies and ops, *bytes the size of the whole exported allocation as the backend
