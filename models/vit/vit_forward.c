@@ -244,9 +244,11 @@ vg_status vit_prepare(void *mp, vg_runner *r, const vg_batch_desc *real, const v
     TRY(vit_stage_reserve(m->rt, &m->meta_stage, &m->meta_bytes, meta_bytes));
     vit_meta_fill(c, call->grid, call->n, real->num_tokens, &l, m->meta_stage);
     char *pix = BUF(VB_PIX);
-    /* the pixels were converted (and checked) into host staging by vg_vit_encode; zero padding
-     * rows embed to zero: they cannot disturb real rows, and stay finite */
-    if (call->device_pixels) TRY(vit_device_pixels(s, call, pix, m->dt, real->num_tokens, c->patch_dim));
+    /* the pixels were converted (and checked) into host staging by vg_vit_encode, or are in
+     * device memory (vg_vit_encode_device); zero padding rows embed to zero: they cannot disturb
+     * real rows, and stay finite */
+    if (call->device_pixels)
+        TRY(vit_device_pixels(s, call, pix, m->dt, real->num_tokens, c->patch_dim));
     else if (!call->pixels) real_bytes = 0;
     else TRY(vg_mem_copy_h2d(s, pix, call->pixels, real_bytes));
     if (pad_bytes > real_bytes) TRY(vg_mem_set(s, pix + real_bytes, 0, pad_bytes - real_bytes));
