@@ -78,8 +78,9 @@ typedef struct vg_ipc_pool vg_ipc_pool;
 /* One exportable device allocation of `bytes` (>= 1) on rt's device, its handle computed once.
  * VG_ERR_UNSUPPORTED when the device has no VG_CAP_IPC. */
 VG_API vg_status vg_ipc_pool_create(vg_runtime *rt, size_t bytes, vg_ipc_pool **out);
-/* Free the pool. Consumers that still map it keep their mapping until they invalidate it; what
- * they read there is no longer written. NULL is a no-op. */
+/* Free the pool. Consumers that still map it keep their mapping until they invalidate it, but
+ * must not read it any more: what it holds then is the backend's business (kunlun_stub keeps the
+ * pages; a GPU driver may not). Tell them (vg_ipc_cache_invalidate). NULL is a no-op. */
 VG_API vg_status vg_ipc_pool_destroy(vg_ipc_pool *pool);
 /* Carve a tensor of dtype and shape (ndim 0..VG_IPC_MAX_DIMS) out of the pool, 256-byte aligned:
  * its device address in *ptr and its descriptor in *desc. VG_ERR_OUT_OF_MEMORY when no free
