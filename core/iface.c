@@ -35,7 +35,8 @@ const vg_host_services *vg_host_services_get(void) { return &k_host; }
  * hold at least everything this core knows (its own additions are ignored). */
 static size_t iface_size_for_minor(uint32_t minor)
 {
-    return minor == 0 ? VG_BACKEND_IFACE_SIZE_1_0 : VG_BACKEND_IFACE_SIZE_1_1;
+    return minor == 0 ? VG_BACKEND_IFACE_SIZE_1_0
+           : minor == 1 ? VG_BACKEND_IFACE_SIZE_1_1 : VG_BACKEND_IFACE_SIZE_1_2;
 }
 
 #define MEMBER(m) {offsetof(vg_backend_iface, m), #m}
@@ -68,6 +69,8 @@ static const struct {
      {MEMBER(capture_begin), MEMBER(capture_end), MEMBER(graph_destroy),
       MEMBER(graph_instantiate), MEMBER(exec_launch), MEMBER(exec_destroy)}},
     {VG_CAP_GRAPH_UPDATE, "graph update", 1, {MEMBER(exec_update)}},
+    {VG_CAP_IPC, "IPC", 0,
+     {MEMBER(ipc_alloc), MEMBER(ipc_export), MEMBER(ipc_open), MEMBER(ipc_close)}},
 };
 #undef MEMBER
 
@@ -78,6 +81,13 @@ static const void *member_at(const vg_backend_iface *b, size_t offset)
 
 vg_status vg_iface_check_caps(const vg_backend_iface *b, uint64_t *caps, const char *origin)
 {
+    /* VG_CAP_IPC was reserved before ABI 1.2 appended its section: a table older than that has
+     * no IPC members, whatever its device says. */
+    if ((*caps & VG_CAP_IPC) && b->abi_minor < 2) {
+        vg_log(VG_LOG_INFO, "%s: device reports IPC, but the plugin's table is ABI 1.%u (the IPC "
+                            "section is ABI 1.2); IPC disabled", origin, b->abi_minor);
+        *caps &= ~VG_CAP_IPC;
+    }
     for (size_t i = 0; i < VG_ARRAY_LEN(k_cap_members); i++) {
         if (!(*caps & k_cap_members[i].cap)) continue;
         for (int j = 0; j < MAX_CAP_MEMBERS && k_cap_members[i].members[j].name; j++) {

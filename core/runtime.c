@@ -276,6 +276,7 @@ vg_status vg_runtime_open_iface(const vg_backend_iface *iface, int device, vg_ru
 vg_status vg_runtime_close(vg_runtime *rt)
 {
     if (!rt) return VG_OK;
+    vg_ipc_runtime_closing(rt);
     vg_status st = shut(rt);
     free(rt);
     return st;

@@ -119,6 +119,12 @@ struct vg_graph_exec {
 
 static inline vg_bk_stream *vg_stream_bk(const vg_stream *s) { return s->bk; }
 
+/* ---- IPC (ipc_import.c) ----------------------------------------------------------------------- */
+
+/* Close what the IPC cache holds for rt (vg_runtime_close calls it first): its entries are
+ * dropped, and mappings of tensors not yet released are closed now, with a warning. */
+void vg_ipc_runtime_closing(vg_runtime *rt);
+
 /* ---- environment (env.c) ---------------------------------------------------------------------- */
 
 /* Reading an environment variable as a bounded value; malformed values are logged and ignored. */

@@ -18,8 +18,8 @@ CC=clang cmake -S "$root" -B "$build" -DVG_FUZZ=ON -DVG_BUILD_CUDA=OFF -DVG_BUIL
 cmake --build "$build" -j "$jobs" >/dev/null || exit 1
 passed=0
 failed=0
-declare -A max_len=([safetensors]=8192 [vit_config]=4096 [vit_input]=64)
-for t in safetensors vit_config vit_input; do
+declare -A max_len=([safetensors]=8192 [vit_config]=4096 [vit_input]=64 [ipc_desc]=512)
+for t in safetensors vit_config vit_input ipc_desc; do
     corpus=$build/corpus/$t
     mkdir -p "$corpus"
     log=$build/fuzz_$t.log

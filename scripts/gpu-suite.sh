@@ -6,7 +6,7 @@
 #   3. the conformance suite, the vision-encoder (Qwen2.5-VL and Qwen3-VL) and the language-model
 #      tests on cuda under compute-sanitizer memcheck (leak check on), and the conformance suite
 #      under racecheck (shared memory);
-#   4. the launch benchmark (numbers for docs/performance.md).
+#   4. the launch benchmark (numbers for docs/performance.md), and the IPC one (docs/ipc.md).
 # Usage: scripts/gpu-suite.sh BUILD_DIR
 set -uo pipefail
 build=${1:?usage: gpu-suite.sh BUILD_DIR}
@@ -50,5 +50,6 @@ step "memcheck: language model on cuda" sanitize memcheck --leak-check full "$bu
 step "racecheck: conformance on cuda" sanitize racecheck "$build/tests/test_conformance"
 step "racecheck: conformance, 128-row attention" racecheck_attention128
 step "vg bench launch" "$build/bin/vg" bench launch --backend cuda
+step "vg bench ipc" "$build/bin/vg" bench ipc --backend cuda --tensors 1000 --pools 4
 echo "gpu-suite: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

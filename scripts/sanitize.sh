@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # The CPU test suite under sanitizers, each in a build directory of its own:
 #   address;undefined  every test (leak detection on), in $VG_BUILD_DIR-asan
-#   thread             the tests of shared state (label 'threads', and the runner), in -tsan
+#   thread             the tests of shared state (label 'threads': the runner's threads and the
+#                      IPC importer's; and the runner), in -tsan
 # Findings fail the run; nothing is suppressed.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -18,7 +19,8 @@ cmake --build "$base-asan" -j "$jobs" >/dev/null
 
 echo "== ThreadSanitizer"
 cmake -S "$root" -B "$base-tsan" -DVG_SANITIZE=thread "${common[@]}" >/dev/null
-cmake --build "$base-tsan" -j "$jobs" --target test_threads test_runner vg_kunlun_stub >/dev/null
+cmake --build "$base-tsan" -j "$jobs" --target test_threads test_runner test_ipc_threads \
+    vg_kunlun_stub >/dev/null
 # OpenBLAS is not instrumented: keep its own thread pool out of the picture.
 (cd "$base-tsan" && OPENBLAS_NUM_THREADS=1 TSAN_OPTIONS=halt_on_error=1 \
-    ctest --output-on-failure -R '^(threads|runner)$')
+    ctest --output-on-failure -R '^(threads|runner|ipc\.threads\.kunlun_stub)$')

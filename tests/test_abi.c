@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Plugin ABI compatibility (docs/plugin-abi.md, "Versioning rules" and "Per-op capabilities"):
  *  - an ABI 1.0 plugin (no op_caps, no score, a table that ends at `ops`) loads, opens and runs
- *    under this 1.1 core, which derives each op's support from the op table and capturable_ops;
+ *    under this 1.2 core, which derives each op's support from the op table and capturable_ops;
  *  - an ABI 1.1 plugin's op_caps wins over capturable_ops, is asked once per op at open, and op
  *    ids past 64 neither crash nor leak into answers the core cannot give;
- *  - vg_runtime_open_iface validates a caller's table like a plugin's.
+ *  - vg_runtime_open_iface validates a caller's table like a plugin's;
+ *  - the IPC section (ABI 1.2) is used only from 1.2 tables whose devices report VG_CAP_IPC,
+ *    and then must be complete.
  * An ABI test: the only kind of test that includes vg_backend.h. */
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 #include "test_util.h"
 #include "vg/vg_backend.h"
 #include "vg/vg_device.h"
+#include "vg/vg_ipc.h"
 
 #ifndef TEST_PLUGIN_DIR
 #error "TEST_PLUGIN_DIR must point at the built test plugins"
@@ -455,6 +458,126 @@ static void test_op_table_v4_plugin(void **state)
     VG_CHECK(vg_runtime_close(rt));
 }
 
+/* ---- ABI 1.2: the IPC section ------------------------------------------------------------------- */
+
+#define IPCNULL_PATH TEST_PLUGIN_DIR "/abi/libvg_ipcnull.so"
+
+/* The device offers no IPC, and vg_ipc.h says so without reaching the plugin. */
+static void expect_no_ipc(vg_runtime *rt)
+{
+    assert_false(vg_runtime_caps(rt) & VG_CAP_IPC);
+    vg_device_info info = {.struct_size = sizeof info};
+    VG_CHECK(vg_runtime_device_info(rt, &info));
+    assert_false(info.caps & VG_CAP_IPC);
+    vg_ipc_pool *p = (vg_ipc_pool *)1;
+    VG_CHECK_FAILS(vg_ipc_pool_create(rt, 4096, &p), VG_ERR_UNSUPPORTED, "no IPC capability");
+    assert_null(p);
+    vg_ipc_desc d;
+    memset(&d, 0, sizeof d);
+    d.version = VG_IPC_DESC_VERSION;
+    snprintf(d.backend, sizeof d.backend, "%s", vg_runtime_backend_name(rt));
+    d.producer_pid = 1, d.pool_bytes = 64, d.dtype = VG_DTYPE_U8;
+    vg_ipc_tensor t;
+    VG_CHECK_FAILS(vg_ipc_import(rt, &d, &t), VG_ERR_UNSUPPORTED, "no IPC capability");
+    assert_null(t.ptr);
+}
+
+/* ABI 1.0 and 1.1 plugins whose devices report VG_CAP_IPC (reserved before 1.2): their tables
+ * have no IPC section, so the core clears the bit and never reads past their struct_size (the
+ * fixtures poison what lies beyond). */
+static void test_ipc_claimed_by_old_plugins(void **state)
+{
+    (void)state;
+    const char *paths[] = {ABI10_PATH, OPCAPS_PATH};
+    for (int i = 0; i < 2; i++) {
+        vg_runtime *rt = open_path(paths[i]);
+        expect_no_ipc(rt);
+        VG_CHECK(vg_runtime_close(rt));
+        vg_probe_report r;
+        memset(&r, 0, sizeof r);
+        r.struct_size = sizeof r;
+        assert_int_equal(vg_backend_probe(paths[i], &r), VG_OK); /* vg info sees the same */
+        assert_false(r.devices[0].caps & VG_CAP_IPC);
+        assert_int_equal(r.abi_minor, (uint32_t)i);
+    }
+}
+
+/* An ABI 1.2 plugin whose device claims IPC must provide the section. */
+static void test_ipc_members_missing(void **state)
+{
+    (void)state;
+    vg_runtime_options o;
+    vg_runtime_options_init(&o);
+    o.backend = IPCNULL_PATH;
+    vg_runtime *rt = NULL;
+    VG_CHECK_FAILS(vg_runtime_open(&o, &rt), VG_ERR_ABI,
+                   "device reports IPC but mandatory member 'ipc_alloc' is NULL");
+    assert_null(rt);
+}
+
+static vg_status poisoned_ipc_alloc(vg_bk_device *d, size_t n, void **out)
+{
+    (void)d, (void)n, (void)out;
+    fail_msg("the core called ipc_alloc beyond a 1.1 table's struct_size");
+    return VG_ERR_INTERNAL;
+}
+
+static vg_status poisoned_ipc_open(vg_bk_device *d, const vg_ipc_handle *h, void **out, size_t *n)
+{
+    (void)d, (void)h, (void)out, (void)n;
+    fail_msg("the core called ipc_open beyond a 1.1 table's struct_size");
+    return VG_ERR_INTERNAL;
+}
+
+static void test_ipc_section_of_the_stub(void **state)
+{
+    (void)state;
+    const vg_backend_iface *stub = stub_table();
+    vg_runtime *rt = NULL;
+    /* cut to 1.1: the section is not there, whatever lies beyond struct_size */
+    vg_backend_iface copy = *stub;
+    copy.abi_minor = 1;
+    copy.struct_size = (uint32_t)VG_BACKEND_IFACE_SIZE_1_1;
+    copy.ipc_alloc = poisoned_ipc_alloc;
+    copy.ipc_open = poisoned_ipc_open;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    expect_no_ipc(rt);
+    VG_CHECK(vg_runtime_close(rt));
+    /* a 1.2 table must be as large as 1.2 says */
+    copy = *stub;
+    copy.struct_size = (uint32_t)VG_BACKEND_IFACE_SIZE_1_1;
+    VG_CHECK_FAILS(vg_runtime_open_iface(&copy, 0, &rt), VG_ERR_ABI,
+                   "interface table too small for its version");
+    /* a 1.2 table with IPC and a member missing */
+    copy = *stub;
+    copy.ipc_close = NULL;
+    VG_CHECK_FAILS(vg_runtime_open_iface(&copy, 0, &rt), VG_ERR_ABI,
+                   "device reports IPC but mandatory member 'ipc_close' is NULL");
+    /* and without the capability, the members may be NULL */
+    setenv("VG_STUB_CAPS", "noipc", 1);
+    copy.ipc_alloc = NULL;
+    copy.ipc_export = NULL;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    expect_no_ipc(rt);
+    VG_CHECK(vg_runtime_close(rt));
+    unsetenv("VG_STUB_CAPS");
+    /* the whole table: a pool through the core */
+    copy = *stub;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    assert_true(vg_runtime_caps(rt) & VG_CAP_IPC);
+    vg_ipc_pool *p = NULL;
+    VG_CHECK(vg_ipc_pool_create(rt, 1 << 16, &p));
+    vg_ipc_desc d;
+    void *ptr = NULL;
+    int64_t shape[2] = {8, 8};
+    VG_CHECK(vg_ipc_pool_alloc(p, VG_DTYPE_F32, 2, shape, &d, &ptr));
+    assert_string_equal(d.backend, "kunlun_stub");
+    assert_int_equal(d.bytes, 256);
+    VG_CHECK(vg_ipc_pool_free(p, &d));
+    VG_CHECK(vg_ipc_pool_destroy(p));
+    VG_CHECK(vg_runtime_close(rt));
+}
+
 int main(void)
 {
     unsetenv("VG_BACKEND_PATH");
@@ -471,6 +594,9 @@ int main(void)
         cmocka_unit_test_setup(test_open_iface_as_abi10, reset_env),
         cmocka_unit_test_setup(test_op_table_v3_plugin, reset_env),
         cmocka_unit_test_setup(test_op_table_v4_plugin, reset_env),
+        cmocka_unit_test_setup(test_ipc_claimed_by_old_plugins, reset_env),
+        cmocka_unit_test_setup(test_ipc_members_missing, reset_env),
+        cmocka_unit_test_setup(test_ipc_section_of_the_stub, reset_env),
     };
     return cmocka_run_group_tests_name("abi", tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
 /* vg bench: measurements on the selected backend (see docs/performance.md for the method).
  *   vg bench launch   replay of an N-kernel graph against N eager launches (bench_launch.c)
  *   vg bench runner   the runner's dispatch overhead, and an N-op forward eager vs graphed
- *                     (bench_runner.c) */
+ *                     (bench_runner.c)
+ *   vg bench ipc      cross-process tensors through the IPC pool cache, on and off (bench_ipc.c) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +14,12 @@
 static const char k_usage[] =
     "usage: vg bench launch [--backend B] [--kernels N] [--iters N] [--elems N] [--json]\n"
     "       vg bench runner [--backend B] [--kernels N] [--iters N] [--launch-us X] [--json]\n"
+    "       vg bench ipc [--backend B] [--tensors N] [--pools P] [--json]\n"
     "\n"
     "  launch   replay of an N-kernel graph against N eager launches\n"
     "  runner   the graph runner's own cost per call, and an N-op forward eager against graphed\n"
-    "'vg bench launch --help' and 'vg bench runner --help' describe them.\n";
+    "  ipc      tensors shared across processes, through the IPC pool cache and without\n"
+    "'vg bench launch --help', 'vg bench runner --help' and 'vg bench ipc --help' describe them.\n";
 
 static const char k_launch_help[] =
     "usage: vg bench launch [--backend B] [--kernels N] [--iters N] [--elems N] [--json]\n"
@@ -49,9 +52,11 @@ int vg_cmd_bench(int argc, char **argv)
         fputs(k_usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
+    if (strcmp(argv[1], "ipc") == 0) return vg_cmd_bench_ipc(argc, argv);
     int is_runner = strcmp(argv[1], "runner") == 0;
     if (strcmp(argv[1], "launch") != 0 && !is_runner)
-        return vg_cli_usage("bench", "unknown benchmark '%s'; the benchmarks are launch and runner", argv[1]);
+        return vg_cli_usage("bench", "unknown benchmark '%s'; the benchmarks are launch, runner "
+                                     "and ipc", argv[1]);
     int kernels = 500, elems = 1024, iters = 200, json = 0;
     double launch_us = -1;
     vg_runtime_options o;

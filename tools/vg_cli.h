@@ -24,6 +24,8 @@ int vg_cmd_lm_generate(int argc, char **argv);
 int vg_cmd_lm_bench(int argc, char **argv);
 int vg_bench_launch(vg_runtime *rt, int kernels, int elems, int iters, int json);
 int vg_bench_runner(vg_runtime *rt, int ops, int iters, int json);
+/* vg bench ipc: its own processes, so it opens no runtime here (argv[1] is "ipc") */
+int vg_cmd_bench_ipc(int argc, char **argv);
 
 /* Print "vg <cmd>: <message>" to stderr; returns 1 (a failure), or 2 for vg_cli_usage (a
  * wrong command line). */

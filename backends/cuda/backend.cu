@@ -34,6 +34,10 @@ vg_status vgc_exec_launch(vg_bk_device *, vg_bk_exec *, vg_bk_stream *);
 vg_status vgc_exec_destroy(vg_bk_device *, vg_bk_exec *);
 vg_status vgc_exec_update(vg_bk_device *, vg_bk_exec *, vg_bk_graph *, vg_update_result *);
 vg_status vgc_op_caps(vg_bk_device *, uint32_t, vg_op_caps *);
+vg_status vgc_ipc_alloc(vg_bk_device *, size_t, void **);
+vg_status vgc_ipc_export(vg_bk_device *, void *, vg_ipc_handle *);
+vg_status vgc_ipc_open(vg_bk_device *, const vg_ipc_handle *, void **, size_t *);
+vg_status vgc_ipc_close(vg_bk_device *, void *);
 }
 
 /* Auto-selection: a GPU backend beats the CPU stand-in; cuda 900, hip 800 (vendor.h). */
@@ -80,6 +84,10 @@ static vg_backend_iface make_iface(void)
     t.ops = &vgc_ops;
     t.op_caps = vgc_op_caps;
     t.score = vgc_score;
+    t.ipc_alloc = vgc_ipc_alloc; /* ipc.cu */
+    t.ipc_export = vgc_ipc_export;
+    t.ipc_open = vgc_ipc_open;
+    t.ipc_close = vgc_ipc_close;
     return t;
 }
 

@@ -135,7 +135,7 @@ extern "C" vg_status vgc_device_close(vg_bk_device *dev)
 }
 
 /* What every device of this backend offers. */
-static const uint64_t k_caps = VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_PINNED_HOST;
+static const uint64_t k_caps = VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_PINNED_HOST | VG_CAP_IPC;
 
 /* ABI 1.1. Every op is captured as plain kernel launches (GEMM plans are tuned only outside
  * capture; inside it cuBLASLt's first pick is used), so each is capturable. */

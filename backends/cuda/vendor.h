@@ -14,7 +14,8 @@
  *   vg_graph_exec_update, vg_graph_upload   the graph calls whose forms differ
  *   vg_pdl_capable(prop)    whether a device can take programmatic dependent launches
  *   vg_launch_programmatic  a kernel launch that may overlap the previous kernel's tail
- *   vg_pdl_wait_release()   the device side: wait for the previous kernel, release the next */
+ *   vg_pdl_wait_release()   the device side: wait for the previous kernel, release the next
+ *   vg_mem_address_range    the base and size of the allocation holding a device address */
 #ifndef VG_VENDOR_H
 #define VG_VENDOR_H
 
@@ -96,6 +97,11 @@ static __host__ __device__ inline hip_bfloat16 __float2bfloat16(float f) { retur
 #define cudaGraphGetNodes hipGraphGetNodes
 #define cudaGraphNode_t hipGraphNode_t
 #define cudaMemcpyKind hipMemcpyKind
+#define cudaIpcMemHandle_t hipIpcMemHandle_t
+#define cudaIpcGetMemHandle hipIpcGetMemHandle
+#define cudaIpcOpenMemHandle hipIpcOpenMemHandle
+#define cudaIpcCloseMemHandle hipIpcCloseMemHandle
+#define cudaIpcMemLazyEnablePeerAccess hipIpcMemLazyEnablePeerAccess
 typedef __half vg_f16;
 /* HIP's shuffles take no mask; vg's kernels use 32-lane groups, which wave64 hardware runs as
  * two independent halves (the xor offsets stay below 32). */
@@ -123,6 +129,11 @@ static inline hipError_t vg_graph_exec_update(hipGraphExec_t exec, hipGraph_t gr
 #else
 #define vg_graph_upload(exec, stream) hipSuccess
 #endif
+
+static inline hipError_t vg_mem_address_range(void *ptr, void **base, size_t *size)
+{
+    return hipMemGetAddressRange(base, size, ptr);
+}
 
 /* No programmatic dependent launch on HIP: every launch is a plain one, and kernels do not wait. */
 static inline int vg_pdl_capable(const hipDeviceProp_t *prop)
@@ -166,6 +177,29 @@ static inline cudaError_t vg_graph_exec_update(cudaGraphExec_t exec, cudaGraph_t
     return cudaGraphExecUpdate(exec, graph, &info);
 }
 #define vg_graph_upload(exec, stream) cudaGraphUpload((exec), (stream))
+
+/* The runtime API has no cuMemGetAddressRange: the driver's, reached through the runtime (so the
+ * backend does not link libcuda, and loads on machines without a driver). */
+static inline cudaError_t vg_mem_address_range(void *ptr, void **base, size_t *size)
+{
+    typedef int (*range_fn)(unsigned long long *base, size_t *size, unsigned long long ptr);
+    void *fn = NULL;
+    cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+    cudaError_t e = cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &fn, 12000,
+                                                     cudaEnableDefault, &found);
+#else
+    cudaError_t e = cudaGetDriverEntryPoint("cuMemGetAddressRange", &fn, cudaEnableDefault, &found);
+#endif
+    if (e != cudaSuccess) return e;
+    if (found != cudaDriverEntryPointSuccess || !fn) return cudaErrorNotSupported;
+    unsigned long long b = 0;
+    size_t n = 0;
+    if (((range_fn)fn)(&b, &n, (unsigned long long)(uintptr_t)ptr) != 0) return cudaErrorInvalidValue;
+    *base = (void *)(uintptr_t)b;
+    *size = n;
+    return cudaSuccess;
+}
 
 /* Programmatic dependent launch: sm_90 and newer. */
 static inline int vg_pdl_capable(const cudaDeviceProp *prop) { return prop->major >= 9; }

@@ -45,6 +45,10 @@ static const vg_backend_iface k_iface = {
     .ops = &stub_ops,
     .op_caps = stub_op_caps,
     .score = stub_score,
+    .ipc_alloc = stub_ipc_alloc,
+    .ipc_export = stub_ipc_export,
+    .ipc_open = stub_ipc_open,
+    .ipc_close = stub_ipc_close,
 };
 
 VG_BACKEND_EXPORT const vg_backend_iface *vg_backend_query(const vg_host_services *host)

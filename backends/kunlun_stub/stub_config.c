@@ -5,10 +5,10 @@
  *   VG_STUB_POISON=1            fill fresh and freed memory with NaN bytes; keep freed memory
  *                               mapped (quarantined, up to VG_STUB_QUARANTINE, default 256M)
  *   VG_STUB_LAUNCH_US=N         simulated host cost of each launch (eager op or graph launch)
- *   VG_STUB_CAPS=tok,...        nograph | noupdate | nocapture:<op name>
+ *   VG_STUB_CAPS=tok,...        nograph | noupdate | noipc | nocapture:<op name>
  *   VG_STUB_FAULT=point[:n[+]],...  fail the n-th call (n+ : and all later ones) of a point:
  *                               device_open mem_alloc capture_begin capture_end instantiate
- *                               launch update   (no :n means every call) */
+ *                               launch update ipc_open   (no :n means every call) */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +18,7 @@
 
 static const char *const k_fault_names[STUB_FAULT_COUNT_] = {
     "device_open", "mem_alloc", "capture_begin", "capture_end", "instantiate", "launch", "update",
+    "ipc_open",
 };
 
 static const char *const k_op_names[STUB_OP_COUNT] = {
@@ -57,6 +58,8 @@ static void parse_caps(stub_config *cfg, const char *spec)
          tok = strtok_r(NULL, ",", &save)) {
         if (strcmp(tok, "nograph") == 0) {
             cfg->caps &= ~(VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE);
+        } else if (strcmp(tok, "noipc") == 0) {
+            cfg->caps &= ~VG_CAP_IPC;
         } else if (strcmp(tok, "noupdate") == 0) {
             cfg->caps &= ~VG_CAP_GRAPH_UPDATE;
         } else if (strncmp(tok, "nocapture:", 10) == 0) {
@@ -109,7 +112,7 @@ void stub_config_load(stub_config *cfg)
     cfg->devices = 1;
     cfg->capacity = 8ull << 30;
     cfg->quarantine_cap = 256ull << 20;
-    cfg->caps = VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE;
+    cfg->caps = VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_IPC;
     const char *v = getenv("VG_STUB_DEVICES");
     if (v && *v) {
         char *end = NULL;

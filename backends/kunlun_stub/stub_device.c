@@ -48,7 +48,15 @@ vg_status stub_device_close(vg_bk_device *dev)
         STUB_LOG(VG_LOG_WARN, "kunlun_stub: device %d closed with %zu allocations (%llu bytes) "
                               "still live; releasing them", dev->index, dev->nallocs,
                  (unsigned long long)dev->used);
-    for (size_t i = 0; i < dev->nallocs; i++) free(dev->allocs[i].ptr);
+    for (size_t i = 0; i < dev->nallocs; i++) {
+        if (dev->allocs[i].shared) stub_ipc_release(&dev->allocs[i]);
+        else free(dev->allocs[i].ptr);
+    }
+    if (dev->nimports)
+        STUB_LOG(VG_LOG_WARN, "kunlun_stub: device %d closed with %zu IPC mappings still open; "
+                              "closing them", dev->index, dev->nimports);
+    while (dev->nimports) stub_ipc_close(dev, dev->imports[dev->nimports - 1].ptr);
+    free(dev->imports);
     for (size_t i = 0; i < dev->nquarantine; i++) free(dev->quarantine[i].ptr);
     free(dev->allocs);
     free(dev->quarantine);

@@ -28,6 +28,7 @@ typedef enum stub_fault_point {
     STUB_FAULT_INSTANTIATE,
     STUB_FAULT_LAUNCH,
     STUB_FAULT_UPDATE,
+    STUB_FAULT_IPC_OPEN,
     STUB_FAULT_COUNT_
 } stub_fault_point;
 
@@ -40,7 +41,17 @@ typedef struct stub_fault {
 typedef struct stub_alloc {
     void *ptr;
     size_t bytes;
+    int shared; /* from ipc_alloc: a mapping of memfd `fd` (map_bytes), not heap memory */
+    int fd;
+    size_t map_bytes;
+    unsigned char token[16]; /* the memfd's name holds it: the handle's proof of identity */
 } stub_alloc;
+
+/* A pool of another process mapped by ipc_open. */
+typedef struct stub_import {
+    void *ptr;
+    size_t bytes;
+} stub_import;
 
 /* The ops this stub implements: VG_OP_FILL up to VG_OP_GATHER_WEIGHTED (op table version 5).
  * Not VG_OP_COUNT_: an op appended to the catalogue is not implemented here until someone writes
@@ -68,6 +79,8 @@ struct vg_bk_device {
     stub_alloc *quarantine;
     size_t nquarantine, cap_quarantine;
     uint64_t quarantine_bytes;
+    stub_import *imports; /* ipc_open's mappings */
+    size_t nimports, cap_imports;
 };
 
 /* One enqueued unit of work: a function and a private copy of its arguments. */
@@ -145,6 +158,15 @@ vg_status stub_mem_alloc(vg_bk_device *dev, size_t bytes, void **out);
 vg_status stub_mem_free(vg_bk_device *dev, void *ptr);
 vg_status stub_host_alloc(vg_bk_device *dev, size_t bytes, void **out);
 vg_status stub_host_free(vg_bk_device *dev, void *ptr);
+/* stub_ipc.c: ABI 1.2, memory shared across processes through memfds */
+vg_status stub_ipc_alloc(vg_bk_device *dev, size_t bytes, void **out);
+vg_status stub_ipc_export(vg_bk_device *dev, void *base, vg_ipc_handle *out);
+vg_status stub_ipc_open(vg_bk_device *dev, const vg_ipc_handle *h, void **out, size_t *bytes);
+vg_status stub_ipc_close(vg_bk_device *dev, void *ptr);
+/* Unmap a shared allocation (mem_free, device_close). */
+void stub_ipc_release(stub_alloc *a);
+/* Grow an array of `elem`-byte items to hold `need`; 0 or -1 when out of memory. */
+int stub_grow(void **arr, size_t *cap, size_t need, size_t elem);
 vg_status stub_copy_h2d(vg_bk_device *, vg_bk_stream *, void *, const void *, size_t);
 vg_status stub_copy_d2h(vg_bk_device *, vg_bk_stream *, void *, const void *, size_t);
 vg_status stub_copy_d2d(vg_bk_device *, vg_bk_stream *, void *, const void *, size_t);

@@ -32,7 +32,7 @@ void stub_uncharge(vg_bk_device *dev, uint64_t bytes)
     pthread_mutex_unlock(&dev->lock);
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+int stub_grow(void **arr, size_t *cap, size_t need, size_t elem)
 {
     if (need <= *cap) return 0;
     size_t nc = *cap ? *cap * 2 : 64;
@@ -65,13 +65,13 @@ vg_status stub_mem_alloc(vg_bk_device *dev, size_t bytes, void **out)
     }
     if (dev->cfg.poison) memset(p, STUB_POISON_BYTE, rounded);
     pthread_mutex_lock(&dev->lock);
-    if (grow((void **)&dev->allocs, &dev->cap_allocs, dev->nallocs + 1, sizeof(stub_alloc))) {
+    if (stub_grow((void **)&dev->allocs, &dev->cap_allocs, dev->nallocs + 1, sizeof(stub_alloc))) {
         pthread_mutex_unlock(&dev->lock);
         free(p);
         stub_uncharge(dev, bytes);
         return STUB_ERR(VG_ERR_OUT_OF_MEMORY, "kunlun_stub: allocation table full");
     }
-    dev->allocs[dev->nallocs++] = (stub_alloc){p, bytes};
+    dev->allocs[dev->nallocs++] = (stub_alloc){.ptr = p, .bytes = bytes};
     pthread_mutex_unlock(&dev->lock);
     *out = p;
     return VG_OK;
@@ -81,7 +81,7 @@ vg_status stub_mem_alloc(vg_bk_device *dev, size_t bytes, void **out)
 static void quarantine_locked(vg_bk_device *dev, stub_alloc a)
 {
     memset(a.ptr, STUB_POISON_BYTE, a.bytes);
-    if (grow((void **)&dev->quarantine, &dev->cap_quarantine, dev->nquarantine + 1,
+    if (stub_grow((void **)&dev->quarantine, &dev->cap_quarantine, dev->nquarantine + 1,
              sizeof(stub_alloc))) {
         free(a.ptr);
         return;
@@ -112,7 +112,9 @@ vg_status stub_mem_free(vg_bk_device *dev, void *ptr)
         stub_alloc a = dev->allocs[i];
         dev->allocs[i] = dev->allocs[--dev->nallocs];
         dev->used -= a.bytes;
-        if (dev->cfg.poison)
+        if (a.shared) /* unmapped at once: another process may map it, quarantine is moot */
+            stub_ipc_release(&a);
+        else if (dev->cfg.poison)
             quarantine_locked(dev, a);
         else
             free(a.ptr);

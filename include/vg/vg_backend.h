@@ -22,7 +22,7 @@ extern "C" {
 #endif
 
 #define VG_BACKEND_ABI_MAJOR 1
-#define VG_BACKEND_ABI_MINOR 1
+#define VG_BACKEND_ABI_MINOR 2
 #define VG_BACKEND_ENTRY_NAME "vg_backend_query"
 
 /* Opaque handles. Each backend defines these structs privately. */
@@ -209,7 +209,28 @@ typedef struct vg_backend_iface {
      * 10 (a CPU stand-in loses to any real device). Called after device_count. */
     int32_t (*score)(void);
 
-    /* A later minor appends the IPC section here. */
+    /* ---- ABI 1.2: memory shared across processes (VG_CAP_IPC) ---- */
+
+    /* Mandatory when a device reports VG_CAP_IPC (the core then reaches them through vg_ipc.h),
+     * else may be NULL. A plugin whose table is older than 1.2 has none: the core clears
+     * VG_CAP_IPC for it whatever its device reports. docs/plugin-abi.md has the contracts. */
+
+    /* Device memory another process can map: like mem_alloc (freed with mem_free, forbidden while
+     * capturing), and exportable with ipc_export. */
+    vg_status (*ipc_alloc)(vg_bk_device *dev, size_t bytes, void **out);
+    /* The handle of an allocation from ipc_alloc (`base` is the pointer ipc_alloc returned): a
+     * VG_IPC_HANDLE_BYTES blob, meaningful to this backend in another process. Exporting twice
+     * gives handles to the same memory; an allocation freed and allocated again gives a handle
+     * that does not open the old one. */
+    vg_status (*ipc_export)(vg_bk_device *dev, void *base, vg_ipc_handle *out);
+    /* Map a handle exported by another process: *out is a device address usable by this
+     * device's copies and ops, *bytes the size of the whole exported allocation as the backend
+     * knows it (not as anyone claims it). The handle is untrusted bytes: a malformed or stale
+     * one fails with a message, never a crash. Forbidden while capturing. */
+    vg_status (*ipc_open)(vg_bk_device *dev, const vg_ipc_handle *handle, void **out,
+                          size_t *bytes);
+    /* Unmap an address from ipc_open. The exporter's memory is untouched. */
+    vg_status (*ipc_close)(vg_bk_device *dev, void *ptr);
 } vg_backend_iface;
 
 typedef const vg_backend_iface *(*vg_backend_query_fn)(const vg_host_services *host);
@@ -217,6 +238,7 @@ typedef const vg_backend_iface *(*vg_backend_query_fn)(const vg_host_services *h
 /* Size of the table for ABI 1.<minor>. The core uses it to reject truncated tables. */
 #define VG_BACKEND_IFACE_SIZE_1_0 (offsetof(vg_backend_iface, ops) + sizeof(void *))
 #define VG_BACKEND_IFACE_SIZE_1_1 (offsetof(vg_backend_iface, score) + sizeof(void *))
+#define VG_BACKEND_IFACE_SIZE_1_2 (offsetof(vg_backend_iface, ipc_close) + sizeof(void *))
 
 /* Open a runtime on an interface table the caller owns (an in-process or wrapped backend, or a
  * test). The table is validated like a plugin's and must outlive the runtime. */

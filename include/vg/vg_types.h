@@ -60,8 +60,16 @@ typedef enum vg_log_level {
 
 #define VG_CAP_GRAPH (1ull << 0)        /* capture/instantiate/launch work */
 #define VG_CAP_GRAPH_UPDATE (1ull << 1) /* a graph exec can be updated in place */
-#define VG_CAP_IPC (1ull << 2)          /* memory can be shared across processes (later ABI) */
+#define VG_CAP_IPC (1ull << 2)          /* memory can be shared across processes (ABI 1.2) */
 #define VG_CAP_PINNED_HOST (1ull << 3)  /* host_alloc returns page-locked memory */
+
+/* An exported allocation, as bytes another process can receive (ABI 1.2, vg_ipc.h): what they
+ * mean is the backend's own (CUDA: a cudaIpcMemHandle_t; kunlun_stub: a process id, a file
+ * descriptor number and the file's identity). 64 bytes: the size of CUDA's and HIP's handles. */
+#define VG_IPC_HANDLE_BYTES 64
+typedef struct vg_ipc_handle {
+    unsigned char bytes[VG_IPC_HANDLE_BYTES];
+} vg_ipc_handle;
 
 /* What a device is. Filled by the backend's device_info (and vg_runtime_device_info): the
  * caller sets struct_size, and only the fields inside it are written, so old callers stay

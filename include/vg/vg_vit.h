@@ -91,6 +91,14 @@ VG_API vg_status vg_vit_encode(vg_vit *vit, const void *pixel_values, vg_dtype p
                                int64_t rows, int64_t cols, const int64_t *grid_thw,
                                int64_t num_grids, vg_vit_output *out);
 
+/* vg_vit_encode with pixel_values in device memory of the vit's runtime (an imported IPC tensor,
+ * vg_ipc.h, say): copied, or converted to the compute dtype, on the device, with no host round
+ * trip. The input is not scanned on the host: a NaN or infinite pixel is refused afterwards,
+ * from the embeddings it spoils (VG_ERR_INVALID_ARG naming the image). */
+VG_API vg_status vg_vit_encode_device(vg_vit *vit, const void *pixel_values, vg_dtype pixel_dtype,
+                                      int64_t rows, int64_t cols, const int64_t *grid_thw,
+                                      int64_t num_grids, vg_vit_output *out);
+
 #ifdef __cplusplus
 }
 #endif

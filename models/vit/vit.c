@@ -280,14 +280,15 @@ vg_status vg_vit_encode(vg_vit *m, const void *pixels, vg_dtype pdt, int64_t row
     if (st != VG_OK) return vg_error_prefix("vit: staging %zu bytes: ", sbytes);
     /* Convert before the runner sees the call: a refused input (non-finite values) leaves no
      * trace on the device, the runner or its statistics. */
-    st = vit_convert_pixels(pixels, pdt, m->stage, m->dt, tokens, cols);
+    st = m->device_input ? VG_OK : vit_convert_pixels(pixels, pdt, m->stage, m->dt, tokens, cols);
     if (st != VG_OK) return st;
     float **deepstack = NULL;
     float *emb = outputs_alloc(units, ocols, m->cfg.num_deepstack, &deepstack);
     if (!emb) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "vit: no host memory for the output");
     /* The graph key is the token count alone: one graph serves every split of its tokens. */
     vg_batch_desc d = {.num_tokens = tokens};
-    vit_call call = {m->stage, grid, n};
+    vit_call call = {m->device_input ? NULL : m->stage, grid, n,
+                     m->device_input ? pixels : NULL, pdt}; /* device input: vit_input_device.c */
     vg_stream *s = vg_runner_stream(m->runner);
     st = vg_runner_run(m->runner, &d, &call, &out->run); /* prepare records ev0 after the upload */
     if (st == VG_OK) st = vg_event_record(m->ev1, s);

@@ -235,7 +235,7 @@ vg_status vit_prepare(void *mp, vg_runner *r, const vg_batch_desc *real, const v
     /* warm-up (no inputs): one image of 2 x tokens/2 patches of zero pixels fills the buffers
      * with a valid call */
     int64_t warm_grid[3] = {1, c->merge, padded->num_tokens / c->merge};
-    vit_call warm = {NULL, warm_grid, 1};
+    vit_call warm = {.pixels = NULL, .grid = warm_grid, .n = 1};
     const vit_call *call = inputs ? (const vit_call *)inputs : &warm;
     vit_meta_layout l;
     vit_meta_layout_for(c, padded->num_tokens, &l);
@@ -249,9 +249,12 @@ vg_status vit_prepare(void *mp, vg_runner *r, const vg_batch_desc *real, const v
     TRY(vit_stage_reserve(m->rt, &m->meta_stage, &m->meta_bytes, meta_bytes));
     vit_meta_fill(c, call->grid, call->n, real->num_tokens, &l, m->meta_stage);
     char *pix = BUF(VB_PIX);
-    /* the pixels were converted (and checked) into host staging by vg_vit_encode; zero padding
-     * rows embed to zero: they cannot disturb real rows, and stay finite */
-    if (!call->pixels) real_bytes = 0;
+    /* the pixels were converted (and checked) into host staging by vg_vit_encode, or are in
+     * device memory (vg_vit_encode_device); zero padding rows embed to zero: they cannot disturb
+     * real rows, and stay finite */
+    if (call->device_pixels)
+        TRY(vit_device_pixels(s, call, pix, m->dt, real->num_tokens, c->patch_dim));
+    else if (!call->pixels) real_bytes = 0;
     else TRY(vg_mem_copy_h2d(s, pix, call->pixels, real_bytes));
     if (pad_bytes > real_bytes) TRY(vg_mem_set(s, pix + real_bytes, 0, pad_bytes - real_bytes));
     TRY(vg_mem_copy_h2d(s, BUF(VB_META), m->meta_stage, meta_bytes));

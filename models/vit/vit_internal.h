@@ -153,6 +153,7 @@ struct vg_vit {
     vg_event *ev0, *ev1;
     vg_vit_options opts; /* as given, for rebuilding the runner */
     int64_t sizes[256];  /* a copy of opts.capture_sizes */
+    int device_input;    /* vg_vit_encode_device is calling vg_vit_encode: pixels are device memory */
 };
 
 /* The inputs of one call, as vg_runner_run hands them to prepare: the pixels already converted
@@ -161,6 +162,8 @@ typedef struct vit_call {
     const void *pixels; /* real rows x patch_dim in the compute dtype; NULL: zeros */
     const int64_t *grid;
     int64_t n;
+    const void *device_pixels; /* vg_vit_encode_device: the caller's device memory instead */
+    vg_dtype device_dtype;
 } vit_call;
 
 /* vit_forward.c: the pieces and the runner callbacks */
@@ -172,6 +175,10 @@ int vit_has_op(const vg_vit *m, vg_op_id op);
 vg_status vit_reserve(void *model, vg_runner *r, const vg_batch_desc *padded);
 vg_status vit_prepare(void *model, vg_runner *r, const vg_batch_desc *real,
                       const vg_batch_desc *padded, vg_stream *s, const void *inputs);
+/* vit_input_device.c: rows x patch_dim pixels of call->device_pixels into dst in dtype dt,
+ * copied or converted on the device, ordered on s. */
+vg_status vit_device_pixels(vg_stream *s, const vit_call *call, void *dst, vg_dtype dt,
+                            int64_t rows, int64_t cols);
 /* Grow a host staging buffer (vg_host_alloc) to at least `bytes`. */
 vg_status vit_stage_reserve(vg_runtime *rt, void **stage, size_t *have, size_t bytes);
 

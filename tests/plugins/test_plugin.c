@@ -7,9 +7,14 @@
  *   TP_SCORE=<n>  ABI 1.1 with a score() member returning n (without it: no score, counts 500)
  *   TP_ABI10      an ABI 1.0 plugin: abi_minor 0, struct_size VG_BACKEND_IFACE_SIZE_1_0, graphs,
  *                 capturable_ops = {fill}; the members beyond 1.0 hold poison that crashes if read
- *   TP_OPCAPS     ABI 1.1 with graphs and op_caps(): fill supported (F32, I32) but not capturable
- *                 although capturable_ops says every op is; axpby capturable; op 70 (unknown to
- *                 this core) supported and capturable. Exports tp_op_caps_calls.
+ *   TP_OPCAPS     an ABI 1.1 plugin (struct_size VG_BACKEND_IFACE_SIZE_1_1, poison beyond) with
+ *                 graphs and op_caps(): fill supported (F32, I32) but not capturable although
+ *                 capturable_ops says every op is; axpby capturable; op 70 (unknown to this core)
+ *                 supported and capturable. Exports tp_op_caps_calls.
+ *   TP_IPCNULL    ABI 1.2 (this header's size) whose device reports VG_CAP_IPC without the IPC
+ *                 members: the core must refuse the device.
+ * TP_ABI10 and TP_OPCAPS report VG_CAP_IPC too (the bit was reserved before 1.2 gave it its
+ * section): a core must not believe a table older than 1.2 about it.
  * Every variant's "device memory" is host memory, and its ops (fill, axpby) run on the host. */
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +98,9 @@ static vg_status info(vg_bk_device *d, vg_device_info *i)
     full.mem_free = 1 << 20;
 #if defined(TP_GRAPHNULL) || defined(TP_GRAPHS)
     full.caps = VG_CAP_GRAPH; /* TP_GRAPHNULL promises graphs but provides no capture members */
+#endif
+#if defined(TP_ABI10) || defined(TP_OPCAPS) || defined(TP_IPCNULL)
+    full.caps |= VG_CAP_IPC; /* a claim without the section (ABI 1.0, 1.1) or its members */
 #endif
 #ifdef TP_ABI10
     full.capturable_ops = 1ull << VG_OP_FILL;
@@ -309,6 +317,13 @@ VG_BACKEND_EXPORT const vg_backend_iface *ENTRY(const vg_host_services *h)
     iface.struct_size = (uint32_t)VG_BACKEND_IFACE_SIZE_1_0;
     memset((char *)&iface + VG_BACKEND_IFACE_SIZE_1_0, 0x5A,
            sizeof iface - VG_BACKEND_IFACE_SIZE_1_0);
+#endif
+#ifdef TP_OPCAPS
+    /* As a plugin compiled against the 1.1 header: its table ends at `score`. */
+    iface.abi_minor = 1;
+    iface.struct_size = (uint32_t)VG_BACKEND_IFACE_SIZE_1_1;
+    memset((char *)&iface + VG_BACKEND_IFACE_SIZE_1_1, 0x5A,
+           sizeof iface - VG_BACKEND_IFACE_SIZE_1_1);
 #endif
     return &iface;
 }
