@@ -151,10 +151,12 @@ vg_status vgc_op_kv_store(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const voi
 #define PA_THREADS 128
 #define PA_MAX_DIMS (VG_ATTENTION_MAX_HEAD_DIM / PA_THREADS) /* output dims per thread */
 
-/* A block per (query row, head). The context is walked in tiles of PA_THREADS positions: each
- * thread scores one position of the tile (a whole dot product), the block takes the tile's max
- * and sum for an online softmax in fp32, then each thread accumulates its output dimensions over
- * the tile. Rows outside every sequence are written as zeros. */
+/* The first version, kept for caches the split kernel cannot read with 16-byte loads and for
+ * comparison (VG_CUDA_ATTENTION=simple): a block per (query row, head). The context is walked in
+ * tiles of PA_THREADS positions: each thread scores one position of the tile (a whole dot
+ * product), the block takes the tile's max and sum for an online softmax in fp32, then each
+ * thread accumulates its output dimensions over the tile. Rows outside every sequence are
+ * written as zeros. */
 template <typename T>
 __global__ void __launch_bounds__(PA_THREADS)
 k_paged_attention(const T *q, int64_t ld_q, T *out, int64_t ld_out, int rows, const T *k_cache,
@@ -238,6 +240,333 @@ k_paged_attention(const T *q, int64_t ld_q, T *out, int64_t ld_out, int rows, co
     }
 }
 
+/* The split kernel ("flash decoding"). A block takes one query row, up to PD_GMAX query heads of
+ * one KV group (grouped-query: the heads share every key and value the block loads) and one of
+ * `nsplit` slices of the row's context. The slices are cut from the row's length as the kernel
+ * runs (the lengths live in device memory), so one launch shape serves any lengths: a graph
+ * captures it once, and slices past a short context exit at once. Keys and values are read with
+ * 16-byte loads, NVP lanes per cache row (NVP: head_dim / 8 rounded up to a power of two); the
+ * context is walked in tiles of PD_TILE positions with an online softmax in fp32 (base 2: q is
+ * pre-scaled by scale·log2 e). With nsplit = 1 the block writes the output; otherwise it writes
+ * its unnormalised output, running max and sum to the partials (the stream's GEMM workspace),
+ * and the last block of the row and head group to finish (a counter of the stream's, put back
+ * to zero by that block, so graphs replay it) merges the slices into the output. */
+#define PD_THREADS 128
+#define PD_WARPS (PD_THREADS / 32)
+#define PD_GMAX 8       /* query heads of one KV group per block */
+#define PD_TILE 64      /* positions per tile: two per lane in the softmax step */
+#define PD_MIN_CHUNK 32 /* positions per slice, at least, at the table's full reach */
+#define PD_MAX_SPLIT 256
+
+/* 8 consecutive elements: one 16-byte load (two for F32); the address is aligned to 8 elements. */
+template <typename T> struct alignas(sizeof(T) * 8) pd_vec8 { T v[8]; };
+
+template <typename T>
+__device__ __forceinline__ void pd_load8(const T *p, float f[8])
+{
+    pd_vec8<T> a = *(const pd_vec8<T> *)p;
+#pragma unroll
+    for (int e = 0; e < 8; e++) f[e] = vgk_to_f(a.v[e]);
+}
+
+/* The sequence owning `row` and the last position it attends to (-1: padding, or nothing to
+ * attend to), clamped to what the block table can hold. */
+__device__ __forceinline__ int64_t pd_last(int row, const int32_t *context_lens,
+                                           const int32_t *query_start, int num_seqs, int max_blocks,
+                                           int block_size, int *seq_out)
+{
+    *seq_out = 0;
+    if (row < query_start[0] || row >= query_start[num_seqs]) return -1;
+    int seq = vgk_segment_of(query_start, num_seqs, row);
+    int64_t n = (int64_t)query_start[seq + 1] - query_start[seq];
+    int64_t last = (int64_t)context_lens[seq] - n + (row - query_start[seq]);
+    int64_t reach = (int64_t)max_blocks * block_size;
+    *seq_out = seq;
+    return last < reach ? last : reach - 1;
+}
+
+/* Shared memory of one block. */
+struct pd_smem {
+    float q[PD_GMAX][VG_ATTENTION_MAX_HEAD_DIM]; /* the heads' queries, pre-scaled */
+    float p[PD_GMAX][PD_TILE];                   /* a tile's scores, then their exponentials */
+    int64_t slot[PD_TILE];                       /* the tile's cache slots */
+    float m[PD_GMAX], l[PD_GMAX], corr[PD_GMAX]; /* running max and sum, this tile's rescale */
+    float red[PD_WARPS][VG_ATTENTION_MAX_HEAD_DIM];
+    int last_block;
+};
+
+/* Where the partials of (row, head, slice) live: nsplit·D floats of output per (row, head), then
+ * (max, sum) pairs. */
+struct pd_parts {
+    float *acc, *ml;
+    int nsplit;
+};
+
+/* One slice [p0, p1) of one row for the heads h0 .. h0 + nh - 1 of KV head kvh: the normalised
+ * output (nsplit 1) or the partials of slice `split`. */
+template <typename T, int NVP>
+__device__ __forceinline__ void
+pd_slice(pd_smem &sm, const T *qr, T *orow, const T *k_cache, const T *v_cache, const int32_t *table,
+         int kv_heads, int kvh, int h0, int nh, int D, int block_size, float scale_log2, int64_t p0,
+         int64_t p1, const pd_parts &pt, int64_t row, int heads, int split)
+{
+    constexpr int PPP = PD_THREADS / NVP; /* positions per pass */
+    static_assert(PD_TILE == 64 && PPP <= PD_TILE, "the softmax step takes two positions per lane");
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int nv = D / 8, dv = tid % NVP, pg = tid / NVP;
+    for (int i = tid; i < PD_GMAX * D; i += PD_THREADS) {
+        int g = i / D, d = i - g * D;
+        sm.q[g][d] = g < nh ? vgk_to_f(qr[(int64_t)g * D + d]) * scale_log2 : 0.0f;
+    }
+    if (tid < PD_GMAX) sm.m[tid] = -INFINITY, sm.l[tid] = 0.0f;
+    const int64_t cache_ld = (int64_t)kv_heads * D, ko = (int64_t)kvh * D + dv * 8;
+    float acc[PD_GMAX][8];
+#pragma unroll
+    for (int g = 0; g < PD_GMAX; g++)
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[g][e] = 0.0f;
+
+    for (int64_t t0 = p0; t0 < p1; t0 += PD_TILE) {
+        const int nt = (int)(p1 - t0 < PD_TILE ? p1 - t0 : PD_TILE);
+        __syncthreads(); /* the previous tile's readers are done; q, m, l are set */
+        if (tid < nt) {
+            int64_t p = t0 + tid;
+            sm.slot[tid] = (int64_t)table[p / block_size] * block_size + p % block_size;
+        }
+        __syncthreads();
+        /* scores: each NVP-lane group one position, each lane 8 dimensions, every head */
+#pragma unroll
+        for (int it = 0; it < PD_TILE / PPP; it++) {
+            if (it * PPP >= nt) break; /* uniform: the shuffles below see every lane */
+            const int j = it * PPP + pg;
+            float dot[PD_GMAX];
+#pragma unroll
+            for (int g = 0; g < PD_GMAX; g++) dot[g] = 0.0f;
+            if (j < nt && dv < nv) {
+                float kf[8];
+                pd_load8(k_cache + sm.slot[j] * cache_ld + ko, kf);
+#pragma unroll
+                for (int g = 0; g < PD_GMAX; g++) {
+                    if (g >= nh) break;
+                    const float *qq = &sm.q[g][dv * 8];
+#pragma unroll
+                    for (int e = 0; e < 8; e++) dot[g] += qq[e] * kf[e];
+                }
+            }
+#pragma unroll
+            for (int g = 0; g < PD_GMAX; g++) {
+                if (g >= nh) break;
+#pragma unroll
+                for (int o = NVP / 2; o > 0; o >>= 1) dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], o);
+                if (j < nt && dv == 0) sm.p[g][j] = dot[g];
+            }
+        }
+        __syncthreads();
+        /* online softmax: warp w takes heads w, w + PD_WARPS, ... */
+        for (int g = warp; g < nh; g += PD_WARPS) {
+            float s0 = lane < nt ? sm.p[g][lane] : -INFINITY;
+            float s1 = lane + 32 < nt ? sm.p[g][lane + 32] : -INFINITY;
+            float m_old = sm.m[g], m_new = fmaxf(m_old, vgk_warp_max(fmaxf(s0, s1)));
+            float e0 = lane < nt ? exp2f(s0 - m_new) : 0.0f;
+            float e1 = lane + 32 < nt ? exp2f(s1 - m_new) : 0.0f;
+            if (lane < nt) sm.p[g][lane] = e0;
+            if (lane + 32 < nt) sm.p[g][lane + 32] = e1;
+            float sum = vgk_warp_sum(e0 + e1); /* also orders every lane's read of m before the write */
+            if (lane == 0) {
+                float corr = exp2f(m_old - m_new); /* 0 on the first tile (m_old = -inf) */
+                sm.corr[g] = corr;
+                sm.l[g] = sm.l[g] * corr + sum;
+                sm.m[g] = m_new;
+            }
+        }
+        __syncthreads();
+        /* values: each NVP-lane group every PPP-th position, each lane 8 dimensions */
+        if (dv < nv) {
+#pragma unroll
+            for (int g = 0; g < PD_GMAX; g++) {
+                if (g >= nh) break;
+                float corr = sm.corr[g];
+#pragma unroll
+                for (int e = 0; e < 8; e++) acc[g][e] *= corr;
+            }
+#pragma unroll 4
+            for (int j = pg; j < nt; j += PPP) {
+                float vf[8];
+                pd_load8(v_cache + sm.slot[j] * cache_ld + ko, vf);
+#pragma unroll
+                for (int g = 0; g < PD_GMAX; g++) {
+                    if (g >= nh) break;
+                    float p = sm.p[g][j];
+#pragma unroll
+                    for (int e = 0; e < 8; e++) acc[g][e] += p * vf[e];
+                }
+            }
+        }
+    }
+    /* combine the position groups: the lanes of a warp that share dv, then the warps */
+#pragma unroll
+    for (int g = 0; g < PD_GMAX; g++) {
+        if (g >= nh) break;
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+#pragma unroll
+            for (int o = NVP; o < 32; o <<= 1) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], o);
+    }
+#pragma unroll
+    for (int g = 0; g < PD_GMAX; g++) {
+        if (g >= nh) break;
+        __syncthreads(); /* red is free (and l final) */
+        if (lane < NVP && dv < nv)
+#pragma unroll
+            for (int e = 0; e < 8; e++) sm.red[warp][dv * 8 + e] = acc[g][e];
+        __syncthreads();
+        const int64_t rh = row * heads + h0 + g;
+        for (int d = tid; d < D; d += PD_THREADS) {
+            float v = 0.0f;
+#pragma unroll
+            for (int w = 0; w < PD_WARPS; w++) v += sm.red[w][d];
+            if (pt.nsplit == 1) orow[(int64_t)g * D + d] = vgk_from_f<T>(v / sm.l[g]);
+            else pt.acc[(rh * pt.nsplit + split) * D + d] = v;
+        }
+        if (pt.nsplit > 1 && tid == 0) {
+            pt.ml[2 * (rh * pt.nsplit + split)] = sm.m[g];
+            pt.ml[2 * (rh * pt.nsplit + split) + 1] = sm.l[g];
+        }
+    }
+}
+
+/* The last block of a (row, head group): each head's output is the slices' outputs, each
+ * weighted by 2^(its max - the overall max), over the same weighting of their sums. Slices that
+ * held no position (max -inf) count for nothing; a row with none is zeros. The partials are
+ * read from L2: other blocks wrote them. */
+template <typename T>
+__device__ void pd_merge(const pd_parts &pt, T *orow, int64_t row, int heads, int h0, int nh, int D)
+{
+    const int nsplit = pt.nsplit;
+    for (int g = 0; g < nh; g++) {
+        const int64_t rh = row * heads + h0 + g;
+        const float *ml = pt.ml + 2 * rh * nsplit, *acc = pt.acc + rh * nsplit * D;
+        float m = -INFINITY, l = 0.0f;
+        for (int s = 0; s < nsplit; s++) m = fmaxf(m, __ldcg(&ml[2 * s]));
+        for (int s = 0; s < nsplit; s++) {
+            float ms = __ldcg(&ml[2 * s]);
+            if (ms > -INFINITY) l += __ldcg(&ml[2 * s + 1]) * exp2f(ms - m);
+        }
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        for (int d = threadIdx.x; d < D; d += blockDim.x) {
+            float v = 0.0f;
+            for (int s = 0; s < nsplit; s++) {
+                float ms = __ldcg(&ml[2 * s]);
+                if (ms > -INFINITY) v += __ldcg(&acc[(int64_t)s * D + d]) * exp2f(ms - m);
+            }
+            orow[(int64_t)g * D + d] = vgk_from_f<T>(v * inv);
+        }
+    }
+}
+
+/* grid: x = query row, y = KV head · hchunks + head chunk, z = slice. */
+template <typename T, int NVP>
+__global__ void __launch_bounds__(PD_THREADS)
+k_paged_split(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, const T *v_cache,
+              const int32_t *block_tables, int max_blocks, const int32_t *context_lens,
+              const int32_t *query_start, int num_seqs, int heads, int kv_heads, int head_dim,
+              int block_size, float scale_log2, int hchunks, int nsplit, float *part,
+              unsigned *counters)
+{
+    vgk_grid_sync();
+    __shared__ pd_smem sm;
+    const int row = blockIdx.x, tid = threadIdx.x, D = head_dim, split = blockIdx.z;
+    const int group = heads / kv_heads, kvh = (int)blockIdx.y / hchunks, hc = (int)blockIdx.y % hchunks;
+    const int h0 = kvh * group + hc * PD_GMAX;
+    const int nh = group - hc * PD_GMAX < PD_GMAX ? group - hc * PD_GMAX : PD_GMAX;
+    const int64_t rows = gridDim.x;
+    const pd_parts pt = {part, part ? part + rows * heads * (int64_t)nsplit * D : nullptr, nsplit};
+    T *orow = out + (int64_t)row * ld_out + (int64_t)h0 * D;
+
+    int seq;
+    const int64_t npos = pd_last(row, context_lens, query_start, num_seqs, max_blocks, block_size, &seq) + 1;
+    const int64_t chunk = (npos + nsplit - 1) / nsplit;
+    const int64_t p0 = (int64_t)split * chunk, p1 = p0 + chunk < npos ? p0 + chunk : npos;
+    if (p0 < p1) {
+        pd_slice<T, NVP>(sm, q + (int64_t)row * ld_q + (int64_t)h0 * D, orow, k_cache, v_cache,
+                         block_tables + (int64_t)seq * max_blocks, kv_heads, kvh, h0, nh, D, block_size,
+                         scale_log2, p0, p1, pt, row, heads, split);
+        if (nsplit == 1) return;
+    } else if (nsplit == 1) { /* a padding row, or one with nothing to attend to: zeros */
+        for (int i = tid; i < nh * D; i += PD_THREADS) orow[i] = vgk_from_f<T>(0.0f);
+        return;
+    } else if (tid < nh) { /* an empty slice */
+        const int64_t at = 2 * (((int64_t)row * heads + h0 + tid) * nsplit + split);
+        pt.ml[at] = -INFINITY;
+        pt.ml[at + 1] = 0.0f;
+    }
+    /* split: the last block of this (row, head group) to finish merges the slices */
+    unsigned *counter = counters + (int64_t)row * gridDim.y + blockIdx.y;
+    __threadfence(); /* this block's partials are visible before the count says so */
+    __syncthreads();
+    if (tid == 0) sm.last_block = atomicAdd(counter, 1u) == (unsigned)nsplit - 1;
+    __syncthreads();
+    if (!sm.last_block) return;
+    __threadfence();
+    pd_merge(pt, orow, row, heads, h0, nh, D);
+    if (tid == 0) *counter = 0; /* ready for the next launch */
+}
+
+/* Slices per row: enough blocks to fill the GPU a few times over when rows are few (decode),
+ * one when they are many (prefill); at least PD_MIN_CHUNK positions each at the table's full
+ * reach; the partials must fit the stream's GEMM workspace and the (row, head group) pairs its
+ * counters (HIP has neither: one slice). */
+static int pd_splits(const vg_bk_stream *s, int64_t rows, int heads, int kv_heads, int hchunks,
+                     int head_dim, int max_blocks, int block_size)
+{
+    int64_t items = rows * kv_heads * hchunks, target = 4 * (int64_t)s->dev->prop.multiProcessorCount;
+    if (items >= target || !s->counters || items > VGC_COUNTERS - VGC_COUNTERS_ATTENTION) return 1;
+    int64_t n = (target + items - 1) / items;
+    int64_t by_len = ((int64_t)max_blocks * block_size + PD_MIN_CHUNK - 1) / PD_MIN_CHUNK;
+    if (n > by_len) n = by_len;
+    if (n > PD_MAX_SPLIT) n = PD_MAX_SPLIT;
+    size_t per_split = (size_t)rows * (size_t)heads * (size_t)(head_dim + 2) * sizeof(float);
+    if (per_split * (size_t)n > s->gemm_workspace_bytes) n = (int64_t)(s->gemm_workspace_bytes / per_split);
+    return n < 1 ? 1 : (int)n;
+}
+
+template <typename T, int NVP>
+static void pd_launch(vg_bk_stream *s, dim3 grid, const T *q, int64_t ld_q, T *out, int64_t ld_out,
+                      const T *kc, const T *vc, const int32_t *bt, int max_blocks, const int32_t *cl,
+                      const int32_t *qs, int num_seqs, int heads, int kv_heads, int head_dim,
+                      int block_size, float scale_log2, int hchunks, int nsplit, float *part,
+                      unsigned *counters)
+{
+    vgc_launch(s, k_paged_split<T, NVP>, grid, PD_THREADS, 0, q, ld_q, out, ld_out, kc, vc, bt,
+               max_blocks, cl, qs, num_seqs, heads, kv_heads, head_dim, block_size, scale_log2,
+               hchunks, nsplit, part, counters);
+}
+
+template <typename T>
+static vg_status pd_run(vg_bk_stream *s, const T *q, int64_t ld_q, T *out, int64_t ld_out,
+                        int64_t rows, const T *kc, const T *vc, const int32_t *bt, int max_blocks,
+                        const int32_t *cl, const int32_t *qs, int num_seqs, int heads, int kv_heads,
+                        int head_dim, int block_size, float scale)
+{
+    const int hchunks = (heads / kv_heads + PD_GMAX - 1) / PD_GMAX;
+    const int nsplit = pd_splits(s, rows, heads, kv_heads, hchunks, head_dim, max_blocks, block_size);
+    float *part = nsplit > 1 ? (float *)s->gemm_workspace : nullptr;
+    unsigned *counters = nsplit > 1 ? s->counters + VGC_COUNTERS_ATTENTION : nullptr;
+    const float scale_log2 = scale * 1.4426950408889634f;
+    dim3 grid((unsigned)rows, (unsigned)(kv_heads * hchunks), (unsigned)nsplit);
+    const int nv = head_dim / 8;
+#define PD_ARGS s, grid, q, ld_q, out, ld_out, kc, vc, bt, max_blocks, cl, qs, num_seqs, heads, kv_heads, \
+                head_dim, block_size, scale_log2, hchunks, nsplit, part, counters
+    if (nv <= 2) pd_launch<T, 2>(PD_ARGS);
+    else if (nv <= 4) pd_launch<T, 4>(PD_ARGS);
+    else if (nv <= 8) pd_launch<T, 8>(PD_ARGS);
+    else if (nv <= 16) pd_launch<T, 16>(PD_ARGS);
+    else pd_launch<T, 32>(PD_ARGS);
+#undef PD_ARGS
+    VGC_CHECK_LAUNCH("paged_attention");
+    return VG_OK;
+}
+
 vg_status vgc_op_paged_attention(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void *q,
                                  int64_t ld_q, void *out, int64_t ld_out, int64_t rows,
                                  const void *k_cache, const void *v_cache,
@@ -250,6 +579,19 @@ vg_status vgc_op_paged_attention(vg_bk_device *, vg_bk_stream *s, vg_dtype t, co
     if (heads > 65535)
         return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": paged_attention: heads %d > 65535",
                        heads);
+    if (rows > 0x7fffffffLL)
+        return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": paged_attention: %lld rows exceed the grid",
+                       (long long)rows);
+    /* the split kernel reads keys and values 8 elements at a time */
+    size_t vec = 8 * (t == VG_DTYPE_F32 ? 4 : 2);
+    int split_ok = !s->dev->simple_attention && ((uintptr_t)k_cache | (uintptr_t)v_cache) % vec == 0;
+    if (split_ok) {
+        VGK_FLOAT_DISPATCH(t, T, return pd_run<T>(s, (const T *)q, ld_q, (T *)out, ld_out, rows,
+                                                  (const T *)k_cache, (const T *)v_cache,
+                                                  block_tables, max_blocks, context_lens,
+                                                  query_start, num_seqs, heads, kv_heads, head_dim,
+                                                  block_size, scale));
+    }
     dim3 grid((unsigned)rows, (unsigned)heads);
     VGK_FLOAT_DISPATCH(t, T, vgc_launch(s, k_paged_attention<T>, grid, PA_THREADS, 0, (const T *)q,
                                         ld_q, (T *)out, ld_out, (int)rows, (const T *)k_cache,
