@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* vg lm bench: decode latency of a language model with synthetic weights, eager against graphs,
  * per batch size. Each batch size: the prompts are prefilled (one step per sequence), then
- * --new decode steps are timed (host wall clock of vg_lm_step, which waits for its logits). */
+ * --new decode steps are timed (host wall clock of vg_lm_step, which waits for its logits).
+ * With --peer, the JSON lines of the PyTorch peer (tools/peer/peer_lm_torch.py, run in the same
+ * device call) are read first and printed beside vg's numbers with the ratios. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -16,16 +18,21 @@
 
 static const char k_help[] =
     "usage: vg lm bench --config qwen2.5-0.5b|qwen3-0.6b|qwen2-tiny|CONFIG.json [--dtype bf16|f16|f32]\n"
-    "           [--batch 1,16,64] [--prompt 512] [--new 64] [--block-size 16] [--backend B] [--json]\n"
+    "           [--batch 1,16,64] [--prompt 512] [--new 64] [--block-size 16] [--backend B]\n"
+    "           [--peer PEER.jsonl] [--json]\n"
     "\n"
     "Synthetic weights (deterministic, no files). Per batch size: every sequence prefills a\n"
     "prompt of --prompt tokens, then --new decode steps of the whole batch are timed, once eagerly\n"
     "(mode none) and once with graphs (full_and_piecewise: decode steps replay FULL graphs; the\n"
     "first steps of a bucket capture and are not timed). Reports ms per decode step, tokens/s,\n"
-    "the speed-up, capture time and graph memory.\n";
+    "the speed-up, capture time and graph memory.\n"
+    "\n"
+    "  --peer FILE    the JSON lines of the PyTorch peer (tools/peer/peer_lm_torch.py: \"B\",\n"
+    "                 \"eager_ms_per_step\", \"static_compiled_ms_per_step\"), measured in the same\n"
+    "                 device call: its ms per step and vg's speed-up over it, per batch size\n";
 
 typedef struct bench_args {
-    const char *config, *dtype_name, *batch_text, *backend;
+    const char *config, *dtype_name, *batch_text, *backend, *peer;
     int prompt, new_tokens, block_size, json;
     int64_t batch[64];
     int nbatch;
@@ -35,7 +42,72 @@ typedef struct bench_row {
     int64_t batch;
     double eager_ms, graph_ms, capture_ms;
     uint64_t graph_bytes;
+    double peer_eager_ms, peer_compiled_ms; /* 0: the peer has no such number */
 } bench_row;
+
+/* One line of the peer: {"B": 16, "prompt": 512, "new": 64, "eager_ms_per_step": ...,
+ * "static_compiled_ms_per_step": ..., ...}; a failed variant has "<name>_error" instead. */
+typedef struct peer_line {
+    int64_t batch, prompt;
+    double eager_ms, compiled_ms;
+} peer_line;
+
+#define MAX_PEER 64
+
+static double positive(const cJSON *j, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(j, key);
+    return cJSON_IsNumber(v) && v->valuedouble > 0 ? v->valuedouble : 0;
+}
+
+/* The whole peer file, read before anything is measured: the number of lines, or -1 after
+ * printing why it is unusable. */
+static int read_peer(const char *path, peer_line *out, int max)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        vg_cli_fail(CMD, "cannot read the peer file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    int n = 0, lineno = 0, bad = 0;
+    while (!bad && getline(&line, &cap, fp) >= 0) {
+        lineno++;
+        if (line[strspn(line, " \t\r\n")] == '\0') continue;
+        cJSON *j = cJSON_Parse(line);
+        const cJSON *B = cJSON_GetObjectItem(j, "B");
+        if (!cJSON_IsObject(j) || !cJSON_IsNumber(B) || B->valuedouble < 1)
+            bad = vg_cli_fail(CMD, "%s:%d: not a line of the peer's output (a JSON object with \"B\", "
+                                   "\"eager_ms_per_step\", \"static_compiled_ms_per_step\")", path, lineno);
+        else if (n == max)
+            bad = vg_cli_fail(CMD, "%s: more than %d lines", path, max);
+        else
+            out[n++] = (peer_line){(int64_t)B->valuedouble, (int64_t)positive(j, "prompt"),
+                                   positive(j, "eager_ms_per_step"), positive(j, "static_compiled_ms_per_step")};
+        cJSON_Delete(j);
+    }
+    if (!bad && ferror(fp)) bad = vg_cli_fail(CMD, "cannot read the peer file %s: %s", path, strerror(errno));
+    if (!bad && !n) bad = vg_cli_fail(CMD, "the peer file %s holds no measurements", path);
+    free(line);
+    fclose(fp);
+    return bad ? -1 : n;
+}
+
+/* "1.23" or "-" when absent. */
+static const char *ms_text(double ms, char *buf, size_t cap)
+{
+    if (ms > 0) snprintf(buf, cap, "%.3f", ms);
+    else snprintf(buf, cap, "-");
+    return buf;
+}
+
+static const char *ratio_text(double peer, double vg, char *buf, size_t cap)
+{
+    if (peer > 0 && vg > 0) snprintf(buf, cap, "%.2fx", peer / vg);
+    else snprintf(buf, cap, "-");
+    return buf;
+}
 
 static int parse(int argc, char **argv, bench_args *a)
 {
@@ -48,6 +120,7 @@ static int parse(int argc, char **argv, bench_args *a)
         {"--new", VG_OPT_INT, &a->new_tokens, 1, 1 << 20, NULL},
         {"--block-size", VG_OPT_INT, &a->block_size, 1, 4096, NULL},
         {"--backend", VG_OPT_STRING, &a->backend, 0, 0, "a backend name or the path of a plugin .so"},
+        {"--peer", VG_OPT_STRING, &a->peer, 0, 0, "the peer's JSON lines file"},
         {"--json", VG_OPT_FLAG, &a->json, 0, 0, NULL},
     };
     int rc = vg_opt_parse(CMD, k_help, opts, (int)(sizeof opts / sizeof opts[0]), argc, argv, 2);
@@ -111,6 +184,13 @@ int vg_cmd_lm_bench(int argc, char **argv)
                   : strcmp(a.dtype_name, "bf16") == 0 ? VG_DTYPE_BF16
                                                       : VG_DTYPE_COUNT_;
     if (dt == VG_DTYPE_COUNT_) return vg_cli_usage(CMD, "--dtype is bf16, f16 or f32, not '%s'", a.dtype_name);
+    peer_line peer[MAX_PEER];
+    int npeer = 0;
+    if (a.peer && (npeer = read_peer(a.peer, peer, MAX_PEER)) < 0) return 1;
+    for (int p = 0; p < npeer; p++)
+        if (peer[p].prompt && peer[p].prompt != a.prompt)
+            fprintf(stderr, "vg " CMD ": note: the peer measured batch %lld with a prompt of %lld tokens, "
+                            "this run %d\n", (long long)peer[p].batch, (long long)peer[p].prompt, a.prompt);
     int64_t maxb = 0;
     for (int i = 0; i < a.nbatch; i++) maxb = a.batch[i] > maxb ? a.batch[i] : maxb;
     int bs = a.block_size ? a.block_size : 16;
@@ -140,6 +220,8 @@ int vg_cmd_lm_bench(int argc, char **argv)
     for (int i = 0; !rc && i < a.nbatch; i++) {
         bench_row *r = &rows[i];
         r->batch = a.batch[i];
+        for (int p = 0; p < npeer; p++)
+            if (peer[p].batch == r->batch) r->peer_eager_ms = peer[p].eager_ms, r->peer_compiled_ms = peer[p].compiled_ms;
         for (int g = 0; !rc && g < 2; g++) {
             o.mode = g ? VG_MODE_FULL_AND_PIECEWISE : VG_MODE_NONE;
             double ms = 0;
@@ -166,6 +248,7 @@ int vg_cmd_lm_bench(int argc, char **argv)
         cJSON_AddStringToObject(j, "dtype", vg_dtype_name(dt));
         cJSON_AddNumberToObject(j, "prompt", a.prompt);
         cJSON_AddNumberToObject(j, "new", a.new_tokens);
+        if (a.peer) cJSON_AddStringToObject(j, "peer", a.peer);
         arr = cJSON_AddArrayToObject(j, "batches");
         for (int i = 0; i < a.nbatch; i++) {
             cJSON *e = cJSON_CreateObject();
@@ -175,6 +258,14 @@ int vg_cmd_lm_bench(int argc, char **argv)
             cJSON_AddNumberToObject(e, "graph_tokens_per_s", rows[i].batch * 1e3 / rows[i].graph_ms);
             cJSON_AddNumberToObject(e, "capture_ms", rows[i].capture_ms);
             cJSON_AddNumberToObject(e, "graph_bytes", (double)rows[i].graph_bytes);
+            if (rows[i].peer_eager_ms > 0) {
+                cJSON_AddNumberToObject(e, "peer_eager_ms_per_step", rows[i].peer_eager_ms);
+                cJSON_AddNumberToObject(e, "speedup_vs_peer_eager", rows[i].peer_eager_ms / rows[i].graph_ms);
+            }
+            if (rows[i].peer_compiled_ms > 0) {
+                cJSON_AddNumberToObject(e, "peer_static_compiled_ms_per_step", rows[i].peer_compiled_ms);
+                cJSON_AddNumberToObject(e, "speedup_vs_peer_compiled", rows[i].peer_compiled_ms / rows[i].graph_ms);
+            }
             cJSON_AddItemToArray(arr, e);
         }
         rc = vg_cli_print_json(j, 0);
@@ -189,6 +280,18 @@ int vg_cmd_lm_bench(int argc, char **argv)
                    rows[i].eager_ms, rows[i].graph_ms, rows[i].batch * 1e3 / rows[i].graph_ms,
                    rows[i].eager_ms / rows[i].graph_ms, rows[i].capture_ms,
                    vg_cli_bytes(rows[i].graph_bytes, buf, sizeof buf));
+        if (a.peer) {
+            char pe[24], pc[24], re[24], rcmp[24];
+            printf("\nbeside the peer (%s; ms per decode step; speed-up = peer / vg graph):\n", a.peer);
+            printf("  batch   vg graph   peer compiled   speed-up   peer eager   speed-up\n");
+            for (int i = 0; i < a.nbatch; i++) {
+                const bench_row *r = &rows[i];
+                printf("  %5lld   %8.3f   %13s   %8s   %10s   %8s\n", (long long)r->batch, r->graph_ms,
+                       ms_text(r->peer_compiled_ms, pc, sizeof pc),
+                       ratio_text(r->peer_compiled_ms, r->graph_ms, rcmp, sizeof rcmp),
+                       ms_text(r->peer_eager_ms, pe, sizeof pe), ratio_text(r->peer_eager_ms, r->graph_ms, re, sizeof re));
+            }
+        }
     }
     free(ids), free(toks), free(rows);
     vg_lm_free(lm);
