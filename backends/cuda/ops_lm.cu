@@ -45,6 +45,7 @@ __global__ void k_rotary(T *x, int64_t ld, int rows, int heads, int head_dim, co
     int half = head_dim / 2, per_row = heads * half;
     for (int r = blockIdx.x; r < rows; r += gridDim.x) {
         float p = (float)pos[r];
+#pragma unroll 4 /* the loads of a row in flight together */
         for (int t = threadIdx.x; t < per_row; t += blockDim.x) {
             int h = t / half, i = t - h * half;
             float c, sn;
@@ -287,11 +288,13 @@ __device__ __forceinline__ int64_t pd_last(int row, const int32_t *context_lens,
 
 /* Shared memory of one block. */
 struct pd_smem {
-    float q[PD_GMAX][VG_ATTENTION_MAX_HEAD_DIM]; /* the heads' queries, pre-scaled */
+    alignas(16) float q[PD_GMAX][VG_ATTENTION_MAX_HEAD_DIM]; /* the heads' queries, pre-scaled */
     float p[PD_GMAX][PD_TILE];                   /* a tile's scores, then their exponentials */
     int64_t slot[PD_TILE];                       /* the tile's cache slots */
     float m[PD_GMAX], l[PD_GMAX], corr[PD_GMAX]; /* running max and sum, this tile's rescale */
     float red[PD_WARPS][VG_ATTENTION_MAX_HEAD_DIM];
+    float wm[PD_GMAX][PD_MAX_SPLIT], wl[PD_GMAX][PD_MAX_SPLIT]; /* the merge: slices' max, sum */
+    float inv[PD_GMAX];
     int last_block;
 };
 
@@ -303,15 +306,20 @@ struct pd_parts {
 };
 
 /* One slice [p0, p1) of one row for the heads h0 .. h0 + nh - 1 of KV head kvh: the normalised
- * output (nsplit 1) or the partials of slice `split`. */
+ * output (nsplit 1) or the partials of slice `split`. A tile is NP passes of PPP positions (each
+ * NVP-lane group one position, each lane 8 dimensions); a thread loads the keys and the values
+ * of all its positions of the tile at once, so a tile costs one memory round trip, not one per
+ * pass. */
 template <typename T, int NVP>
 __device__ __forceinline__ void
 pd_slice(pd_smem &sm, const T *qr, T *orow, const T *k_cache, const T *v_cache, const int32_t *table,
          int kv_heads, int kvh, int h0, int nh, int D, int block_size, float scale_log2, int64_t p0,
          int64_t p1, const pd_parts &pt, int64_t row, int heads, int split)
 {
-    constexpr int PPP = PD_THREADS / NVP; /* positions per pass */
-    static_assert(PD_TILE == 64 && PPP <= PD_TILE, "the softmax step takes two positions per lane");
+    constexpr int PPP = PD_THREADS / NVP;                 /* positions per pass */
+    constexpr int NP = PD_TILE / PPP < 4 ? PD_TILE / PPP : 4; /* passes per tile */
+    constexpr int TILE = NP * PPP;
+    static_assert(PD_TILE == 64 && TILE <= PD_TILE && NP >= 1, "the softmax step takes two positions per lane");
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int nv = D / 8, dv = tid % NVP, pg = tid / NVP;
     for (int i = tid; i < PD_GMAX * D; i += PD_THREADS) {
@@ -326,35 +334,45 @@ pd_slice(pd_smem &sm, const T *qr, T *orow, const T *k_cache, const T *v_cache, 
 #pragma unroll
         for (int e = 0; e < 8; e++) acc[g][e] = 0.0f;
 
-    for (int64_t t0 = p0; t0 < p1; t0 += PD_TILE) {
-        const int nt = (int)(p1 - t0 < PD_TILE ? p1 - t0 : PD_TILE);
-        __syncthreads(); /* the previous tile's readers are done; q, m, l are set */
-        if (tid < nt) {
+    for (int64_t t0 = p0; t0 < p1; t0 += TILE) {
+        const int nt = (int)(p1 - t0 < TILE ? p1 - t0 : TILE);
+        if (tid < nt) { /* (the first tile's table reads overlap the query's) */
             int64_t p = t0 + tid;
             sm.slot[tid] = (int64_t)table[p / block_size] * block_size + p % block_size;
         }
-        __syncthreads();
-        /* scores: each NVP-lane group one position, each lane 8 dimensions, every head */
+        __syncthreads(); /* slots, q, m and l are set; the previous tile's readers of p are done */
+        pd_vec8<T> kr[NP], vr[NP];
 #pragma unroll
-        for (int it = 0; it < PD_TILE / PPP; it++) {
-            if (it * PPP >= nt) break; /* uniform: the shuffles below see every lane */
+        for (int it = 0; it < NP; it++) {
+            const int j = it * PPP + pg;
+            if (j < nt && dv < nv) {
+                const int64_t at = sm.slot[j] * cache_ld + ko;
+                kr[it] = *(const pd_vec8<T> *)(k_cache + at);
+                vr[it] = *(const pd_vec8<T> *)(v_cache + at);
+            }
+        }
+        /* scores of every head */
+#pragma unroll
+        for (int it = 0; it < NP; it++) {
             const int j = it * PPP + pg;
             float dot[PD_GMAX];
 #pragma unroll
             for (int g = 0; g < PD_GMAX; g++) dot[g] = 0.0f;
             if (j < nt && dv < nv) {
                 float kf[8];
-                pd_load8(k_cache + sm.slot[j] * cache_ld + ko, kf);
+#pragma unroll
+                for (int e = 0; e < 8; e++) kf[e] = vgk_to_f(kr[it].v[e]);
 #pragma unroll
                 for (int g = 0; g < PD_GMAX; g++) {
                     if (g >= nh) break;
-                    const float *qq = &sm.q[g][dv * 8];
-#pragma unroll
-                    for (int e = 0; e < 8; e++) dot[g] += qq[e] * kf[e];
+                    const float4 *qq = (const float4 *)&sm.q[g][dv * 8]; /* two 16-byte reads */
+                    float4 qa = qq[0], qb = qq[1];
+                    dot[g] += qa.x * kf[0] + qa.y * kf[1] + qa.z * kf[2] + qa.w * kf[3] +
+                              qb.x * kf[4] + qb.y * kf[5] + qb.z * kf[6] + qb.w * kf[7];
                 }
             }
 #pragma unroll
-            for (int g = 0; g < PD_GMAX; g++) {
+            for (int g = 0; g < PD_GMAX; g++) { /* uniform loops: the shuffles see every lane */
                 if (g >= nh) break;
 #pragma unroll
                 for (int o = NVP / 2; o > 0; o >>= 1) dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], o);
@@ -380,7 +398,7 @@ pd_slice(pd_smem &sm, const T *qr, T *orow, const T *k_cache, const T *v_cache, 
             }
         }
         __syncthreads();
-        /* values: each NVP-lane group every PPP-th position, each lane 8 dimensions */
+        /* values, already in registers */
         if (dv < nv) {
 #pragma unroll
             for (int g = 0; g < PD_GMAX; g++) {
@@ -389,10 +407,13 @@ pd_slice(pd_smem &sm, const T *qr, T *orow, const T *k_cache, const T *v_cache, 
 #pragma unroll
                 for (int e = 0; e < 8; e++) acc[g][e] *= corr;
             }
-#pragma unroll 4
-            for (int j = pg; j < nt; j += PPP) {
+#pragma unroll
+            for (int it = 0; it < NP; it++) {
+                const int j = it * PPP + pg;
+                if (j >= nt) break;
                 float vf[8];
-                pd_load8(v_cache + sm.slot[j] * cache_ld + ko, vf);
+#pragma unroll
+                for (int e = 0; e < 8; e++) vf[e] = vgk_to_f(vr[it].v[e]);
 #pragma unroll
                 for (int g = 0; g < PD_GMAX; g++) {
                     if (g >= nh) break;
@@ -438,35 +459,52 @@ pd_slice(pd_smem &sm, const T *qr, T *orow, const T *k_cache, const T *v_cache, 
 /* The last block of a (row, head group): each head's output is the slices' outputs, each
  * weighted by 2^(its max - the overall max), over the same weighting of their sums. Slices that
  * held no position (max -inf) count for nothing; a row with none is zeros. The partials are
- * read from L2: other blocks wrote them. */
+ * read from L2 (other blocks wrote them), every thread's loads in flight together: a chain of
+ * dependent loads would cost a round trip each. */
 template <typename T>
-__device__ void pd_merge(const pd_parts &pt, T *orow, int64_t row, int heads, int h0, int nh, int D)
+__device__ void pd_merge(pd_smem &sm, const pd_parts &pt, T *orow, int64_t row, int heads, int h0,
+                         int nh, int D)
 {
-    const int nsplit = pt.nsplit;
-    for (int g = 0; g < nh; g++) {
-        const int64_t rh = row * heads + h0 + g;
-        const float *ml = pt.ml + 2 * rh * nsplit, *acc = pt.acc + rh * nsplit * D;
-        float m = -INFINITY, l = 0.0f;
-        for (int s = 0; s < nsplit; s++) m = fmaxf(m, __ldcg(&ml[2 * s]));
-        for (int s = 0; s < nsplit; s++) {
-            float ms = __ldcg(&ml[2 * s]);
-            if (ms > -INFINITY) l += __ldcg(&ml[2 * s + 1]) * exp2f(ms - m);
+    const int nsplit = pt.nsplit, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int64_t rh0 = row * heads + h0;
+    for (int i = tid; i < nh * nsplit; i += PD_THREADS) {
+        int g = i / nsplit, s = i - g * nsplit;
+        const float *ml = pt.ml + 2 * ((rh0 + g) * nsplit + s);
+        sm.wm[g][s] = __ldcg(ml);
+        sm.wl[g][s] = __ldcg(ml + 1);
+    }
+    __syncthreads();
+    for (int g = warp; g < nh; g += PD_WARPS) { /* a warp per head: the weights and 1 / sum */
+        float m = -INFINITY;
+        for (int s = lane; s < nsplit; s += 32) m = fmaxf(m, sm.wm[g][s]);
+        m = vgk_warp_max(m);
+        float l = 0.0f;
+        for (int s = lane; s < nsplit; s += 32) {
+            float ms = sm.wm[g][s], w = ms > -INFINITY ? exp2f(ms - m) : 0.0f;
+            sm.wm[g][s] = w;
+            l += w * sm.wl[g][s];
         }
-        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-        for (int d = threadIdx.x; d < D; d += blockDim.x) {
-            float v = 0.0f;
-            for (int s = 0; s < nsplit; s++) {
-                float ms = __ldcg(&ml[2 * s]);
-                if (ms > -INFINITY) v += __ldcg(&acc[(int64_t)s * D + d]) * exp2f(ms - m);
-            }
-            orow[(int64_t)g * D + d] = vgk_from_f<T>(v * inv);
+        l = vgk_warp_sum(l);
+        if (lane == 0) sm.inv[g] = l > 0.0f ? 1.0f / l : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll 4
+    for (int i = tid; i < nh * D; i += PD_THREADS) {
+        int g = i / D, d = i - g * D;
+        const float *acc = pt.acc + (rh0 + g) * nsplit * D + d;
+        float v = 0.0f;
+#pragma unroll 8
+        for (int s = 0; s < nsplit; s++) { /* an empty slice left no output (maybe NaN bits): select */
+            float w = sm.wm[g][s], x = __ldcg(&acc[(int64_t)s * D]);
+            v += w != 0.0f ? x * w : 0.0f;
         }
+        orow[(int64_t)g * D + d] = vgk_from_f<T>(v * sm.inv[g]);
     }
 }
 
 /* grid: x = query row, y = KV head · hchunks + head chunk, z = slice. */
 template <typename T, int NVP>
-__global__ void __launch_bounds__(PD_THREADS)
+__global__ void __launch_bounds__(PD_THREADS, 3)
 k_paged_split(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, const T *v_cache,
               const int32_t *block_tables, int max_blocks, const int32_t *context_lens,
               const int32_t *query_start, int num_seqs, int heads, int kv_heads, int head_dim,
@@ -508,18 +546,18 @@ k_paged_split(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache
     __syncthreads();
     if (!sm.last_block) return;
     __threadfence();
-    pd_merge(pt, orow, row, heads, h0, nh, D);
+    pd_merge(sm, pt, orow, row, heads, h0, nh, D);
     if (tid == 0) *counter = 0; /* ready for the next launch */
 }
 
-/* Slices per row: enough blocks to fill the GPU a few times over when rows are few (decode),
- * one when they are many (prefill); at least PD_MIN_CHUNK positions each at the table's full
- * reach; the partials must fit the stream's GEMM workspace and the (row, head group) pairs its
- * counters (HIP has neither: one slice). */
+/* Slices per row: when rows are few (decode), enough blocks for one wave over the GPU (three
+ * blocks fit a multiprocessor: __launch_bounds__); one when they are many (prefill); at least
+ * PD_MIN_CHUNK positions each at the table's full reach; the partials must fit the stream's GEMM
+ * workspace and the (row, head group) pairs its counters (HIP has neither: one slice). */
 static int pd_splits(const vg_bk_stream *s, int64_t rows, int heads, int kv_heads, int hchunks,
                      int head_dim, int max_blocks, int block_size)
 {
-    int64_t items = rows * kv_heads * hchunks, target = 4 * (int64_t)s->dev->prop.multiProcessorCount;
+    int64_t items = rows * kv_heads * hchunks, target = 3 * (int64_t)s->dev->prop.multiProcessorCount;
     if (items >= target || !s->counters || items > VGC_COUNTERS - VGC_COUNTERS_ATTENTION) return 1;
     int64_t n = (target + items - 1) / items;
     int64_t by_len = ((int64_t)max_blocks * block_size + PD_MIN_CHUNK - 1) / PD_MIN_CHUNK;

@@ -20,6 +20,7 @@ __global__ void k_rmsnorm(const T *x, const T *w, T *out, int rows, int cols, fl
         const V *xr = (const V *)(x + (int64_t)r * cols);
         V *orow = (V *)(out + (int64_t)r * cols);
         float ss = 0.0f;
+#pragma unroll 4 /* a short row (a decode step's) in one round trip, not a chain of them */
         for (int c = lane; c < nv; c += 32) {
             V a = xr[c];
 #pragma unroll
@@ -30,6 +31,7 @@ __global__ void k_rmsnorm(const T *x, const T *w, T *out, int rows, int cols, fl
         }
         for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
         float inv = rsqrtf(ss / (float)cols + eps);
+#pragma unroll 4
         for (int c = lane; c < nv; c += 32) {
             V a = xr[c], g = ((const V *)w)[c], o;
 #pragma unroll
@@ -130,6 +132,7 @@ __global__ void k_silu_mul(const T *in, int64_t ld_in, T *out, int64_t ld_out, i
     for (int r = blockIdx.x; r < rows; r += gridDim.x) {
         const V *g = (const V *)(in + (int64_t)r * ld_in), *u = (const V *)(in + (int64_t)r * ld_in + cols);
         V *o = (V *)(out + (int64_t)r * ld_out);
+#pragma unroll 4 /* the loads of a row in flight together */
         for (int c = threadIdx.x; c < cols / VEC; c += blockDim.x) {
             V gv = g[c], uv = u[c], ov;
 #pragma unroll
