@@ -3,24 +3,27 @@
  * with m <= 64, where the time is the weight's bytes crossing memory once.
  *
  * The weight rows are the tensor cores' M side and the activation rows their N side
- * (mma.sync m16n8k16, fp32 accumulation): a block of 4 warps owns 16 output columns (16 weight
- * rows); its warps take turns over 32-wide k chunks, every lane loading 16 contiguous bytes of
- * two weight rows per chunk with no shared-memory staging. The dot product does not care in
+ * (mma.sync m16n8k16, fp32 accumulation): a block of 4 or 8 warps owns 16 output columns
+ * (16 weight rows); its warps take turns over 32-wide k chunks, every lane loading 16 contiguous
+ * bytes of two weight rows per chunk with no shared-memory staging, several chunks in flight. The dot product does not care in
  * which order k is summed, so each lane's 8 contiguous k values are fed to the fragments as if
  * they were the fragment's k indices {2t, 2t+1, 2t+8, 2t+9} (first mma) and the next four
  * (second mma), with the activations loaded the same way: A and B agree on the permutation.
  * When 16-column groups are too few to fill the GPU (n small, k large), the k range is also
  * split across blocks (split-K): each leaves fp32 partials and the last block of the group to
  * finish (an atomic counter, reset by that block, so graphs replay it) sums them and applies the
- * epilogue. The weights do not depend on the previous kernel: each warp prefetches its first
- * chunk into L2 before waiting for it (programmatic launch). */
+ * epilogue. The weights do not depend on the previous kernel: each warp prefetches its chunks
+ * into L2 before waiting for that kernel (under a programmatic launch the fetch overlaps it). */
 #include "gemm_skinny.cuh"
 #include "kernels.cuh"
 
-#define SK_THREADS 128
-#define SK_WARPS (SK_THREADS / 32)
 #define SK_ROWS 16  /* output columns (weight rows) per block: one mma M tile */
 #define SK_CHUNK 32 /* k per warp step: two k16 mmas */
+
+/* Chunks in flight per warp: fewer as the activation tiles take registers. */
+template <int MT, int W> struct sk_shape {
+    static constexpr int unroll = W == 8 ? 8 : MT <= 2 ? 4 : 2;
+};
 
 template <typename T> struct sk_is_bf16;
 template <> struct sk_is_bf16<vg_bf16> { static constexpr bool value = true; };
@@ -69,14 +72,14 @@ __device__ __forceinline__ void sk_store(TC *C, int64_t ldc, const T *bias, cons
     C[(int64_t)tok * ldc + col] = vgk_from_f<TC>(v);
 }
 
-/* MT: 8-row tiles of activations (m <= 8·MT). */
-template <typename T, typename TC, int MT>
-__global__ void __launch_bounds__(SK_THREADS)
+/* MT: 8-row tiles of activations (m <= 8·MT); W: warps per block. */
+template <typename T, typename TC, int MT, int W>
+__global__ void __launch_bounds__(32 * W)
 k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t ldc, const T *bias,
               const TC *res, int64_t ldr, int m, int n, int k, float alpha, vg_activation act,
               int ksplit, float *part, unsigned *counters)
 {
-    constexpr int UNR = MT <= 2 ? 4 : 2; /* chunks in flight per warp */
+    constexpr int SK_WARPS = W, SK_THREADS = 32 * W, UNR = sk_shape<MT, W>::unroll;
     __shared__ float red[SK_WARPS][8 * MT][SK_ROWS + 1];
     __shared__ int last_block;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
@@ -86,9 +89,9 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
     const bool row0 = r0 + g < n, row1 = r0 + g + 8 < n;
     const T *w0 = B + (int64_t)(r0 + g) * ldb + tq * 8, *w1 = w0 + 8 * ldb;
     const T *x0 = A + (int64_t)g * lda + tq * 8;
-    if (c0 + warp < c1 && (c0 + warp) * SK_CHUNK + tq * 8 < k) {
-        if (row0) sk_prefetch_l2(w0 + (c0 + warp) * SK_CHUNK);
-        if (row1) sk_prefetch_l2(w1 + (c0 + warp) * SK_CHUNK);
+    for (int c = c0 + warp; c < c1 && c * SK_CHUNK + tq * 8 < k; c += SK_WARPS) {
+        if (row0) sk_prefetch_l2(w0 + c * SK_CHUNK);
+        if (row1) sk_prefetch_l2(w1 + c * SK_CHUNK);
     }
     vgk_grid_sync(); /* the activations (and residual) come from the previous kernel */
 
@@ -149,6 +152,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
         int tok = e / SK_ROWS, r = e % SK_ROWS, col = r0 + r;
         if (col >= n) continue;
         float v = 0.0f;
+#pragma unroll 8 /* the loads in flight together, not a chain of round trips */
         for (int s = 0; s < ksplit; s++) v += __ldcg(&part[((int64_t)s * m + tok) * n + col]);
         sk_store(C, ldc, bias, res, ldr, tok, col, v, alpha, act);
     }
@@ -163,45 +167,49 @@ int vgc_skinny_fits(const vg_gemm_args *a)
            a->lda % 8 == 0 && a->ldb % 8 == 0 && ((uintptr_t)a->a | (uintptr_t)a->b) % 16 == 0;
 }
 
-int vgc_skinny_split(const vg_gemm_args *a, int sms, double scale, size_t ws_bytes, int ncounters)
+vgc_skinny_cfg vgc_skinny_split(const vg_gemm_args *a, int sms, double scale, int wide, size_t ws_bytes,
+                                int ncounters)
 {
+    int warps = wide && a->m <= 8 ? 8 : 4;
     int64_t groups = (a->n + SK_ROWS - 1) / SK_ROWS, chunks = (a->k + SK_CHUNK - 1) / SK_CHUNK;
-    int64_t want = (4 * (int64_t)sms + groups - 1) / groups; /* ~4 blocks of 4 warps per SM */
+    int64_t want = (16 * (int64_t)sms / warps + groups - 1) / groups; /* ~16 warps per SM */
     int64_t ks = (int64_t)((double)want * scale + 0.5);
-    int64_t most = chunks / (2 * SK_WARPS); /* two chunks per warp at least */
+    int64_t most = chunks / (2 * warps); /* two chunks per warp at least */
     if (ks > most) ks = most;
     if (ks > 1 && (groups > ncounters || (size_t)ks * (size_t)a->m * (size_t)a->n * sizeof(float) > ws_bytes))
         ks = 1;
-    return ks < 1 ? 1 : (int)ks;
+    vgc_skinny_cfg c = {ks < 1 ? 1 : (int)ks, warps == 8};
+    return c;
 }
 
-template <typename T, typename TC, int MT>
+template <typename T, typename TC, int MT, int W>
 static void sk_launch(vg_bk_stream *s, const vg_gemm_args *a, int ksplit, float *ws, unsigned *counters)
 {
     dim3 grid((unsigned)((a->n + SK_ROWS - 1) / SK_ROWS), (unsigned)ksplit);
-    vgc_launch(s, k_gemm_skinny<T, TC, MT>, grid, SK_THREADS, 0, (const T *)a->a, a->lda,
+    vgc_launch(s, k_gemm_skinny<T, TC, MT, W>, grid, 32 * W, 0, (const T *)a->a, a->lda,
                (const T *)a->b, a->ldb, (TC *)a->c, a->ldc, (const T *)a->bias,
                (const TC *)a->residual, a->ldr, (int)a->m, (int)a->n, (int)a->k, a->alpha, a->act,
                ksplit, ws, counters);
 }
 
 template <typename T, typename TC>
-static void sk_dispatch(vg_bk_stream *s, const vg_gemm_args *a, int ksplit, float *ws, unsigned *counters)
+static void sk_dispatch(vg_bk_stream *s, const vg_gemm_args *a, vgc_skinny_cfg c, float *ws, unsigned *counters)
 {
-    if (a->m <= 8) sk_launch<T, TC, 1>(s, a, ksplit, ws, counters);
-    else if (a->m <= 16) sk_launch<T, TC, 2>(s, a, ksplit, ws, counters);
-    else if (a->m <= 32) sk_launch<T, TC, 4>(s, a, ksplit, ws, counters);
-    else sk_launch<T, TC, 8>(s, a, ksplit, ws, counters);
+    if (a->m <= 8 && c.wide) sk_launch<T, TC, 1, 8>(s, a, c.ksplit, ws, counters);
+    else if (a->m <= 8) sk_launch<T, TC, 1, 4>(s, a, c.ksplit, ws, counters);
+    else if (a->m <= 16) sk_launch<T, TC, 2, 4>(s, a, c.ksplit, ws, counters);
+    else if (a->m <= 32) sk_launch<T, TC, 4, 4>(s, a, c.ksplit, ws, counters);
+    else sk_launch<T, TC, 8, 4>(s, a, c.ksplit, ws, counters);
 }
 
-vg_status vgc_gemm_skinny(vg_bk_stream *s, const vg_gemm_args *a, int ksplit, float *ws, unsigned *counters)
+vg_status vgc_gemm_skinny(vg_bk_stream *s, const vg_gemm_args *a, vgc_skinny_cfg c, float *ws, unsigned *counters)
 {
     if (a->dtype_ab == VG_DTYPE_BF16) {
-        if (a->dtype_c == VG_DTYPE_F32) sk_dispatch<vg_bf16, float>(s, a, ksplit, ws, counters);
-        else sk_dispatch<vg_bf16, vg_bf16>(s, a, ksplit, ws, counters);
+        if (a->dtype_c == VG_DTYPE_F32) sk_dispatch<vg_bf16, float>(s, a, c, ws, counters);
+        else sk_dispatch<vg_bf16, vg_bf16>(s, a, c, ws, counters);
     } else {
-        if (a->dtype_c == VG_DTYPE_F32) sk_dispatch<vg_f16, float>(s, a, ksplit, ws, counters);
-        else sk_dispatch<vg_f16, vg_f16>(s, a, ksplit, ws, counters);
+        if (a->dtype_c == VG_DTYPE_F32) sk_dispatch<vg_f16, float>(s, a, c, ws, counters);
+        else sk_dispatch<vg_f16, vg_f16>(s, a, c, ws, counters);
     }
     VGC_CHECK_LAUNCH("gemm (skinny)");
     return VG_OK;

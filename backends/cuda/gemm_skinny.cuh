@@ -15,15 +15,23 @@
  * operands' dtype or F32, k, lda and ldb multiples of 8 and A, B 16-byte aligned. */
 int vgc_skinny_fits(const vg_gemm_args *a);
 
-/* Blocks along k for each group of 16 output columns: enough to give every multiprocessor
- * work (`sms`) when n is small, 1 when n alone fills the GPU; times `scale` (a tuning variant),
- * bounded by k and by what the partials (ws_bytes) and the counters (ncounters) can hold. */
-int vgc_skinny_split(const vg_gemm_args *a, int sms, double scale, size_t ws_bytes, int ncounters);
+/* A launch configuration: blocks along k for each group of 16 output columns (split-K), and
+ * whether a block has 8 warps instead of 4 (only for m <= 8: the k range of a block is shared by
+ * more warps, so fewer blocks need split-K; the tuner tries both). */
+typedef struct vgc_skinny_cfg {
+    int ksplit, wide;
+} vgc_skinny_cfg;
 
-/* C = act(alpha·A·Bᵀ + bias) + residual in one launch. With ksplit > 1, the blocks of one
+/* The split for `wide` blocks: enough blocks to give every multiprocessor work (`sms`) when n is
+ * small, 1 when n alone fills the GPU; times `scale` (a tuning variant), bounded by k and by what
+ * the partials (ws_bytes) and the counters (ncounters) can hold. */
+vgc_skinny_cfg vgc_skinny_split(const vg_gemm_args *a, int sms, double scale, int wide, size_t ws_bytes,
+                                int ncounters);
+
+/* C = act(alpha·A·Bᵀ + bias) + residual in one launch. With cfg.ksplit > 1, the blocks of one
  * column group leave fp32 partials in ws (ksplit·m·n floats) and the last to finish, counted in
  * counters[group] (zero before, zero again after), adds them and applies the epilogue. */
-vg_status vgc_gemm_skinny(vg_bk_stream *s, const vg_gemm_args *a, int ksplit, float *ws,
+vg_status vgc_gemm_skinny(vg_bk_stream *s, const vg_gemm_args *a, vgc_skinny_cfg cfg, float *ws,
                           unsigned *counters);
 
 #endif
