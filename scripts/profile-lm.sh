@@ -7,7 +7,10 @@
 # the kernel before it: qkv, o_proj, gate_up, down, lm_head) and by kernel name.
 #   scripts/profile-lm.sh BUILD_DIR [BATCH] [CONFIG] [STEP_CSV]
 # STEP_CSV, if given, receives the step's kernels in order (role, kernel, microseconds).
-# Needs ncu and python3 (the GPU machine has both). Leaves the clocks alone.
+# Needs ncu and python3 (the GPU machine has both). Leaves the clocks alone, so kernels timed one
+# at a time may run below full clock: small ones read slower than they run in a graph.
+# Under ncu the GEMM tuner's timings mean nothing (every launch is intercepted), so GEMMs take
+# cuBLASLt's first pick (VG_CUDA_GEMM_TUNE=0) unless the caller sets VG_CUDA_GEMM_TUNE.
 set -euo pipefail
 build=${1:?usage: profile-lm.sh BUILD_DIR [BATCH] [CONFIG] [STEP_CSV]}
 batch=${2:-1}
@@ -17,7 +20,7 @@ csv=$(mktemp)
 # Before the window: a prefill step per sequence (~250-370 kernels each), GEMM tuning (~700),
 # then 25 of the 82 eager decode steps (~230-330 kernels each).
 skip=$((batch * 310 + 700 + 25 * 280))
-ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --print-units base \
+VG_CUDA_GEMM_TUNE=${VG_CUDA_GEMM_TUNE:-0} ncu --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --print-units base \
     --launch-skip "$skip" --launch-count 1200 \
     "$build/bin/vg" lm bench --config "$config" --batch "$batch" --prompt 512 --new 80 >"$csv" 2>/dev/null || true
 python3 - "$csv" "$batch" "$config" "$step_csv" <<'PY'
