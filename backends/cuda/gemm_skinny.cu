@@ -87,8 +87,12 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
     const int nchunks = (k + SK_CHUNK - 1) / SK_CHUNK, per = (nchunks + ksplit - 1) / ksplit;
     const int c0 = (int)blockIdx.y * per, c1 = c0 + per < nchunks ? c0 + per : nchunks;
     const bool row0 = r0 + g < n, row1 = r0 + g + 8 < n;
-    const T *w0 = B + (int64_t)(r0 + g) * ldb + tq * 8, *w1 = w0 + 8 * ldb;
-    const T *x0 = A + (int64_t)g * lda + tq * 8;
+    /* rows past n and activation rows past m read a valid row (clamped) and are zeroed after */
+    const T *w0 = B + (int64_t)(row0 ? r0 + g : n - 1) * ldb + tq * 8;
+    const T *w1 = B + (int64_t)(row1 ? r0 + g + 8 : n - 1) * ldb + tq * 8;
+    const T *x0[MT];
+#pragma unroll
+    for (int j = 0; j < MT; j++) x0[j] = A + (int64_t)(8 * j + g < m ? 8 * j + g : m - 1) * lda + tq * 8;
     for (int c = c0 + warp; c < c1 && c * SK_CHUNK + tq * 8 < k; c += SK_WARPS) {
         if (row0) sk_prefetch_l2(w0 + c * SK_CHUNK);
         if (row1) sk_prefetch_l2(w1 + c * SK_CHUNK);
@@ -98,19 +102,30 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
     float acc[MT][4];
 #pragma unroll
     for (int j = 0; j < MT; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-#pragma unroll UNR
-    for (int c = c0 + warp; c < c1; c += SK_WARPS) {
-        const int kk = c * SK_CHUNK;
-        const bool kin = kk + tq * 8 < k; /* k is a multiple of 8: all 8 or none */
-        uint4 wa = make_uint4(0, 0, 0, 0), wb = wa;
-        if (kin && row0) wa = sk_load_weight(w0 + kk);
-        if (kin && row1) wb = sk_load_weight(w1 + kk);
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    /* UNR chunks per warp at a time: every load of a batch unconditional (addresses clamped,
+     * values selected), all issued before the first mma waits for one */
+    for (int c = c0 + warp; c < c1; c += SK_WARPS * UNR) {
+        uint4 wa[UNR], wb[UNR], x[UNR][MT];
 #pragma unroll
-        for (int j = 0; j < MT; j++) {
-            uint4 x = make_uint4(0, 0, 0, 0);
-            if (kin && 8 * j + g < m) x = __ldg((const uint4 *)(x0 + (int64_t)(8 * j) * lda + kk));
-            sk_mma<T>(acc[j], wa.x, wb.x, wa.y, wb.y, x.x, x.y);
-            sk_mma<T>(acc[j], wa.z, wb.z, wa.w, wb.w, x.z, x.w);
+        for (int u = 0; u < UNR; u++) {
+            const int kk = (c + u * SK_WARPS) * SK_CHUNK + tq * 8;
+            const int kc = c + u * SK_WARPS < c1 && kk < k ? kk - tq * 8 : 0; /* k is a multiple of 8 */
+            wa[u] = sk_load_weight(w0 + kc);
+            wb[u] = sk_load_weight(w1 + kc);
+#pragma unroll
+            for (int j = 0; j < MT; j++) x[u][j] = __ldg((const uint4 *)(x0[j] + kc));
+        }
+#pragma unroll
+        for (int u = 0; u < UNR; u++) {
+            const bool kin = c + u * SK_WARPS < c1 && (c + u * SK_WARPS) * SK_CHUNK + tq * 8 < k;
+            const uint4 a0 = kin && row0 ? wa[u] : zero, a1 = kin && row1 ? wb[u] : zero;
+#pragma unroll
+            for (int j = 0; j < MT; j++) {
+                const uint4 xv = kin && 8 * j + g < m ? x[u][j] : zero;
+                sk_mma<T>(acc[j], a0.x, a1.x, a0.y, a1.y, xv.x, xv.y);
+                sk_mma<T>(acc[j], a0.z, a1.z, a0.w, a1.w, xv.z, xv.w);
+            }
         }
     }
     /* accumulator of tile j: (column g, rows 8j + 2tq and +1) and (column g + 8, the same rows) */

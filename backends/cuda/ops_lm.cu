@@ -36,7 +36,8 @@ __device__ __forceinline__ float vgk_block_reduce(float v, float *red, int is_ma
 
 /* ---- rotary: one position axis, split half ------------------------------------------------- */
 
-/* A block per row (grid-stride); its threads over (head, i < half). */
+/* A block per row (grid-stride); its threads over (head, i < half), ROT_NB pairs at a time. */
+#define ROT_NB 4
 template <typename T>
 __global__ void k_rotary(T *x, int64_t ld, int rows, int heads, int head_dim, const int32_t *pos,
                          float log2_theta)
@@ -45,15 +46,29 @@ __global__ void k_rotary(T *x, int64_t ld, int rows, int heads, int head_dim, co
     int half = head_dim / 2, per_row = heads * half;
     for (int r = blockIdx.x; r < rows; r += gridDim.x) {
         float p = (float)pos[r];
-#pragma unroll 4 /* the loads of a row in flight together */
-        for (int t = threadIdx.x; t < per_row; t += blockDim.x) {
-            int h = t / half, i = t - h * half;
-            float c, sn;
-            sincosf(p * exp2f(-log2_theta * (float)(2 * i) / (float)head_dim), &sn, &c);
-            T *base = x + (int64_t)r * ld + (int64_t)h * head_dim;
-            float x0 = vgk_to_f(base[i]), x1 = vgk_to_f(base[i + half]);
-            base[i] = vgk_from_f<T>(x0 * c - x1 * sn);
-            base[i + half] = vgk_from_f<T>(x1 * c + x0 * sn);
+        T *row = x + (int64_t)r * ld;
+        /* ROT_NB pairs at a time, every load issued before the first is used (indices clamped) */
+        for (int t0 = threadIdx.x; t0 < per_row; t0 += blockDim.x * ROT_NB) {
+            T a0[ROT_NB], a1[ROT_NB];
+            int64_t at[ROT_NB];
+            int ii[ROT_NB];
+#pragma unroll
+            for (int k = 0; k < ROT_NB; k++) {
+                int t = t0 + (int)blockDim.x * k < per_row ? t0 + (int)blockDim.x * k : per_row - 1;
+                int h = t / half;
+                ii[k] = t - h * half;
+                at[k] = (int64_t)h * head_dim + ii[k];
+                a0[k] = row[at[k]], a1[k] = row[at[k] + half];
+            }
+#pragma unroll
+            for (int k = 0; k < ROT_NB; k++) {
+                if (t0 + (int)blockDim.x * k >= per_row) break;
+                float c, sn;
+                sincosf(p * exp2f(-log2_theta * (float)(2 * ii[k]) / (float)head_dim), &sn, &c);
+                float x0 = vgk_to_f(a0[k]), x1 = vgk_to_f(a1[k]);
+                row[at[k]] = vgk_from_f<T>(x0 * c - x1 * sn);
+                row[at[k] + half] = vgk_from_f<T>(x1 * c + x0 * sn);
+            }
         }
     }
 }
@@ -258,6 +273,8 @@ k_paged_attention(const T *q, int64_t ld_q, T *out, int64_t ld_out, int rows, co
 #define PD_TILE 64      /* positions per tile: two per lane in the softmax step */
 #define PD_MIN_CHUNK 32 /* positions per slice, at least, at the table's full reach */
 #define PD_MAX_SPLIT 256
+#define PD_MERGE 4      /* the merge: outputs per thread at a time */
+#define PD_MERGE_S 8    /* the merge: slices per batch of loads */
 
 /* 8 consecutive elements: one 16-byte load (two for F32); the address is aligned to 8 elements. */
 template <typename T> struct alignas(sizeof(T) * 8) pd_vec8 { T v[8]; };
@@ -277,8 +294,13 @@ __device__ __forceinline__ int64_t pd_last(int row, const int32_t *context_lens,
                                            int block_size, int *seq_out)
 {
     *seq_out = 0;
-    if (row < query_start[0] || row >= query_start[num_seqs]) return -1;
-    int seq = vgk_segment_of(query_start, num_seqs, row);
+    /* decode: row r is sequence r's only row, found with two independent loads */
+    int32_t lo = row < num_seqs ? query_start[row] : 0, hi = row < num_seqs ? query_start[row + 1] : 0;
+    int seq = row;
+    if (!(row < num_seqs && lo <= row && row < hi)) {
+        if (row < query_start[0] || row >= query_start[num_seqs]) return -1;
+        seq = vgk_segment_of(query_start, num_seqs, row);
+    }
     int64_t n = (int64_t)query_start[seq + 1] - query_start[seq];
     int64_t last = (int64_t)context_lens[seq] - n + (row - query_start[seq]);
     int64_t reach = (int64_t)max_blocks * block_size;
@@ -322,9 +344,23 @@ pd_slice(pd_smem &sm, const T *qr, T *orow, const T *k_cache, const T *v_cache, 
     static_assert(PD_TILE == 64 && TILE <= PD_TILE && NP >= 1, "the softmax step takes two positions per lane");
     const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
     const int nv = D / 8, dv = tid % NVP, pg = tid / NVP;
-    for (int i = tid; i < PD_GMAX * D; i += PD_THREADS) {
-        int g = i / D, d = i - g * D;
-        sm.q[g][d] = g < nh ? vgk_to_f(qr[(int64_t)g * D + d]) * scale_log2 : 0.0f;
+    /* the heads' queries: a fixed count of loads, clamped into the row, all in flight together
+     * (a loop whose bound is known only at run time issues them one round trip after another) */
+    constexpr int QK = PD_GMAX * VG_ATTENTION_MAX_HEAD_DIM / PD_THREADS;
+    const int nq = nh * D;
+    T qv[QK];
+#pragma unroll
+    for (int k = 0; k < QK; k++) {
+        const int i = tid + k * PD_THREADS;
+        qv[k] = qr[i < nq ? i : nq - 1];
+    }
+#pragma unroll
+    for (int k = 0; k < QK; k++) {
+        const int i = tid + k * PD_THREADS;
+        if (i < PD_GMAX * D) {
+            const int g = i / D;
+            sm.q[g][i - g * D] = i < nq ? vgk_to_f(qv[k]) * scale_log2 : 0.0f;
+        }
     }
     if (tid < PD_GMAX) sm.m[tid] = -INFINITY, sm.l[tid] = 0.0f;
     const int64_t cache_ld = (int64_t)kv_heads * D, ko = (int64_t)kvh * D + dv * 8;
@@ -488,17 +524,44 @@ __device__ void pd_merge(pd_smem &sm, const pd_parts &pt, T *orow, int64_t row, 
         if (lane == 0) sm.inv[g] = l > 0.0f ? 1.0f / l : 0.0f;
     }
     __syncthreads();
-#pragma unroll 4
-    for (int i = tid; i < nh * D; i += PD_THREADS) {
-        int g = i / D, d = i - g * D;
-        const float *acc = pt.acc + (rh0 + g) * nsplit * D + d;
-        float v = 0.0f;
-#pragma unroll 8
-        for (int s = 0; s < nsplit; s++) { /* an empty slice left no output (maybe NaN bits): select */
-            float w = sm.wm[g][s], x = __ldcg(&acc[(int64_t)s * D]);
-            v += w != 0.0f ? x * w : 0.0f;
+    /* each thread PD_MERGE outputs at a time, their slices PD_MERGE_S at a time: every load of a
+     * batch unconditional (indices clamped, weights selected), so all are in flight together */
+    const int nout = nh * D;
+    for (int i0 = 0; i0 < nout; i0 += PD_MERGE * PD_THREADS) {
+        const float *src[PD_MERGE];
+        int gk[PD_MERGE];
+        float v[PD_MERGE];
+#pragma unroll
+        for (int k = 0; k < PD_MERGE; k++) {
+            int i = i0 + tid + k * PD_THREADS;
+            i = i < nout ? i : nout - 1;
+            gk[k] = i / D;
+            src[k] = pt.acc + (rh0 + gk[k]) * nsplit * D + (i - gk[k] * D);
+            v[k] = 0.0f;
         }
-        orow[(int64_t)g * D + d] = vgk_from_f<T>(v * sm.inv[g]);
+        for (int s0 = 0; s0 < nsplit; s0 += PD_MERGE_S) {
+            float x[PD_MERGE_S][PD_MERGE];
+#pragma unroll
+            for (int u = 0; u < PD_MERGE_S; u++) {
+                const int sc = s0 + u < nsplit ? s0 + u : nsplit - 1;
+#pragma unroll
+                for (int k = 0; k < PD_MERGE; k++) x[u][k] = __ldcg(src[k] + (int64_t)sc * D);
+            }
+#pragma unroll
+            for (int u = 0; u < PD_MERGE_S; u++) {
+                const int sc = s0 + u < nsplit ? s0 + u : nsplit - 1;
+#pragma unroll
+                for (int k = 0; k < PD_MERGE; k++) { /* an empty slice left no output (maybe NaN bits) */
+                    const float w = s0 + u < nsplit ? sm.wm[gk[k]][sc] : 0.0f;
+                    v[k] += w != 0.0f ? x[u][k] * w : 0.0f;
+                }
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < PD_MERGE; k++) {
+            const int i = i0 + tid + k * PD_THREADS;
+            if (i < nout) orow[i] = vgk_from_f<T>(v[k] * sm.inv[gk[k]]);
+        }
     }
 }
 
