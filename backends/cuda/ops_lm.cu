@@ -62,12 +62,13 @@ __global__ void k_rotary(T *x, int64_t ld, int rows, int heads, int head_dim, co
             }
 #pragma unroll
             for (int k = 0; k < ROT_NB; k++) {
-                if (t0 + (int)blockDim.x * k >= per_row) break;
-                float c, sn;
-                sincosf(p * exp2f(-log2_theta * (float)(2 * ii[k]) / (float)head_dim), &sn, &c);
-                float x0 = vgk_to_f(a0[k]), x1 = vgk_to_f(a1[k]);
-                row[at[k]] = vgk_from_f<T>(x0 * c - x1 * sn);
-                row[at[k] + half] = vgk_from_f<T>(x1 * c + x0 * sn);
+                if (t0 + (int)blockDim.x * k < per_row) {
+                    float c, sn;
+                    sincosf(p * exp2f(-log2_theta * (float)(2 * ii[k]) / (float)head_dim), &sn, &c);
+                    float x0 = vgk_to_f(a0[k]), x1 = vgk_to_f(a1[k]);
+                    row[at[k]] = vgk_from_f<T>(x0 * c - x1 * sn);
+                    row[at[k] + half] = vgk_from_f<T>(x1 * c + x0 * sn);
+                }
             }
         }
     }
@@ -400,19 +401,21 @@ pd_slice(pd_smem &sm, const T *qr, T *orow, const T *k_cache, const T *v_cache, 
                 for (int e = 0; e < 8; e++) kf[e] = vgk_to_f(kr[it].v[e]);
 #pragma unroll
                 for (int g = 0; g < PD_GMAX; g++) {
-                    if (g >= nh) break;
-                    const float4 *qq = (const float4 *)&sm.q[g][dv * 8]; /* two 16-byte reads */
-                    float4 qa = qq[0], qb = qq[1];
-                    dot[g] += qa.x * kf[0] + qa.y * kf[1] + qa.z * kf[2] + qa.w * kf[3] +
-                              qb.x * kf[4] + qb.y * kf[5] + qb.z * kf[6] + qb.w * kf[7];
+                    if (g < nh) {
+                        const float4 *qq = (const float4 *)&sm.q[g][dv * 8]; /* two 16-byte reads */
+                        float4 qa = qq[0], qb = qq[1];
+                        dot[g] += qa.x * kf[0] + qa.y * kf[1] + qa.z * kf[2] + qa.w * kf[3] +
+                                  qb.x * kf[4] + qb.y * kf[5] + qb.z * kf[6] + qb.w * kf[7];
+                    }
                 }
             }
 #pragma unroll
             for (int g = 0; g < PD_GMAX; g++) { /* uniform loops: the shuffles see every lane */
-                if (g >= nh) break;
+                if (g < nh) {
 #pragma unroll
-                for (int o = NVP / 2; o > 0; o >>= 1) dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], o);
-                if (j < nt && dv == 0) sm.p[g][j] = dot[g];
+                    for (int o = NVP / 2; o > 0; o >>= 1) dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], o);
+                    if (j < nt && dv == 0) sm.p[g][j] = dot[g];
+                }
             }
         }
         __syncthreads();
@@ -438,24 +441,27 @@ pd_slice(pd_smem &sm, const T *qr, T *orow, const T *k_cache, const T *v_cache, 
         if (dv < nv) {
 #pragma unroll
             for (int g = 0; g < PD_GMAX; g++) {
-                if (g >= nh) break;
-                float corr = sm.corr[g];
+                if (g < nh) {
+                    float corr = sm.corr[g];
 #pragma unroll
-                for (int e = 0; e < 8; e++) acc[g][e] *= corr;
+                    for (int e = 0; e < 8; e++) acc[g][e] *= corr;
+                }
             }
 #pragma unroll
             for (int it = 0; it < NP; it++) {
                 const int j = it * PPP + pg;
-                if (j >= nt) break;
-                float vf[8];
+                if (j < nt) {
+                    float vf[8];
 #pragma unroll
-                for (int e = 0; e < 8; e++) vf[e] = vgk_to_f(vr[it].v[e]);
+                    for (int e = 0; e < 8; e++) vf[e] = vgk_to_f(vr[it].v[e]);
 #pragma unroll
-                for (int g = 0; g < PD_GMAX; g++) {
-                    if (g >= nh) break;
-                    float p = sm.p[g][j];
+                    for (int g = 0; g < PD_GMAX; g++) {
+                        if (g < nh) {
+                            float p = sm.p[g][j];
 #pragma unroll
-                    for (int e = 0; e < 8; e++) acc[g][e] += p * vf[e];
+                            for (int e = 0; e < 8; e++) acc[g][e] += p * vf[e];
+                        }
+                    }
                 }
             }
         }
@@ -463,31 +469,33 @@ pd_slice(pd_smem &sm, const T *qr, T *orow, const T *k_cache, const T *v_cache, 
     /* combine the position groups: the lanes of a warp that share dv, then the warps */
 #pragma unroll
     for (int g = 0; g < PD_GMAX; g++) {
-        if (g >= nh) break;
+        if (g < nh) {
 #pragma unroll
-        for (int e = 0; e < 8; e++)
+            for (int e = 0; e < 8; e++)
 #pragma unroll
-            for (int o = NVP; o < 32; o <<= 1) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], o);
+                for (int o = NVP; o < 32; o <<= 1) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], o);
+        }
     }
 #pragma unroll
     for (int g = 0; g < PD_GMAX; g++) {
-        if (g >= nh) break;
-        __syncthreads(); /* red is free (and l final) */
-        if (lane < NVP && dv < nv)
+        if (g < nh) {
+            __syncthreads(); /* red is free (and l final) */
+            if (lane < NVP && dv < nv)
 #pragma unroll
-            for (int e = 0; e < 8; e++) sm.red[warp][dv * 8 + e] = acc[g][e];
-        __syncthreads();
-        const int64_t rh = row * heads + h0 + g;
-        for (int d = tid; d < D; d += PD_THREADS) {
-            float v = 0.0f;
+                for (int e = 0; e < 8; e++) sm.red[warp][dv * 8 + e] = acc[g][e];
+            __syncthreads();
+            const int64_t rh = row * heads + h0 + g;
+            for (int d = tid; d < D; d += PD_THREADS) {
+                float v = 0.0f;
 #pragma unroll
-            for (int w = 0; w < PD_WARPS; w++) v += sm.red[w][d];
-            if (pt.nsplit == 1) orow[(int64_t)g * D + d] = vgk_from_f<T>(v / sm.l[g]);
-            else pt.acc[(rh * pt.nsplit + split) * D + d] = v;
-        }
-        if (pt.nsplit > 1 && tid == 0) {
-            pt.ml[2 * (rh * pt.nsplit + split)] = sm.m[g];
-            pt.ml[2 * (rh * pt.nsplit + split) + 1] = sm.l[g];
+                for (int w = 0; w < PD_WARPS; w++) v += sm.red[w][d];
+                if (pt.nsplit == 1) orow[(int64_t)g * D + d] = vgk_from_f<T>(v / sm.l[g]);
+                else pt.acc[(rh * pt.nsplit + split) * D + d] = v;
+            }
+            if (pt.nsplit > 1 && tid == 0) {
+                pt.ml[2 * (rh * pt.nsplit + split)] = sm.m[g];
+                pt.ml[2 * (rh * pt.nsplit + split) + 1] = sm.l[g];
+            }
         }
     }
 }
@@ -506,8 +514,8 @@ __device__ void pd_merge(pd_smem &sm, const pd_parts &pt, T *orow, int64_t row, 
     for (int i = tid; i < nh * nsplit; i += PD_THREADS) {
         int g = i / nsplit, s = i - g * nsplit;
         const float *ml = pt.ml + 2 * ((rh0 + g) * nsplit + s);
-        sm.wm[g][s] = __ldcg(ml);
-        sm.wl[g][s] = __ldcg(ml + 1);
+        sm.wm[g][s] = vg_load_coherent(ml);
+        sm.wl[g][s] = vg_load_coherent(ml + 1);
     }
     __syncthreads();
     for (int g = warp; g < nh; g += PD_WARPS) { /* a warp per head: the weights and 1 / sum */
@@ -545,7 +553,7 @@ __device__ void pd_merge(pd_smem &sm, const pd_parts &pt, T *orow, int64_t row, 
             for (int u = 0; u < PD_MERGE_S; u++) {
                 const int sc = s0 + u < nsplit ? s0 + u : nsplit - 1;
 #pragma unroll
-                for (int k = 0; k < PD_MERGE; k++) x[u][k] = __ldcg(src[k] + (int64_t)sc * D);
+                for (int k = 0; k < PD_MERGE; k++) x[u][k] = vg_load_coherent(src[k] + (int64_t)sc * D);
             }
 #pragma unroll
             for (int u = 0; u < PD_MERGE_S; u++) {
