@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Decoder-LM kernels of the op table (version 4): rotary, rmsnorm_heads, kv_store,
- * paged_attention, argmax. Straightforward first versions, correct for every shape the catalogue
- * allows, not tuned: one block or warp per row or head, fp32 accumulation. The core has validated
+ * paged_attention, argmax, correct for every shape the catalogue allows, fp32 accumulation.
+ * paged_attention is split over the context for decode (see k_paged_split); the others are one
+ * block or warp per row or head, their loads batched before first use. The core has validated
  * every call (vg_ops.h); what lives in device memory (positions, slots, block tables, lengths,
  * query starts) is read when the kernel runs, so one capture serves any contents, and values no
  * op could follow (a query row beyond its table, say) are clamped or skipped, as kunlun_stub does. */
@@ -260,14 +261,14 @@ k_paged_attention(const T *q, int64_t ld_q, T *out, int64_t ld_out, int rows, co
 /* The split kernel ("flash decoding"). A block takes one query row, up to PD_GMAX query heads of
  * one KV group (grouped-query: the heads share every key and value the block loads) and one of
  * `nsplit` slices of the row's context. The slices are cut from the row's length as the kernel
- * runs (the lengths live in device memory), so one launch shape serves any lengths: a graph
- * captures it once, and slices past a short context exit at once. Keys and values are read with
- * 16-byte loads, NVP lanes per cache row (NVP: head_dim / 8 rounded up to a power of two); the
- * context is walked in tiles of PD_TILE positions with an online softmax in fp32 (base 2: q is
- * pre-scaled by scale·log2 e). With nsplit = 1 the block writes the output; otherwise it writes
- * its unnormalised output, running max and sum to the partials (the stream's GEMM workspace),
- * and the last block of the row and head group to finish (a counter of the stream's, put back
- * to zero by that block, so graphs replay it) merges the slices into the output. */
+ * runs (the lengths live in device memory), so one launch shape serves any lengths and a graph
+ * captures it once. Keys and values are read with 16-byte loads, NVP lanes per cache row (NVP:
+ * head_dim / 8 rounded up to a power of two); the slice is walked in tiles of up to PD_TILE
+ * positions with an online softmax in fp32 (base 2: q is pre-scaled by scale·log2 e). With
+ * nsplit = 1 the block writes the output; otherwise it writes its unnormalised output, running
+ * max and sum to the partials (the stream's GEMM workspace), and the last block of the row and
+ * head group to finish (a counter of the stream's, put back to zero by that block, so graphs
+ * replay it) merges the slices into the output. */
 #define PD_THREADS 128
 #define PD_WARPS (PD_THREADS / 32)
 #define PD_GMAX 8       /* query heads of one KV group per block */
