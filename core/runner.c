@@ -685,11 +685,14 @@ vg_status vg_runner_warmup(vg_runner *r, const vg_batch_desc *like, vg_warmup_fn
     r->active = r->graph_set;
     vg_status st = ensure_sized(r, like);
     if (st != VG_OK) return st;
-    for (int k = 0; k < r->nsizes; k++) {
-        int bucket = r->nsizes - 1 - k; /* largest first: the workspace peaks first */
+    /* like->num_tokens > 0: only the buckets a call of at most that many tokens pads to */
+    int count = r->nsizes, top = like->num_tokens > 0 ? vg_runner_bucket_for(r, like->num_tokens) : -1;
+    if (top >= 0) count = top + 1;
+    for (int k = 0; k < count; k++) {
+        int bucket = count - 1 - k; /* largest first: the workspace peaks first */
         vg_batch_desc padded = *like;
         padded.num_tokens = r->sizes[bucket];
-        vg_warmup_progress p = {.index = k, .count = r->nsizes, .size = padded.num_tokens};
+        vg_warmup_progress p = {.index = k, .count = count, .size = padded.num_tokens};
         p.mem_free_before = mem_free_now(r);
         st = reserve(r, &padded);
         if (st == VG_OK && r->eager_first) { /* the eager runs need valid buffer contents */

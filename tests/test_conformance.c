@@ -678,7 +678,6 @@ static void test_gemm_half_io(void **state)
     }
 }
 
-/* max|got - want| / max|want|, failing on NaN */
 static void check_close(const char *what, const float *got, const double *want, size_t n, double tol)
 {
     double err = 0, ref = 1e-30;
@@ -693,6 +692,93 @@ static void check_close(const char *what, const float *got, const double *want, 
     if (err / ref > tol) print_message("%s: relative error %.3g > %.3g\n", what, err / ref, tol);
     assert_true(err / ref <= tol);
 }
+
+/* GEMMs shaped like decoding: a few rows of activations against a long weight (k a multiple of
+ * 8, as a backend's weight-streaming kernel wants it), n small (split along k) or not a multiple
+ * of 16, F32 logits, a bias, activations, an in-place residual. Each replays one capture three
+ * times on new inputs: kernels that count their blocks in device memory must leave the counts as
+ * they found them. (VG_CUDA_GEMM=skinny runs them all through CUDA's skinny kernel.) */
+typedef struct gemm_decode_case {
+    int m, n, k;
+    int f32_out, bias, inplace;
+    vg_activation act;
+} gemm_decode_case;
+
+static void gemm_decode_check(vg_dtype dt, const gemm_decode_case *t)
+{
+    const int M = t->m, N = t->n, K = t->k;
+    vg_dtype dc_t = t->f32_out ? VG_DTYPE_F32 : dt;
+    float *a = malloc(sizeof(float) * M * K), *b = malloc(sizeof(float) * N * K);
+    float *bias = malloc(sizeof(float) * N), *res = malloc(sizeof(float) * M * N);
+    float *out = malloc(sizeof(float) * M * N);
+    double *want = malloc(sizeof(double) * M * N), *da_ = malloc(sizeof(double) * M * K);
+    double *db_ = malloc(sizeof(double) * N * K), *dbias_ = malloc(sizeof(double) * N);
+    double *dres_ = malloc(sizeof(double) * M * N);
+    assert_true(a && b && bias && res && out && want && da_ && db_ && dbias_ && dres_);
+    fill_random(b, (size_t)N * K, 41);
+    fill_random(bias, N, 42);
+    fill_random(a, (size_t)M * K, 43);
+    void *da = upload_as(dt, a, (size_t)M * K), *db = upload_as(dt, b, (size_t)N * K);
+    void *dbias = upload_as(dt, bias, N), *dc = dalloc((size_t)M * N * esize(dc_t));
+    void *dres = t->inplace ? dc : NULL;
+    gemm_case c;
+    memset(&c, 0, sizeof c);
+    c.args = (vg_gemm_args){.struct_size = sizeof(vg_gemm_args), .dtype_ab = dt, .dtype_c = dc_t,
+                            .m = M, .n = N, .k = K, .a = da, .lda = K, .b = db, .ldb = K, .c = dc,
+                            .ldc = N, .bias = t->bias ? dbias : NULL, .residual = dres, .ldr = N,
+                            .act = t->act, .alpha = 1.0f};
+    vg_graph_exec *exec = has_graphs() ? capture(enqueue_gemm, &c) : NULL;
+    for (int i = 0; i < N * K; i++) db_[i] = b[i];
+    for (int j = 0; j < N; j++) dbias_[j] = bias[j];
+    for (int round = 0; round < 3; round++) {
+        fill_random(a, (size_t)M * K, 50 + round);
+        fill_random(res, (size_t)M * N, 60 + round);
+        void *na = upload_as(dt, a, (size_t)M * K), *nr = upload_as(dc_t, res, (size_t)M * N);
+        VG_CHECK(vg_mem_copy_d2d(g.s, da, na, (size_t)M * K * esize(dt)));
+        VG_CHECK(vg_mem_copy_d2d(g.s, dc, nr, (size_t)M * N * esize(dc_t)));
+        if (exec) VG_CHECK(vg_graph_exec_launch(exec, g.s));
+        else enqueue_gemm(&c);
+        download_as(dc_t, out, dc, (size_t)M * N);
+        VG_CHECK(vg_mem_free(g.rt, na));
+        VG_CHECK(vg_mem_free(g.rt, nr));
+        for (int i = 0; i < M * K; i++) da_[i] = a[i];
+        for (int i = 0; i < M * N; i++) dres_[i] = res[i];
+        ref_gemm(M, N, K, 1.0, da_, K, db_, K, t->bias ? dbias_ : NULL, t->inplace ? dres_ : NULL, N,
+                 t->act, want, N);
+        char what[96];
+        snprintf(what, sizeof what, "gemm %s->%s m=%d n=%d k=%d round %d", vg_dtype_name(dt),
+                 vg_dtype_name(dc_t), M, N, K, round);
+        check_close(what, out, want, (size_t)M * N,
+                    dc_t == VG_DTYPE_F32 ? 1e-4 : dc_t == VG_DTYPE_BF16 ? 1e-2 : 2e-3);
+    }
+    if (exec) VG_CHECK(vg_graph_exec_destroy(exec));
+    void *bufs[4] = {da, db, dbias, dc};
+    for (int i = 0; i < 4; i++) VG_CHECK(vg_mem_free(g.rt, bufs[i]));
+    free(a), free(b), free(bias), free(res), free(out);
+    free(want), free(da_), free(db_), free(dbias_), free(dres_);
+}
+
+static const gemm_decode_case gemm_decode_cases[] = {
+    /* m    n     k    f32 bias inplace act */
+    {1, 301, 896, 0, 1, 0, VG_ACT_NONE},     /* a qkv projection: bias, n not a multiple of 16 */
+    {3, 45, 4864, 0, 0, 1, VG_ACT_NONE},     /* a down projection: long k, few columns */
+    {16, 200, 512, 1, 0, 0, VG_ACT_NONE},    /* logits in F32 */
+    {33, 77, 1000, 0, 1, 0, VG_ACT_GELU_ERF},
+    {64, 64, 2048, 0, 0, 0, VG_ACT_SILU},
+    {9, 16, 8, 1, 1, 1, VG_ACT_NONE},        /* the shortest k */
+};
+
+static void test_gemm_decode_shapes(void **state)
+{
+    (void)state;
+    if (!supports(VG_OP_GEMM)) skip();
+    for (size_t i = 0; i < sizeof gemm_decode_cases / sizeof gemm_decode_cases[0]; i++) {
+        gemm_decode_check(VG_DTYPE_BF16, &gemm_decode_cases[i]);
+        gemm_decode_check(VG_DTYPE_F16, &gemm_decode_cases[i]);
+    }
+}
+
+/* max|got - want| / max|want|, failing on NaN */
 
 static double tol_for(vg_dtype t) { return t == VG_DTYPE_F32 ? 2e-5 : 2e-2; }
 
@@ -1467,6 +1553,7 @@ int main(void)
         cmocka_unit_test_teardown(test_gemm_f32, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_bf16, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_half_io, end_stray_capture),
+        cmocka_unit_test_teardown(test_gemm_decode_shapes, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_rejects_activation_with_inplace_residual, end_stray_capture),
         cmocka_unit_test_teardown(test_gather_reads_indices_at_replay, end_stray_capture),
         cmocka_unit_test_teardown(test_update, end_stray_capture),

@@ -206,6 +206,46 @@ static void test_warmup_largest_first(void **state)
     vg_runtime_close(rt);
 }
 
+static void record_sizes(void *user, const vg_warmup_progress *p)
+{
+    order *o = user;
+    o->st[o->n] = p->status;
+    o->sizes[o->n++] = p->size;
+    assert_int_equal(p->count, 3);
+}
+
+/* like.num_tokens > 0 bounds the warm-up: a call of k_sizes[1] + 1 tokens pads to k_sizes[2], so
+ * the buckets up to that one are captured and the largest is left for later. */
+static void test_warmup_up_to_a_size(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_stub();
+    model m;
+    model_init(&m, rt);
+    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0);
+    order o = {.n = 0};
+    vg_batch_desc like = {.num_tokens = k_sizes[1] + 1, .num_requests = 2};
+    VG_CHECK(vg_runner_warmup(r, &like, record_sizes, &o));
+    assert_int_equal(o.n, 3);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(o.sizes[i], k_sizes[2 - i]);
+        assert_int_equal(o.st[i], VG_OK);
+    }
+    vg_bucket_stats total;
+    vg_runner_stats(r, NULL, 0, &total);
+    assert_int_equal(total.captures, 3);
+    /* a size above every bucket warms them all */
+    vg_runner *all = make_runner(&m, VG_MODE_FULL, 0, 0);
+    like.num_tokens = MAX_SIZE + 1;
+    VG_CHECK(vg_runner_warmup(all, &like, NULL, NULL));
+    vg_runner_stats(all, NULL, 0, &total);
+    assert_int_equal(total.captures, 4);
+    vg_runner_destroy(all);
+    vg_runner_destroy(r);
+    model_fini(&m);
+    vg_runtime_close(rt);
+}
+
 static void capture_failure_case(const char *fault)
 {
     setenv("VG_STUB_FAULT", fault, 1);
@@ -598,6 +638,7 @@ int main(void)
         cmocka_unit_test_setup(test_full_and_piecewise_matches_eager, clean_env),
         cmocka_unit_test_setup(test_piecewise_splitting_runs_eagerly, clean_env),
         cmocka_unit_test_setup(test_warmup_largest_first, clean_env),
+        cmocka_unit_test_setup(test_warmup_up_to_a_size, clean_env),
         cmocka_unit_test_setup(test_failure_at_capture_begin, clean_env),
         cmocka_unit_test_setup(test_failure_at_capture_end, clean_env),
         cmocka_unit_test_setup(test_failure_at_instantiate, clean_env),

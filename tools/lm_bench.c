@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* vg lm bench: decode latency of a language model with synthetic weights, eager against graphs,
  * per batch size. Each batch size: the prompts are prefilled (one step per sequence), then
- * --new decode steps are timed (host wall clock of vg_lm_step, which waits for its logits). */
+ * --new decode steps are timed (host wall clock of vg_lm_step, which waits for its logits).
+ * With --peer, the JSON lines of the PyTorch peer (tools/peer/peer_lm_torch.py, run in the same
+ * device call) are read first and printed beside vg's numbers with the ratios. */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <stdio.h>
@@ -16,26 +18,111 @@
 
 static const char k_help[] =
     "usage: vg lm bench --config qwen2.5-0.5b|qwen3-0.6b|qwen2-tiny|CONFIG.json [--dtype bf16|f16|f32]\n"
-    "           [--batch 1,16,64] [--prompt 512] [--new 64] [--block-size 16] [--backend B] [--json]\n"
+    "           [--batch 1,16,64] [--prompt 512] [--new 64] [--block-size 16] [--backend B]\n"
+    "           [--peer PEER.jsonl] [--pieces] [--json]\n"
     "\n"
     "Synthetic weights (deterministic, no files). Per batch size: every sequence prefills a\n"
     "prompt of --prompt tokens, then --new decode steps of the whole batch are timed, once eagerly\n"
     "(mode none) and once with graphs (full_and_piecewise: decode steps replay FULL graphs; the\n"
     "first steps of a bucket capture and are not timed). Reports ms per decode step, tokens/s,\n"
-    "the speed-up, capture time and graph memory.\n";
+    "the speed-up, capture time and graph memory.\n"
+    "\n"
+    "  --peer FILE    the JSON lines of the PyTorch peer (tools/peer/peer_lm_torch.py: \"B\",\n"
+    "                 \"eager_ms_per_step\", \"static_compiled_ms_per_step\"), measured in the same\n"
+    "                 device call: its ms per step and vg's speed-up over it, per batch size\n"
+    "  --pieces       a third, eager run with device events around every piece of a step: the\n"
+    "                 device time per step of each piece (embed, attn_in, attention, attn_out_mlp,\n"
+    "                 head), summed over the layers (each event pair adds a little)\n";
 
 typedef struct bench_args {
-    const char *config, *dtype_name, *batch_text, *backend;
-    int prompt, new_tokens, block_size, json;
+    const char *config, *dtype_name, *batch_text, *backend, *peer;
+    int prompt, new_tokens, block_size, json, pieces;
     int64_t batch[64];
     int nbatch;
 } bench_args;
+
+#define MAX_PIECE_NAMES 8
+
+/* One piece name's device time per decode step, over its layers. */
+typedef struct piece_sum {
+    const char *name;
+    int count;
+    double ms;
+} piece_sum;
 
 typedef struct bench_row {
     int64_t batch;
     double eager_ms, graph_ms, capture_ms;
     uint64_t graph_bytes;
+    double peer_eager_ms, peer_compiled_ms; /* 0: the peer has no such number */
+    piece_sum pieces[MAX_PIECE_NAMES];
+    int npieces;
+    double pieces_ms;
 } bench_row;
+
+/* One line of the peer: {"B": 16, "prompt": 512, "new": 64, "eager_ms_per_step": ...,
+ * "static_compiled_ms_per_step": ..., ...}; a failed variant has "<name>_error" instead. */
+typedef struct peer_line {
+    int64_t batch, prompt;
+    double eager_ms, compiled_ms;
+} peer_line;
+
+#define MAX_PEER 64
+
+static double positive(const cJSON *j, const char *key)
+{
+    const cJSON *v = cJSON_GetObjectItem(j, key);
+    return cJSON_IsNumber(v) && v->valuedouble > 0 ? v->valuedouble : 0;
+}
+
+/* The whole peer file, read before anything is measured: the number of lines, or -1 after
+ * printing why it is unusable. */
+static int read_peer(const char *path, peer_line *out, int max)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        vg_cli_fail(CMD, "cannot read the peer file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char *line = NULL;
+    size_t cap = 0;
+    int n = 0, lineno = 0, bad = 0;
+    while (!bad && getline(&line, &cap, fp) >= 0) {
+        lineno++;
+        if (line[strspn(line, " \t\r\n")] == '\0') continue;
+        cJSON *j = cJSON_Parse(line);
+        const cJSON *B = cJSON_GetObjectItem(j, "B");
+        if (!cJSON_IsObject(j) || !cJSON_IsNumber(B) || B->valuedouble < 1)
+            bad = vg_cli_fail(CMD, "%s:%d: not a line of the peer's output (a JSON object with \"B\", "
+                                   "\"eager_ms_per_step\", \"static_compiled_ms_per_step\")", path, lineno);
+        else if (n == max)
+            bad = vg_cli_fail(CMD, "%s: more than %d lines", path, max);
+        else
+            out[n++] = (peer_line){(int64_t)B->valuedouble, (int64_t)positive(j, "prompt"),
+                                   positive(j, "eager_ms_per_step"), positive(j, "static_compiled_ms_per_step")};
+        cJSON_Delete(j);
+    }
+    if (!bad && ferror(fp)) bad = vg_cli_fail(CMD, "cannot read the peer file %s: %s", path, strerror(errno));
+    if (!bad && !n) bad = vg_cli_fail(CMD, "the peer file %s holds no measurements", path);
+    free(line);
+    fclose(fp);
+    return bad ? -1 : n;
+}
+
+/* "1.23" or "-" when absent. */
+static const char *ms_text(double ms, char *buf, size_t cap)
+{
+    if (ms > 0) snprintf(buf, cap, "%.3f", ms);
+    else snprintf(buf, cap, "-");
+    return buf;
+}
+
+static const char *ratio_text(double peer, double vg, char *buf, size_t cap)
+{
+    if (peer > 0 && vg > 0) snprintf(buf, cap, "%.2fx", peer / vg);
+    else snprintf(buf, cap, "-");
+    return buf;
+}
 
 static int parse(int argc, char **argv, bench_args *a)
 {
@@ -48,6 +135,8 @@ static int parse(int argc, char **argv, bench_args *a)
         {"--new", VG_OPT_INT, &a->new_tokens, 1, 1 << 20, NULL},
         {"--block-size", VG_OPT_INT, &a->block_size, 1, 4096, NULL},
         {"--backend", VG_OPT_STRING, &a->backend, 0, 0, "a backend name or the path of a plugin .so"},
+        {"--peer", VG_OPT_STRING, &a->peer, 0, 0, "the peer's JSON lines file"},
+        {"--pieces", VG_OPT_FLAG, &a->pieces, 0, 0, NULL},
         {"--json", VG_OPT_FLAG, &a->json, 0, 0, NULL},
     };
     int rc = vg_opt_parse(CMD, k_help, opts, (int)(sizeof opts / sizeof opts[0]), argc, argv, 2);
@@ -68,11 +157,11 @@ static int parse(int argc, char **argv, bench_args *a)
     return 0;
 }
 
-/* Prefill b sequences, then time `steps` decode steps; *ms per step. */
+/* Prefill b sequences, then time `steps` decode steps; *ms per step. With piece timing on,
+ * warm_pieces (max entries) receives the runner's per-piece totals before the timed steps. */
 static vg_status run_batch(vg_lm *lm, int64_t b, int prompt, int steps, int vocab, int32_t *ids,
-                           int32_t *toks, float *logits_unused, double *ms)
+                           int32_t *toks, double *warm_pieces, int max, double *ms)
 {
-    (void)logits_unused;
     vg_status st = VG_OK;
     int64_t added = 0;
     int32_t *prompt_ids = malloc((size_t)prompt * sizeof(int32_t));
@@ -92,12 +181,33 @@ static vg_status run_batch(vg_lm *lm, int64_t b, int prompt, int steps, int voca
         vg_lm_step_info info;
         st = vg_lm_step(lm, s, (int)b, NULL, toks, &info);
         if (j >= 0) *ms += info.total_ms;
+        if (j == -1 && warm_pieces) vg_runner_piece_times(vg_lm_runner(lm), warm_pieces, max);
     }
     *ms /= steps;
     for (int64_t i = 0; i < added; i++) vg_lm_seq_free(lm, ids[i]);
     free(prompt_ids);
     free(s);
     return st;
+}
+
+/* Each piece name's device time per step over the timed steps (the totals before them in warm). */
+static void sum_pieces(vg_lm *lm, const double *warm, int n, int steps, bench_row *r)
+{
+    vg_runner *run = vg_lm_runner(lm);
+    double *ms = calloc((size_t)n + 1, sizeof *ms);
+    if (!ms) return;
+    vg_runner_piece_times(run, ms, n);
+    for (int i = 0; i < n; i++) {
+        int64_t arg;
+        const char *name = vg_runner_piece_name(run, i, &arg);
+        int g = 0;
+        while (g < r->npieces && strcmp(r->pieces[g].name, name)) g++;
+        if (g == MAX_PIECE_NAMES) continue;
+        if (g == r->npieces) r->pieces[r->npieces++] = (piece_sum){name, 0, 0};
+        double per_step = (ms[i] - warm[i]) / steps;
+        r->pieces[g].count++, r->pieces[g].ms += per_step, r->pieces_ms += per_step;
+    }
+    free(ms);
 }
 
 int vg_cmd_lm_bench(int argc, char **argv)
@@ -111,6 +221,13 @@ int vg_cmd_lm_bench(int argc, char **argv)
                   : strcmp(a.dtype_name, "bf16") == 0 ? VG_DTYPE_BF16
                                                       : VG_DTYPE_COUNT_;
     if (dt == VG_DTYPE_COUNT_) return vg_cli_usage(CMD, "--dtype is bf16, f16 or f32, not '%s'", a.dtype_name);
+    peer_line peer[MAX_PEER];
+    int npeer = 0;
+    if (a.peer && (npeer = read_peer(a.peer, peer, MAX_PEER)) < 0) return 1;
+    for (int p = 0; p < npeer; p++)
+        if (peer[p].prompt && peer[p].prompt != a.prompt)
+            fprintf(stderr, "vg " CMD ": note: the peer measured batch %lld with a prompt of %lld tokens, "
+                            "this run %d\n", (long long)peer[p].batch, (long long)peer[p].prompt, a.prompt);
     int64_t maxb = 0;
     for (int i = 0; i < a.nbatch; i++) maxb = a.batch[i] > maxb ? a.batch[i] : maxb;
     int bs = a.block_size ? a.block_size : 16;
@@ -137,18 +254,35 @@ int vg_cmd_lm_bench(int argc, char **argv)
     int32_t *ids = malloc((size_t)maxb * sizeof(int32_t)), *toks = malloc((size_t)maxb * sizeof(int32_t));
     bench_row *rows = calloc((size_t)a.nbatch, sizeof *rows);
     if (!ids || !toks || !rows) rc = vg_cli_fail(CMD, "out of memory");
+    double *warm = NULL;
+    int npieces = 0;
     for (int i = 0; !rc && i < a.nbatch; i++) {
         bench_row *r = &rows[i];
         r->batch = a.batch[i];
-        for (int g = 0; !rc && g < 2; g++) {
-            o.mode = g ? VG_MODE_FULL_AND_PIECEWISE : VG_MODE_NONE;
+        for (int p = 0; p < npeer; p++)
+            if (peer[p].batch == r->batch) r->peer_eager_ms = peer[p].eager_ms, r->peer_compiled_ms = peer[p].compiled_ms;
+        for (int g = 0; !rc && g < (a.pieces ? 3 : 2); g++) {
+            /* 0: eager, 1: graphs, 2: eager with piece timing */
+            o.mode = g == 1 ? VG_MODE_FULL_AND_PIECEWISE : VG_MODE_NONE;
+            o.profile_pieces = g == 2;
             double ms = 0;
-            if (vg_lm_reconfigure(lm, &o) != VG_OK ||
-                run_batch(lm, r->batch, a.prompt, a.new_tokens, info.vocab, ids, toks, NULL, &ms) != VG_OK) {
+            vg_status st = vg_lm_reconfigure(lm, &o);
+            if (st == VG_OK && g == 2) {
+                npieces = vg_runner_piece_times(vg_lm_runner(lm), NULL, 0);
+                free(warm);
+                warm = calloc((size_t)npieces + 1, sizeof *warm);
+                if (!warm) st = vg_error_set(VG_ERR_OUT_OF_MEMORY, "out of memory");
+            }
+            if (st == VG_OK)
+                st = run_batch(lm, r->batch, a.prompt, a.new_tokens, info.vocab, ids, toks, g == 2 ? warm : NULL,
+                               npieces, &ms);
+            if (st != VG_OK) {
                 rc = vg_cli_fail(CMD, "batch %lld: %s", (long long)r->batch, vg_last_error());
                 break;
             }
-            if (g) {
+            if (g == 2) {
+                sum_pieces(lm, warm, npieces, a.new_tokens, r);
+            } else if (g) {
                 r->graph_ms = ms;
                 vg_bucket_stats total;
                 vg_runner_stats(vg_lm_runner(lm), NULL, 0, &total);
@@ -166,6 +300,7 @@ int vg_cmd_lm_bench(int argc, char **argv)
         cJSON_AddStringToObject(j, "dtype", vg_dtype_name(dt));
         cJSON_AddNumberToObject(j, "prompt", a.prompt);
         cJSON_AddNumberToObject(j, "new", a.new_tokens);
+        if (a.peer) cJSON_AddStringToObject(j, "peer", a.peer);
         arr = cJSON_AddArrayToObject(j, "batches");
         for (int i = 0; i < a.nbatch; i++) {
             cJSON *e = cJSON_CreateObject();
@@ -175,6 +310,25 @@ int vg_cmd_lm_bench(int argc, char **argv)
             cJSON_AddNumberToObject(e, "graph_tokens_per_s", rows[i].batch * 1e3 / rows[i].graph_ms);
             cJSON_AddNumberToObject(e, "capture_ms", rows[i].capture_ms);
             cJSON_AddNumberToObject(e, "graph_bytes", (double)rows[i].graph_bytes);
+            if (rows[i].peer_eager_ms > 0) {
+                cJSON_AddNumberToObject(e, "peer_eager_ms_per_step", rows[i].peer_eager_ms);
+                cJSON_AddNumberToObject(e, "speedup_vs_peer_eager", rows[i].peer_eager_ms / rows[i].graph_ms);
+            }
+            if (rows[i].peer_compiled_ms > 0) {
+                cJSON_AddNumberToObject(e, "peer_static_compiled_ms_per_step", rows[i].peer_compiled_ms);
+                cJSON_AddNumberToObject(e, "speedup_vs_peer_compiled", rows[i].peer_compiled_ms / rows[i].graph_ms);
+            }
+            if (a.pieces) {
+                cJSON *pa = cJSON_AddArrayToObject(e, "pieces");
+                cJSON_AddNumberToObject(e, "pieces_ms_per_step", rows[i].pieces_ms);
+                for (int g = 0; g < rows[i].npieces; g++) {
+                    cJSON *pj = cJSON_CreateObject();
+                    cJSON_AddStringToObject(pj, "piece", rows[i].pieces[g].name);
+                    cJSON_AddNumberToObject(pj, "count", rows[i].pieces[g].count);
+                    cJSON_AddNumberToObject(pj, "ms_per_step", rows[i].pieces[g].ms);
+                    cJSON_AddItemToArray(pa, pj);
+                }
+            }
             cJSON_AddItemToArray(arr, e);
         }
         rc = vg_cli_print_json(j, 0);
@@ -189,8 +343,28 @@ int vg_cmd_lm_bench(int argc, char **argv)
                    rows[i].eager_ms, rows[i].graph_ms, rows[i].batch * 1e3 / rows[i].graph_ms,
                    rows[i].eager_ms / rows[i].graph_ms, rows[i].capture_ms,
                    vg_cli_bytes(rows[i].graph_bytes, buf, sizeof buf));
+        for (int i = 0; a.pieces && i < a.nbatch; i++) {
+            const bench_row *r = &rows[i];
+            printf("\npieces of an eager decode step at batch %lld (device events around each): %.3f ms\n",
+                   (long long)r->batch, r->pieces_ms);
+            for (int g = 0; g < r->npieces; g++)
+                printf("  %-14s %4dx  %8.3f ms  %5.1f%%\n", r->pieces[g].name, r->pieces[g].count,
+                       r->pieces[g].ms, r->pieces_ms > 0 ? 100 * r->pieces[g].ms / r->pieces_ms : 0.0);
+        }
+        if (a.peer) {
+            char pe[24], pc[24], re[24], rcmp[24];
+            printf("\nbeside the peer (%s; ms per decode step; speed-up = peer / vg graph):\n", a.peer);
+            printf("  batch   vg graph   peer compiled   speed-up   peer eager   speed-up\n");
+            for (int i = 0; i < a.nbatch; i++) {
+                const bench_row *r = &rows[i];
+                printf("  %5lld   %8.3f   %13s   %8s   %10s   %8s\n", (long long)r->batch, r->graph_ms,
+                       ms_text(r->peer_compiled_ms, pc, sizeof pc),
+                       ratio_text(r->peer_compiled_ms, r->graph_ms, rcmp, sizeof rcmp),
+                       ms_text(r->peer_eager_ms, pe, sizeof pe), ratio_text(r->peer_eager_ms, r->graph_ms, re, sizeof re));
+            }
+        }
     }
-    free(ids), free(toks), free(rows);
+    free(ids), free(toks), free(rows), free(warm);
     vg_lm_free(lm);
     vg_runtime_close(rt);
     return rc;

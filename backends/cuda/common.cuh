@@ -46,12 +46,19 @@ struct vg_bk_device {
     void *blas;                 /* cublasLtHandle_t (hipBLASLt or none under HIP) */
 };
 
+/* Block counters of the kernels that merge their blocks' partial results in the last block to
+ * finish (split-K): words [0, VGC_COUNTERS_ATTENTION) for the skinny GEMM, the rest for paged
+ * attention. Zero between kernels: the last block puts its word back. */
+#define VGC_COUNTERS 16384
+#define VGC_COUNTERS_ATTENTION 8192
+
 struct vg_bk_stream {
     vg_bk_device *dev;
     cudaStream_t s;
     void *gemm_workspace; /* per stream: gemms on different streams may run concurrently */
     size_t gemm_workspace_bytes;
     struct vgc_gemm_cache *gemm_cache;
+    unsigned *counters; /* VGC_COUNTERS words of device memory, or NULL (HIP): see above */
 };
 
 struct vg_bk_event {

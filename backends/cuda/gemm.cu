@@ -14,13 +14,20 @@
  * so timing with cached weights would favour the wrong algorithms), and the fastest is kept.
  * During capture nothing can run, so the heuristic's first pick is used; vg's runner runs a
  * key eagerly before capturing it so plans are tuned. VG_CUDA_GEMM_TUNE=0 turns tuning off;
- * VG_CUDA_GEMM_TUNE=2 also searches the configurations around the fastest (tune_wide). */
+ * VG_CUDA_GEMM_TUNE=2 also searches the configurations around the fastest (tune_wide).
+ *
+ * vg's own skinny kernel (gemm_skinny.cu, m <= 64) is timed the same way beside cuBLASLt's
+ * candidates, in a few split-K variants, and a plan uses it only when it was faster; the log
+ * (debug) gives both times and bandwidths. VG_CUDA_GEMM=cublaslt leaves it out;
+ * VG_CUDA_GEMM=skinny (4 warps a block) or skinny_wide (8 warps where m <= 8) runs it for every
+ * call it can take (for testing it). */
 #include <cublasLt.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common.cuh"
+#include "gemm_skinny.cuh"
 
 #define VGC_GEMM_WORKSPACE (32u << 20)
 #define VGC_GEMM_CACHE 64
@@ -39,12 +46,16 @@ typedef struct gemm_plan {
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lc, ld;
     cublasLtMatmulAlgo_t algo;
+    vgc_skinny_cfg own; /* own.ksplit > 0: the skinny kernel runs instead of cuBLASLt */
 } gemm_plan;
 
 struct vgc_gemm_cache {
     gemm_plan plans[VGC_GEMM_CACHE];
     uint64_t tick;
+    int own; /* OWN_TUNED, OWN_NEVER (VG_CUDA_GEMM=cublaslt), OWN_ALWAYS(_WIDE) (=skinny(_wide)) */
 };
+
+enum { OWN_TUNED = 0, OWN_NEVER, OWN_ALWAYS, OWN_ALWAYS_WIDE };
 
 static vg_status lt_fail(cublasStatus_t st, const char *what)
 {
@@ -96,6 +107,21 @@ vg_status vgc_gemm_stream_init(vg_bk_stream *s)
         return vgc_fail(e, "cudaMalloc(gemm workspace)", __FILE__, __LINE__);
     }
     s->gemm_workspace_bytes = VGC_GEMM_WORKSPACE;
+    const char *g = getenv("VG_CUDA_GEMM");
+    s->gemm_cache->own = g && strcmp(g, "cublaslt") == 0      ? OWN_NEVER
+                         : g && strcmp(g, "skinny") == 0      ? OWN_ALWAYS
+                         : g && strcmp(g, "skinny_wide") == 0 ? OWN_ALWAYS_WIDE : OWN_TUNED;
+    e = cudaMalloc(&s->counters, VGC_COUNTERS * sizeof(unsigned));
+    if (e == cudaSuccess) e = cudaMemsetAsync(s->counters, 0, VGC_COUNTERS * sizeof(unsigned), s->s);
+    if (e != cudaSuccess) {
+        cudaFree(s->counters);
+        s->counters = NULL;
+        cudaFree(s->gemm_workspace);
+        free(s->gemm_cache);
+        s->gemm_cache = NULL;
+        s->gemm_workspace = NULL;
+        return vgc_fail(e, "cudaMalloc(gemm counters)", __FILE__, __LINE__);
+    }
     return VG_OK;
 }
 
@@ -103,6 +129,8 @@ void vgc_gemm_stream_fini(vg_bk_stream *s)
 {
     if (s->gemm_cache)
         for (int i = 0; i < VGC_GEMM_CACHE; i++) plan_release(&s->gemm_cache->plans[i]);
+    cudaFree(s->counters);
+    s->counters = NULL;
     free(s->gemm_cache);
     cudaFree(s->gemm_workspace);
     s->gemm_cache = NULL;
@@ -124,6 +152,8 @@ static int32_t align_of(const void *p, int64_t ld, size_t elem)
 
 /* What timing a candidate needs: the plan, the operands, a scratch output, a buffer whose
  * clearing evicts the operands from L2, and two events. */
+static const vgc_skinny_cfg k_no_own = {0, 0};
+
 typedef struct tune_ctx {
     vg_bk_stream *s;
     gemm_plan *p;
@@ -133,20 +163,26 @@ typedef struct tune_ctx {
     cudaEvent_t e0, e1;
 } tune_ctx;
 
-/* The best of `reps` cold runs after one warm-up run, in ms; +inf if the algorithm fails. */
-static float time_cold(tune_ctx *t, const cublasLtMatmulAlgo_t *algo, int reps)
+/* The best of `reps` cold runs after one warm-up run, in ms; +inf if the algorithm fails. With
+ * own.ksplit > 0 the skinny kernel in that configuration runs instead of `algo`. */
+static float time_cold(tune_ctx *t, const cublasLtMatmulAlgo_t *algo, vgc_skinny_cfg own_cfg, int reps)
 {
     const gemm_plan *p = t->p;
     const vg_gemm_args *a = t->a;
     float alpha = a->alpha, beta = p->key.beta ? 1.0f : 0.0f, fastest = INFINITY;
     const void *cptr = p->key.beta ? a->residual : t->scratch;
     cublasLtHandle_t h = (cublasLtHandle_t)t->s->dev->blas;
+    vg_gemm_args own = *a;
+    own.c = t->scratch;
     for (int rep = 0; rep <= reps; rep++) {
         if (rep > 0) cudaMemsetAsync(t->cold, rep, t->flush, t->s->s);
         cudaEventRecord(t->e0, t->s->s);
-        if (cublasLtMatmul(h, p->desc, &alpha, a->b, p->la, a->a, p->lb, &beta, cptr, p->lc, t->scratch,
-                           p->ld, algo, t->s->gemm_workspace, t->s->gemm_workspace_bytes,
-                           t->s->s) != CUBLAS_STATUS_SUCCESS)
+        if (own_cfg.ksplit > 0) {
+            if (vgc_gemm_skinny(t->s, &own, own_cfg, (float *)t->s->gemm_workspace, t->s->counters) != VG_OK)
+                return INFINITY;
+        } else if (cublasLtMatmul(h, p->desc, &alpha, a->b, p->la, a->a, p->lb, &beta, cptr, p->lc,
+                                  t->scratch, p->ld, algo, t->s->gemm_workspace,
+                                  t->s->gemm_workspace_bytes, t->s->s) != CUBLAS_STATUS_SUCCESS)
             return INFINITY;
         float ms = 0;
         if (cudaEventRecord(t->e1, t->s->s) != cudaSuccess || cudaEventSynchronize(t->e1) != cudaSuccess ||
@@ -219,7 +255,7 @@ static void tune_wide(tune_ctx *t, timed_algo *best)
         if (cublasLtMatmulAlgoConfigSetAttribute(&c.algo, CUBLASLT_ALGO_CONFIG_TILE_ID, &tiles[i], sizeof tiles[i]) !=
                 CUBLAS_STATUS_SUCCESS || !algo_fits(t, &c.algo))
             continue;
-        c.ms = time_cold(t, &c.algo, 1);
+        c.ms = time_cold(t, &c.algo, k_no_own, 1);
         timed++;
         top_offer(tops, WIDE_TILES, &c);
     }
@@ -234,13 +270,13 @@ static void tune_wide(tune_ctx *t, timed_algo *best)
                                                          &clusters[k], sizeof clusters[k]) != CUBLAS_STATUS_SUCCESS ||
                     !algo_fits(t, &c.algo))
                     continue;
-                c.ms = time_cold(t, &c.algo, 1);
+                c.ms = time_cold(t, &c.algo, k_no_own, 1);
                 timed++;
                 top_offer(fin, WIDE_FINAL, &c);
             }
     float before = best->ms;
     for (int i = 0; i < WIDE_FINAL && fin[i].ms < INFINITY; i++) {
-        fin[i].ms = time_cold(t, &fin[i].algo, 3);
+        fin[i].ms = time_cold(t, &fin[i].algo, k_no_own, 3);
         if (fin[i].ms < best->ms) *best = fin[i];
     }
     vgc_host->log(VG_LOG_DEBUG, "cuda: gemm m=%lld n=%lld k=%lld: wide search timed %d configurations "
@@ -248,9 +284,52 @@ static void tune_wide(tune_ctx *t, timed_algo *best)
                   (long long)t->a->k, timed, ntiles, best->ms * 1e3, before * 1e3);
 }
 
+/* Whether the skinny kernel is a candidate for this call. */
+static int own_candidate(const vg_bk_stream *s, const vg_gemm_args *a)
+{
+    return s->gemm_cache->own == OWN_TUNED && s->dev->gemm_tune != VGC_TUNE_OFF && vgc_skinny_fits(a);
+}
+
+/* Time the skinny kernel in a few configurations (block shape, split-K); if one beats cuBLASLt's
+ * best (lt_ms), the plan takes it. Logs both, with the bandwidth each reaches on the call's
+ * bytes, and every configuration's time. */
+static void tune_own(tune_ctx *t, float lt_ms)
+{
+    const vg_gemm_args *a = t->a;
+    static const double scales[] = {1.0, 0.5, 2.0, 0.0};
+    int sms = t->s->dev->prop.multiProcessorCount, ntried = 0;
+    vgc_skinny_cfg tried[8], best_cfg = k_no_own;
+    float best = INFINITY;
+    char each[256] = "";
+    size_t len = 0;
+    for (int wide = 0; wide < (a->m <= 8 ? 2 : 1); wide++)
+        for (int i = 0; i < 4; i++) {
+            vgc_skinny_cfg c = vgc_skinny_split(a, sms, scales[i] > 0 ? scales[i] : 1.0, wide,
+                                                t->s->gemm_workspace_bytes, VGC_COUNTERS_ATTENTION);
+            if (scales[i] == 0.0) c.ksplit = 1;
+            int seen = 0;
+            for (int j = 0; j < ntried; j++) seen |= tried[j].ksplit == c.ksplit && tried[j].wide == c.wide;
+            if (seen) continue;
+            tried[ntried++] = c;
+            float ms = time_cold(t, NULL, c, 3);
+            int w = snprintf(each + len, sizeof each - len, "%s%dx%d: %.1f", len ? ", " : "",
+                             c.wide ? 8 : 4, c.ksplit, ms * 1e3);
+            if (w > 0 && len + (size_t)w < sizeof each) len += (size_t)w;
+            if (ms < best) best = ms, best_cfg = c;
+        }
+    size_t eab = a->dtype_ab == VG_DTYPE_F32 ? 4 : 2, ec = a->dtype_c == VG_DTYPE_F32 ? 4 : 2;
+    double bytes = (double)a->n * (double)a->k * (double)eab + (double)a->m * (double)a->k * (double)eab +
+                   (double)a->m * (double)a->n * (double)ec * (a->residual ? 2.0 : 1.0);
+    vgc_host->log(VG_LOG_DEBUG, "cuda: gemm m=%lld n=%lld k=%lld: cuBLASLt %.1f us cold (%.0f GB/s), vg "
+                  "skinny %.1f us (%.0f GB/s; us per warps x split: %s): %s", (long long)a->m,
+                  (long long)a->n, (long long)a->k, lt_ms * 1e3, bytes / (lt_ms * 1e6), best * 1e3,
+                  bytes / (best * 1e6), each, best < lt_ms ? "skinny" : "cuBLASLt");
+    if (best < lt_ms) t->p->own = best_cfg;
+}
+
 /* Time each candidate (one warm-up, then the best of three cold runs) into a scratch output
- * and keep the fastest; with VG_CUDA_GEMM_TUNE=2 search around it too. Only outside capture;
- * any failure leaves the heuristic's pick. */
+ * and keep the fastest; with VG_CUDA_GEMM_TUNE=2 search around it too; then vg's skinny kernel
+ * where it applies. Only outside capture; any failure leaves the heuristic's pick. */
 static void tune(vg_bk_stream *s, gemm_plan *p, const cublasLtMatmulHeuristicResult_t *res, int n,
                  const vg_gemm_args *a)
 {
@@ -271,7 +350,7 @@ static void tune(vg_bk_stream *s, gemm_plan *p, const cublasLtMatmulHeuristicRes
         int chosen = 0;
         float first = 0.0f;
         for (int i = 0; i < n; i++) {
-            float ms = time_cold(&t, &res[i].algo, 3);
+            float ms = time_cold(&t, &res[i].algo, k_no_own, 3);
             if (i == 0) first = ms;
             if (ms < best.ms) best = {res[i].algo, ms}, chosen = i;
         }
@@ -280,6 +359,7 @@ static void tune(vg_bk_stream *s, gemm_plan *p, const cublasLtMatmulHeuristicRes
                       (long long)a->k, chosen, n, best.ms * 1e3, first * 1e3);
         if (dev->gemm_tune == VGC_TUNE_WIDE && best.ms < INFINITY) tune_wide(&t, &best);
         if (best.ms < INFINITY) p->algo = best.algo;
+        if (own_candidate(s, a)) tune_own(&t, best.ms);
     }
     (void)cudaGetLastError();
     if (t.e0) cudaEventDestroy(t.e0);
@@ -327,7 +407,7 @@ static vg_status plan_build(vg_bk_stream *s, gemm_plan *p, const gemm_key *k, co
                        "k=%lld dtypes %d/%d", (long long)k->m, (long long)k->n, (long long)k->k,
                        k->dtype_ab, k->dtype_c);
     p->algo = res[0].algo;
-    if (found > 1 || s->dev->gemm_tune == VGC_TUNE_WIDE) tune(s, p, res, found, a);
+    if (found > 1 || s->dev->gemm_tune == VGC_TUNE_WIDE || own_candidate(s, a)) tune(s, p, res, found, a);
     return VG_OK;
 }
 
@@ -359,6 +439,11 @@ static vg_status plan_get(vg_bk_stream *s, const gemm_key *k, const vg_gemm_args
 vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
 {
     if (s->dev->gemm_tiled) return vgc_gemm_tiled(s, a); /* the portable kernel, for testing it */
+    if (s->gemm_cache->own >= OWN_ALWAYS && vgc_skinny_fits(a))
+        return vgc_gemm_skinny(s, a, vgc_skinny_split(a, s->dev->prop.multiProcessorCount, 1.0,
+                                                      s->gemm_cache->own == OWN_ALWAYS_WIDE,
+                                                      s->gemm_workspace_bytes, VGC_COUNTERS_ATTENTION),
+                               (float *)s->gemm_workspace, s->counters);
     /* Decide what cuBLASLt fuses. Its bias must have C's type and be 16-byte aligned (it
      * refuses others at matmul time, after a plan was found); its epilogue applies the
      * activation after beta·C, so a residual is fused only when there is no activation. */
@@ -388,6 +473,8 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
         return vgc_gemm_tiled(s, a);
     }
     if (st != VG_OK) return st;
+    if (p->own.ksplit > 0) /* measured faster than cuBLASLt for this shape: the whole epilogue fused */
+        return vgc_gemm_skinny(s, a, p->own, (float *)s->gemm_workspace, s->counters);
     if (lt_bias)
         LT_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                 &a->bias, sizeof a->bias));

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Decoder-LM kernels of the op table (version 4): rotary, rmsnorm_heads, kv_store,
- * paged_attention, argmax. Straightforward first versions, correct for every shape the catalogue
- * allows, not tuned: one block or warp per row or head, fp32 accumulation. The core has validated
+ * paged_attention, argmax, correct for every shape the catalogue allows, fp32 accumulation.
+ * paged_attention is split over the context for decode (see k_paged_split); the others are one
+ * block or warp per row or head, their loads batched before first use. The core has validated
  * every call (vg_ops.h); what lives in device memory (positions, slots, block tables, lengths,
  * query starts) is read when the kernel runs, so one capture serves any contents, and values no
  * op could follow (a query row beyond its table, say) are clamped or skipped, as kunlun_stub does. */
@@ -36,7 +37,8 @@ __device__ __forceinline__ float vgk_block_reduce(float v, float *red, int is_ma
 
 /* ---- rotary: one position axis, split half ------------------------------------------------- */
 
-/* A block per row (grid-stride); its threads over (head, i < half). */
+/* A block per row (grid-stride); its threads over (head, i < half), ROT_NB pairs at a time. */
+#define ROT_NB 4
 template <typename T>
 __global__ void k_rotary(T *x, int64_t ld, int rows, int heads, int head_dim, const int32_t *pos,
                          float log2_theta)
@@ -45,14 +47,30 @@ __global__ void k_rotary(T *x, int64_t ld, int rows, int heads, int head_dim, co
     int half = head_dim / 2, per_row = heads * half;
     for (int r = blockIdx.x; r < rows; r += gridDim.x) {
         float p = (float)pos[r];
-        for (int t = threadIdx.x; t < per_row; t += blockDim.x) {
-            int h = t / half, i = t - h * half;
-            float c, sn;
-            sincosf(p * exp2f(-log2_theta * (float)(2 * i) / (float)head_dim), &sn, &c);
-            T *base = x + (int64_t)r * ld + (int64_t)h * head_dim;
-            float x0 = vgk_to_f(base[i]), x1 = vgk_to_f(base[i + half]);
-            base[i] = vgk_from_f<T>(x0 * c - x1 * sn);
-            base[i + half] = vgk_from_f<T>(x1 * c + x0 * sn);
+        T *row = x + (int64_t)r * ld;
+        /* ROT_NB pairs at a time, every load issued before the first is used (indices clamped) */
+        for (int t0 = threadIdx.x; t0 < per_row; t0 += blockDim.x * ROT_NB) {
+            T a0[ROT_NB], a1[ROT_NB];
+            int64_t at[ROT_NB];
+            int ii[ROT_NB];
+#pragma unroll
+            for (int k = 0; k < ROT_NB; k++) {
+                int t = t0 + (int)blockDim.x * k < per_row ? t0 + (int)blockDim.x * k : per_row - 1;
+                int h = t / half;
+                ii[k] = t - h * half;
+                at[k] = (int64_t)h * head_dim + ii[k];
+                a0[k] = row[at[k]], a1[k] = row[at[k] + half];
+            }
+#pragma unroll
+            for (int k = 0; k < ROT_NB; k++) {
+                if (t0 + (int)blockDim.x * k < per_row) {
+                    float c, sn;
+                    sincosf(p * exp2f(-log2_theta * (float)(2 * ii[k]) / (float)head_dim), &sn, &c);
+                    float x0 = vgk_to_f(a0[k]), x1 = vgk_to_f(a1[k]);
+                    row[at[k]] = vgk_from_f<T>(x0 * c - x1 * sn);
+                    row[at[k] + half] = vgk_from_f<T>(x1 * c + x0 * sn);
+                }
+            }
         }
     }
 }
@@ -151,10 +169,12 @@ vg_status vgc_op_kv_store(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const voi
 #define PA_THREADS 128
 #define PA_MAX_DIMS (VG_ATTENTION_MAX_HEAD_DIM / PA_THREADS) /* output dims per thread */
 
-/* A block per (query row, head). The context is walked in tiles of PA_THREADS positions: each
- * thread scores one position of the tile (a whole dot product), the block takes the tile's max
- * and sum for an online softmax in fp32, then each thread accumulates its output dimensions over
- * the tile. Rows outside every sequence are written as zeros. */
+/* The first version, kept for caches the split kernel cannot read with 16-byte loads and for
+ * comparison (VG_CUDA_ATTENTION=simple): a block per (query row, head). The context is walked in
+ * tiles of PA_THREADS positions: each thread scores one position of the tile (a whole dot
+ * product), the block takes the tile's max and sum for an online softmax in fp32, then each
+ * thread accumulates its output dimensions over the tile. Rows outside every sequence are
+ * written as zeros. */
 template <typename T>
 __global__ void __launch_bounds__(PA_THREADS)
 k_paged_attention(const T *q, int64_t ld_q, T *out, int64_t ld_out, int rows, const T *k_cache,
@@ -238,6 +258,425 @@ k_paged_attention(const T *q, int64_t ld_q, T *out, int64_t ld_out, int rows, co
     }
 }
 
+/* The split kernel ("flash decoding"). A block takes one query row, up to PD_GMAX query heads of
+ * one KV group (grouped-query: the heads share every key and value the block loads) and one of
+ * `nsplit` slices of the row's context. The slices are cut from the row's length as the kernel
+ * runs (the lengths live in device memory), so one launch shape serves any lengths and a graph
+ * captures it once. Keys and values are read with 16-byte loads, NVP lanes per cache row (NVP:
+ * head_dim / 8 rounded up to a power of two); the slice is walked in tiles of up to PD_TILE
+ * positions with an online softmax in fp32 (base 2: q is pre-scaled by scale·log2 e). With
+ * nsplit = 1 the block writes the output; otherwise it writes its unnormalised output, running
+ * max and sum to the partials (the stream's GEMM workspace), and the last block of the row and
+ * head group to finish (a counter of the stream's, put back to zero by that block, so graphs
+ * replay it) merges the slices into the output. */
+#define PD_THREADS 128
+#define PD_WARPS (PD_THREADS / 32)
+#define PD_GMAX 8       /* query heads of one KV group per block */
+#define PD_TILE 64      /* positions per tile: two per lane in the softmax step */
+#define PD_MIN_CHUNK 32 /* positions per slice, at least, at the table's full reach */
+#define PD_MAX_SPLIT 256
+#define PD_MERGE 4      /* the merge: outputs per thread at a time */
+#define PD_MERGE_S 8    /* the merge: slices per batch of loads */
+
+/* 8 consecutive elements: one 16-byte load (two for F32); the address is aligned to 8 elements. */
+template <typename T> struct alignas(sizeof(T) * 8) pd_vec8 { T v[8]; };
+
+template <typename T>
+__device__ __forceinline__ void pd_load8(const T *p, float f[8])
+{
+    pd_vec8<T> a = *(const pd_vec8<T> *)p;
+#pragma unroll
+    for (int e = 0; e < 8; e++) f[e] = vgk_to_f(a.v[e]);
+}
+
+/* The sequence owning `row` and the last position it attends to (-1: padding, or nothing to
+ * attend to), clamped to what the block table can hold. */
+__device__ __forceinline__ int64_t pd_last(int row, const int32_t *context_lens,
+                                           const int32_t *query_start, int num_seqs, int max_blocks,
+                                           int block_size, int *seq_out)
+{
+    *seq_out = 0;
+    /* decode: row r is sequence r's only row, found with two independent loads */
+    int32_t lo = row < num_seqs ? query_start[row] : 0, hi = row < num_seqs ? query_start[row + 1] : 0;
+    int seq = row;
+    if (!(row < num_seqs && lo <= row && row < hi)) {
+        if (row < query_start[0] || row >= query_start[num_seqs]) return -1;
+        seq = vgk_segment_of(query_start, num_seqs, row);
+    }
+    int64_t n = (int64_t)query_start[seq + 1] - query_start[seq];
+    int64_t last = (int64_t)context_lens[seq] - n + (row - query_start[seq]);
+    int64_t reach = (int64_t)max_blocks * block_size;
+    *seq_out = seq;
+    return last < reach ? last : reach - 1;
+}
+
+/* Shared memory of one block. */
+struct pd_smem {
+    alignas(16) float q[PD_GMAX][VG_ATTENTION_MAX_HEAD_DIM]; /* the heads' queries, pre-scaled */
+    float p[PD_GMAX][PD_TILE];                   /* a tile's scores, then their exponentials */
+    int64_t slot[PD_TILE];                       /* the tile's cache slots */
+    float m[PD_GMAX], l[PD_GMAX], corr[PD_GMAX]; /* running max and sum, this tile's rescale */
+    float red[PD_WARPS][VG_ATTENTION_MAX_HEAD_DIM];
+    float wm[PD_GMAX][PD_MAX_SPLIT], wl[PD_GMAX][PD_MAX_SPLIT]; /* the merge: slices' max, sum */
+    float inv[PD_GMAX];
+    int last_block;
+};
+
+/* Where the partials of (row, head, slice) live: nsplit·D floats of output per (row, head), then
+ * (max, sum) pairs. */
+struct pd_parts {
+    float *acc, *ml;
+    int nsplit;
+};
+
+/* One slice [p0, p1) of one row for the heads h0 .. h0 + nh - 1 of KV head kvh: the normalised
+ * output (nsplit 1) or the partials of slice `split`. A tile is NP passes of PPP positions (each
+ * NVP-lane group one position, each lane 8 dimensions); a thread loads the keys and the values
+ * of all its positions of the tile at once, so a tile costs one memory round trip, not one per
+ * pass. */
+template <typename T, int NVP>
+__device__ __forceinline__ void
+pd_slice(pd_smem &sm, const T *qr, T *orow, const T *k_cache, const T *v_cache, const int32_t *table,
+         int kv_heads, int kvh, int h0, int nh, int D, int block_size, float scale_log2, int64_t p0,
+         int64_t p1, const pd_parts &pt, int64_t row, int heads, int split)
+{
+    constexpr int PPP = PD_THREADS / NVP;                 /* positions per pass */
+    constexpr int NP = PD_TILE / PPP < 4 ? PD_TILE / PPP : 4; /* passes per tile */
+    constexpr int TILE = NP * PPP;
+    static_assert(PD_TILE == 64 && TILE <= PD_TILE && NP >= 1, "the softmax step takes two positions per lane");
+    const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int nv = D / 8, dv = tid % NVP, pg = tid / NVP;
+    /* the heads' queries: a fixed count of loads, clamped into the row, all in flight together
+     * (a loop whose bound is known only at run time issues them one round trip after another) */
+    constexpr int QK = PD_GMAX * VG_ATTENTION_MAX_HEAD_DIM / PD_THREADS;
+    const int nq = nh * D;
+    T qv[QK];
+#pragma unroll
+    for (int k = 0; k < QK; k++) {
+        const int i = tid + k * PD_THREADS;
+        qv[k] = qr[i < nq ? i : nq - 1];
+    }
+#pragma unroll
+    for (int k = 0; k < QK; k++) {
+        const int i = tid + k * PD_THREADS;
+        if (i < PD_GMAX * D) {
+            const int g = i / D;
+            sm.q[g][i - g * D] = i < nq ? vgk_to_f(qv[k]) * scale_log2 : 0.0f;
+        }
+    }
+    if (tid < PD_GMAX) sm.m[tid] = -INFINITY, sm.l[tid] = 0.0f;
+    const int64_t cache_ld = (int64_t)kv_heads * D, ko = (int64_t)kvh * D + dv * 8;
+    float acc[PD_GMAX][8];
+#pragma unroll
+    for (int g = 0; g < PD_GMAX; g++)
+#pragma unroll
+        for (int e = 0; e < 8; e++) acc[g][e] = 0.0f;
+
+    for (int64_t t0 = p0; t0 < p1; t0 += TILE) {
+        const int nt = (int)(p1 - t0 < TILE ? p1 - t0 : TILE);
+        if (tid < nt) { /* (the first tile's table reads overlap the query's) */
+            int64_t p = t0 + tid;
+            sm.slot[tid] = (int64_t)table[p / block_size] * block_size + p % block_size;
+        }
+        __syncthreads(); /* slots, q, m and l are set; the previous tile's readers of p are done */
+        pd_vec8<T> kr[NP], vr[NP];
+#pragma unroll
+        for (int it = 0; it < NP; it++) {
+            const int j = it * PPP + pg;
+            if (j < nt && dv < nv) {
+                const int64_t at = sm.slot[j] * cache_ld + ko;
+                kr[it] = *(const pd_vec8<T> *)(k_cache + at);
+                vr[it] = *(const pd_vec8<T> *)(v_cache + at);
+            }
+        }
+        /* scores of every head */
+#pragma unroll
+        for (int it = 0; it < NP; it++) {
+            const int j = it * PPP + pg;
+            float dot[PD_GMAX];
+#pragma unroll
+            for (int g = 0; g < PD_GMAX; g++) dot[g] = 0.0f;
+            if (j < nt && dv < nv) {
+                float kf[8];
+#pragma unroll
+                for (int e = 0; e < 8; e++) kf[e] = vgk_to_f(kr[it].v[e]);
+#pragma unroll
+                for (int g = 0; g < PD_GMAX; g++) {
+                    if (g < nh) {
+                        const float4 *qq = (const float4 *)&sm.q[g][dv * 8]; /* two 16-byte reads */
+                        float4 qa = qq[0], qb = qq[1];
+                        dot[g] += qa.x * kf[0] + qa.y * kf[1] + qa.z * kf[2] + qa.w * kf[3] +
+                                  qb.x * kf[4] + qb.y * kf[5] + qb.z * kf[6] + qb.w * kf[7];
+                    }
+                }
+            }
+#pragma unroll
+            for (int g = 0; g < PD_GMAX; g++) { /* uniform loops: the shuffles see every lane */
+                if (g < nh) {
+#pragma unroll
+                    for (int o = NVP / 2; o > 0; o >>= 1) dot[g] += __shfl_xor_sync(0xffffffffu, dot[g], o);
+                    if (j < nt && dv == 0) sm.p[g][j] = dot[g];
+                }
+            }
+        }
+        __syncthreads();
+        /* online softmax: warp w takes heads w, w + PD_WARPS, ... */
+        for (int g = warp; g < nh; g += PD_WARPS) {
+            float s0 = lane < nt ? sm.p[g][lane] : -INFINITY;
+            float s1 = lane + 32 < nt ? sm.p[g][lane + 32] : -INFINITY;
+            float m_old = sm.m[g], m_new = fmaxf(m_old, vgk_warp_max(fmaxf(s0, s1)));
+            float e0 = lane < nt ? exp2f(s0 - m_new) : 0.0f;
+            float e1 = lane + 32 < nt ? exp2f(s1 - m_new) : 0.0f;
+            if (lane < nt) sm.p[g][lane] = e0;
+            if (lane + 32 < nt) sm.p[g][lane + 32] = e1;
+            float sum = vgk_warp_sum(e0 + e1); /* also orders every lane's read of m before the write */
+            if (lane == 0) {
+                float corr = exp2f(m_old - m_new); /* 0 on the first tile (m_old = -inf) */
+                sm.corr[g] = corr;
+                sm.l[g] = sm.l[g] * corr + sum;
+                sm.m[g] = m_new;
+            }
+        }
+        __syncthreads();
+        /* values, already in registers */
+        if (dv < nv) {
+#pragma unroll
+            for (int g = 0; g < PD_GMAX; g++) {
+                if (g < nh) {
+                    float corr = sm.corr[g];
+#pragma unroll
+                    for (int e = 0; e < 8; e++) acc[g][e] *= corr;
+                }
+            }
+#pragma unroll
+            for (int it = 0; it < NP; it++) {
+                const int j = it * PPP + pg;
+                if (j < nt) {
+                    float vf[8];
+#pragma unroll
+                    for (int e = 0; e < 8; e++) vf[e] = vgk_to_f(vr[it].v[e]);
+#pragma unroll
+                    for (int g = 0; g < PD_GMAX; g++) {
+                        if (g < nh) {
+                            float p = sm.p[g][j];
+#pragma unroll
+                            for (int e = 0; e < 8; e++) acc[g][e] += p * vf[e];
+                        }
+                    }
+                }
+            }
+        }
+    }
+    /* combine the position groups: the lanes of a warp that share dv, then the warps */
+#pragma unroll
+    for (int g = 0; g < PD_GMAX; g++) {
+        if (g < nh) {
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+#pragma unroll
+                for (int o = NVP; o < 32; o <<= 1) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], o);
+        }
+    }
+#pragma unroll
+    for (int g = 0; g < PD_GMAX; g++) {
+        if (g < nh) {
+            __syncthreads(); /* red is free (and l final) */
+            if (lane < NVP && dv < nv)
+#pragma unroll
+                for (int e = 0; e < 8; e++) sm.red[warp][dv * 8 + e] = acc[g][e];
+            __syncthreads();
+            const int64_t rh = row * heads + h0 + g;
+            for (int d = tid; d < D; d += PD_THREADS) {
+                float v = 0.0f;
+#pragma unroll
+                for (int w = 0; w < PD_WARPS; w++) v += sm.red[w][d];
+                if (pt.nsplit == 1) orow[(int64_t)g * D + d] = vgk_from_f<T>(v / sm.l[g]);
+                else pt.acc[(rh * pt.nsplit + split) * D + d] = v;
+            }
+            if (pt.nsplit > 1 && tid == 0) {
+                pt.ml[2 * (rh * pt.nsplit + split)] = sm.m[g];
+                pt.ml[2 * (rh * pt.nsplit + split) + 1] = sm.l[g];
+            }
+        }
+    }
+}
+
+/* The last block of a (row, head group): each head's output is the slices' outputs, each
+ * weighted by 2^(its max - the overall max), over the same weighting of their sums. Slices that
+ * held no position (max -inf) count for nothing; a row with none is zeros. The partials are
+ * read from L2 (other blocks wrote them), every thread's loads in flight together: a chain of
+ * dependent loads would cost a round trip each. */
+template <typename T>
+__device__ void pd_merge(pd_smem &sm, const pd_parts &pt, T *orow, int64_t row, int heads, int h0,
+                         int nh, int D)
+{
+    const int nsplit = pt.nsplit, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+    const int64_t rh0 = row * heads + h0;
+    for (int i = tid; i < nh * nsplit; i += PD_THREADS) {
+        int g = i / nsplit, s = i - g * nsplit;
+        const float *ml = pt.ml + 2 * ((rh0 + g) * nsplit + s);
+        sm.wm[g][s] = vg_load_coherent(ml);
+        sm.wl[g][s] = vg_load_coherent(ml + 1);
+    }
+    __syncthreads();
+    for (int g = warp; g < nh; g += PD_WARPS) { /* a warp per head: the weights and 1 / sum */
+        float m = -INFINITY;
+        for (int s = lane; s < nsplit; s += 32) m = fmaxf(m, sm.wm[g][s]);
+        m = vgk_warp_max(m);
+        float l = 0.0f;
+        for (int s = lane; s < nsplit; s += 32) {
+            float ms = sm.wm[g][s], w = ms > -INFINITY ? exp2f(ms - m) : 0.0f;
+            sm.wm[g][s] = w;
+            l += w * sm.wl[g][s];
+        }
+        l = vgk_warp_sum(l);
+        if (lane == 0) sm.inv[g] = l > 0.0f ? 1.0f / l : 0.0f;
+    }
+    __syncthreads();
+    /* each thread PD_MERGE outputs at a time, their slices PD_MERGE_S at a time: every load of a
+     * batch unconditional (indices clamped, weights selected), so all are in flight together */
+    const int nout = nh * D;
+    for (int i0 = 0; i0 < nout; i0 += PD_MERGE * PD_THREADS) {
+        const float *src[PD_MERGE];
+        int gk[PD_MERGE];
+        float v[PD_MERGE];
+#pragma unroll
+        for (int k = 0; k < PD_MERGE; k++) {
+            int i = i0 + tid + k * PD_THREADS;
+            i = i < nout ? i : nout - 1;
+            gk[k] = i / D;
+            src[k] = pt.acc + (rh0 + gk[k]) * nsplit * D + (i - gk[k] * D);
+            v[k] = 0.0f;
+        }
+        for (int s0 = 0; s0 < nsplit; s0 += PD_MERGE_S) {
+            float x[PD_MERGE_S][PD_MERGE];
+#pragma unroll
+            for (int u = 0; u < PD_MERGE_S; u++) {
+                const int sc = s0 + u < nsplit ? s0 + u : nsplit - 1;
+#pragma unroll
+                for (int k = 0; k < PD_MERGE; k++) x[u][k] = vg_load_coherent(src[k] + (int64_t)sc * D);
+            }
+#pragma unroll
+            for (int u = 0; u < PD_MERGE_S; u++) {
+                const int sc = s0 + u < nsplit ? s0 + u : nsplit - 1;
+#pragma unroll
+                for (int k = 0; k < PD_MERGE; k++) { /* an empty slice left no output (maybe NaN bits) */
+                    const float w = s0 + u < nsplit ? sm.wm[gk[k]][sc] : 0.0f;
+                    v[k] += w != 0.0f ? x[u][k] * w : 0.0f;
+                }
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < PD_MERGE; k++) {
+            const int i = i0 + tid + k * PD_THREADS;
+            if (i < nout) orow[i] = vgk_from_f<T>(v[k] * sm.inv[gk[k]]);
+        }
+    }
+}
+
+/* grid: x = query row, y = KV head · hchunks + head chunk, z = slice. */
+template <typename T, int NVP>
+__global__ void __launch_bounds__(PD_THREADS, 3)
+k_paged_split(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, const T *v_cache,
+              const int32_t *block_tables, int max_blocks, const int32_t *context_lens,
+              const int32_t *query_start, int num_seqs, int heads, int kv_heads, int head_dim,
+              int block_size, float scale_log2, int hchunks, int nsplit, float *part,
+              unsigned *counters)
+{
+    vgk_grid_sync();
+    __shared__ pd_smem sm;
+    const int row = blockIdx.x, tid = threadIdx.x, D = head_dim, split = blockIdx.z;
+    const int group = heads / kv_heads, kvh = (int)blockIdx.y / hchunks, hc = (int)blockIdx.y % hchunks;
+    const int h0 = kvh * group + hc * PD_GMAX;
+    const int nh = group - hc * PD_GMAX < PD_GMAX ? group - hc * PD_GMAX : PD_GMAX;
+    const int64_t rows = gridDim.x;
+    const pd_parts pt = {part, part ? part + rows * heads * (int64_t)nsplit * D : nullptr, nsplit};
+    T *orow = out + (int64_t)row * ld_out + (int64_t)h0 * D;
+
+    int seq;
+    const int64_t npos = pd_last(row, context_lens, query_start, num_seqs, max_blocks, block_size, &seq) + 1;
+    const int64_t chunk = (npos + nsplit - 1) / nsplit;
+    const int64_t p0 = (int64_t)split * chunk, p1 = p0 + chunk < npos ? p0 + chunk : npos;
+    if (p0 < p1) {
+        pd_slice<T, NVP>(sm, q + (int64_t)row * ld_q + (int64_t)h0 * D, orow, k_cache, v_cache,
+                         block_tables + (int64_t)seq * max_blocks, kv_heads, kvh, h0, nh, D, block_size,
+                         scale_log2, p0, p1, pt, row, heads, split);
+        if (nsplit == 1) return;
+    } else if (nsplit == 1) { /* a padding row, or one with nothing to attend to: zeros */
+        for (int i = tid; i < nh * D; i += PD_THREADS) orow[i] = vgk_from_f<T>(0.0f);
+        return;
+    } else if (tid < nh) { /* an empty slice */
+        const int64_t at = 2 * (((int64_t)row * heads + h0 + tid) * nsplit + split);
+        pt.ml[at] = -INFINITY;
+        pt.ml[at + 1] = 0.0f;
+    }
+    /* split: the last block of this (row, head group) to finish merges the slices */
+    unsigned *counter = counters + (int64_t)row * gridDim.y + blockIdx.y;
+    __threadfence(); /* this block's partials are visible before the count says so */
+    __syncthreads();
+    if (tid == 0) sm.last_block = atomicAdd(counter, 1u) == (unsigned)nsplit - 1;
+    __syncthreads();
+    if (!sm.last_block) return;
+    __threadfence();
+    pd_merge(sm, pt, orow, row, heads, h0, nh, D);
+    if (tid == 0) *counter = 0; /* ready for the next launch */
+}
+
+/* Slices per row: when rows are few (decode), enough blocks for one wave over the GPU (three
+ * blocks fit a multiprocessor: __launch_bounds__); one when they are many (prefill); at least
+ * PD_MIN_CHUNK positions each at the table's full reach; the partials must fit the stream's GEMM
+ * workspace and the (row, head group) pairs its counters (HIP has neither: one slice). */
+static int pd_splits(const vg_bk_stream *s, int64_t rows, int heads, int kv_heads, int hchunks,
+                     int head_dim, int max_blocks, int block_size)
+{
+    int64_t items = rows * kv_heads * hchunks, target = 3 * (int64_t)s->dev->prop.multiProcessorCount;
+    if (items >= target || !s->counters || items > VGC_COUNTERS - VGC_COUNTERS_ATTENTION) return 1;
+    int64_t n = (target + items - 1) / items;
+    int64_t by_len = ((int64_t)max_blocks * block_size + PD_MIN_CHUNK - 1) / PD_MIN_CHUNK;
+    if (n > by_len) n = by_len;
+    if (n > PD_MAX_SPLIT) n = PD_MAX_SPLIT;
+    size_t per_split = (size_t)rows * (size_t)heads * (size_t)(head_dim + 2) * sizeof(float);
+    if (per_split * (size_t)n > s->gemm_workspace_bytes) n = (int64_t)(s->gemm_workspace_bytes / per_split);
+    return n < 1 ? 1 : (int)n;
+}
+
+template <typename T, int NVP>
+static void pd_launch(vg_bk_stream *s, dim3 grid, const T *q, int64_t ld_q, T *out, int64_t ld_out,
+                      const T *kc, const T *vc, const int32_t *bt, int max_blocks, const int32_t *cl,
+                      const int32_t *qs, int num_seqs, int heads, int kv_heads, int head_dim,
+                      int block_size, float scale_log2, int hchunks, int nsplit, float *part,
+                      unsigned *counters)
+{
+    vgc_launch(s, k_paged_split<T, NVP>, grid, PD_THREADS, 0, q, ld_q, out, ld_out, kc, vc, bt,
+               max_blocks, cl, qs, num_seqs, heads, kv_heads, head_dim, block_size, scale_log2,
+               hchunks, nsplit, part, counters);
+}
+
+template <typename T>
+static vg_status pd_run(vg_bk_stream *s, const T *q, int64_t ld_q, T *out, int64_t ld_out,
+                        int64_t rows, const T *kc, const T *vc, const int32_t *bt, int max_blocks,
+                        const int32_t *cl, const int32_t *qs, int num_seqs, int heads, int kv_heads,
+                        int head_dim, int block_size, float scale)
+{
+    const int hchunks = (heads / kv_heads + PD_GMAX - 1) / PD_GMAX;
+    const int nsplit = pd_splits(s, rows, heads, kv_heads, hchunks, head_dim, max_blocks, block_size);
+    float *part = nsplit > 1 ? (float *)s->gemm_workspace : nullptr;
+    unsigned *counters = nsplit > 1 ? s->counters + VGC_COUNTERS_ATTENTION : nullptr;
+    const float scale_log2 = scale * 1.4426950408889634f;
+    dim3 grid((unsigned)rows, (unsigned)(kv_heads * hchunks), (unsigned)nsplit);
+    const int nv = head_dim / 8;
+#define PD_ARGS s, grid, q, ld_q, out, ld_out, kc, vc, bt, max_blocks, cl, qs, num_seqs, heads, kv_heads, \
+                head_dim, block_size, scale_log2, hchunks, nsplit, part, counters
+    if (nv <= 2) pd_launch<T, 2>(PD_ARGS);
+    else if (nv <= 4) pd_launch<T, 4>(PD_ARGS);
+    else if (nv <= 8) pd_launch<T, 8>(PD_ARGS);
+    else if (nv <= 16) pd_launch<T, 16>(PD_ARGS);
+    else pd_launch<T, 32>(PD_ARGS);
+#undef PD_ARGS
+    VGC_CHECK_LAUNCH("paged_attention");
+    return VG_OK;
+}
+
 vg_status vgc_op_paged_attention(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void *q,
                                  int64_t ld_q, void *out, int64_t ld_out, int64_t rows,
                                  const void *k_cache, const void *v_cache,
@@ -250,6 +689,19 @@ vg_status vgc_op_paged_attention(vg_bk_device *, vg_bk_stream *s, vg_dtype t, co
     if (heads > 65535)
         return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": paged_attention: heads %d > 65535",
                        heads);
+    if (rows > 0x7fffffffLL)
+        return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": paged_attention: %lld rows exceed the grid",
+                       (long long)rows);
+    /* the split kernel reads keys and values 8 elements at a time */
+    size_t vec = 8 * (t == VG_DTYPE_F32 ? 4 : 2);
+    int split_ok = !s->dev->simple_attention && ((uintptr_t)k_cache | (uintptr_t)v_cache) % vec == 0;
+    if (split_ok) {
+        VGK_FLOAT_DISPATCH(t, T, return pd_run<T>(s, (const T *)q, ld_q, (T *)out, ld_out, rows,
+                                                  (const T *)k_cache, (const T *)v_cache,
+                                                  block_tables, max_blocks, context_lens,
+                                                  query_start, num_seqs, heads, kv_heads, head_dim,
+                                                  block_size, scale));
+    }
     dim3 grid((unsigned)rows, (unsigned)heads);
     VGK_FLOAT_DISPATCH(t, T, vgc_launch(s, k_paged_attention<T>, grid, PA_THREADS, 0, (const T *)q,
                                         ld_q, (T *)out, ld_out, (int)rows, (const T *)k_cache,

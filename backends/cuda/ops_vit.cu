@@ -8,7 +8,10 @@
 template <typename T, int V> struct alignas(sizeof(T) * V) vec { T v[V]; };
 
 /* One warp per row, 16-byte vectors when the row allows (VEC > 1): no block barriers;
- * statistics in fp32 with warp shuffles. */
+ * statistics in fp32 with warp shuffles. A lane takes its vectors NB at a time, every load of a
+ * batch issued before the first is used (indices clamped into the row): a decode step's short
+ * rows cost one memory round trip per pass, not one per vector. */
+#define NORM_NB 4
 template <typename T, int VEC>
 __global__ void k_rmsnorm(const T *x, const T *w, T *out, int rows, int cols, float eps)
 {
@@ -20,21 +23,35 @@ __global__ void k_rmsnorm(const T *x, const T *w, T *out, int rows, int cols, fl
         const V *xr = (const V *)(x + (int64_t)r * cols);
         V *orow = (V *)(out + (int64_t)r * cols);
         float ss = 0.0f;
-        for (int c = lane; c < nv; c += 32) {
-            V a = xr[c];
+        for (int c0 = lane; c0 < nv; c0 += 32 * NORM_NB) {
+            V a[NORM_NB];
 #pragma unroll
-            for (int e = 0; e < VEC; e++) {
-                float v = vgk_to_f(a.v[e]);
-                ss += v * v;
-            }
+            for (int u = 0; u < NORM_NB; u++) a[u] = xr[c0 + 32 * u < nv ? c0 + 32 * u : nv - 1];
+#pragma unroll
+            for (int u = 0; u < NORM_NB; u++)
+#pragma unroll
+                for (int e = 0; e < VEC; e++) {
+                    float v = c0 + 32 * u < nv ? vgk_to_f(a[u].v[e]) : 0.0f;
+                    ss += v * v;
+                }
         }
         for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
         float inv = rsqrtf(ss / (float)cols + eps);
-        for (int c = lane; c < nv; c += 32) {
-            V a = xr[c], g = ((const V *)w)[c], o;
+        for (int c0 = lane; c0 < nv; c0 += 32 * NORM_NB) {
+            V a[NORM_NB], g[NORM_NB];
 #pragma unroll
-            for (int e = 0; e < VEC; e++) o.v[e] = vgk_from_f<T>(vgk_to_f(g.v[e]) * (vgk_to_f(a.v[e]) * inv));
-            orow[c] = o;
+            for (int u = 0; u < NORM_NB; u++) {
+                int c = c0 + 32 * u < nv ? c0 + 32 * u : nv - 1;
+                a[u] = xr[c], g[u] = ((const V *)w)[c];
+            }
+#pragma unroll
+            for (int u = 0; u < NORM_NB; u++) {
+                if (c0 + 32 * u >= nv) break;
+                V o;
+#pragma unroll
+                for (int e = 0; e < VEC; e++) o.v[e] = vgk_from_f<T>(vgk_to_f(g[u].v[e]) * (vgk_to_f(a[u].v[e]) * inv));
+                orow[c0 + 32 * u] = o;
+            }
         }
     }
 }
@@ -130,14 +147,26 @@ __global__ void k_silu_mul(const T *in, int64_t ld_in, T *out, int64_t ld_out, i
     for (int r = blockIdx.x; r < rows; r += gridDim.x) {
         const V *g = (const V *)(in + (int64_t)r * ld_in), *u = (const V *)(in + (int64_t)r * ld_in + cols);
         V *o = (V *)(out + (int64_t)r * ld_out);
-        for (int c = threadIdx.x; c < cols / VEC; c += blockDim.x) {
-            V gv = g[c], uv = u[c], ov;
+        const int nv = cols / VEC;
+        /* NORM_NB vectors at a time, every load issued before the first is used */
+        for (int c0 = threadIdx.x; c0 < nv; c0 += blockDim.x * NORM_NB) {
+            V gv[NORM_NB], uv[NORM_NB];
 #pragma unroll
-            for (int e = 0; e < VEC; e++) {
-                float x = vgk_to_f(gv.v[e]);
-                ov.v[e] = vgk_from_f<T>(x / (1.0f + __expf(-x)) * vgk_to_f(uv.v[e]));
+            for (int k = 0; k < NORM_NB; k++) {
+                int c = c0 + (int)blockDim.x * k < nv ? c0 + (int)blockDim.x * k : nv - 1;
+                gv[k] = g[c], uv[k] = u[c];
             }
-            o[c] = ov;
+#pragma unroll
+            for (int k = 0; k < NORM_NB; k++) {
+                if (c0 + (int)blockDim.x * k >= nv) break;
+                V ov;
+#pragma unroll
+                for (int e = 0; e < VEC; e++) {
+                    float x = vgk_to_f(gv[k].v[e]);
+                    ov.v[e] = vgk_from_f<T>(x / (1.0f + __expf(-x)) * vgk_to_f(uv[k].v[e]));
+                }
+                o[c0 + (int)blockDim.x * k] = ov;
+            }
         }
     }
 }

@@ -15,7 +15,9 @@
  *   vg_pdl_capable(prop)    whether a device can take programmatic dependent launches
  *   vg_launch_programmatic  a kernel launch that may overlap the previous kernel's tail
  *   vg_pdl_wait_release()   the device side: wait for the previous kernel, release the next
- *   vg_mem_address_range    the base and size of the allocation holding a device address */
+ *   vg_mem_address_range    the base and size of the allocation holding a device address
+ *   vg_load_coherent(p)     read what another block of the same kernel wrote (after its fence):
+ *                           past a possibly stale L1 line */
 #ifndef VG_VENDOR_H
 #define VG_VENDOR_H
 
@@ -148,6 +150,8 @@ static inline void vg_launch_programmatic(void (*kern)(KArgs...), dim3 grid, dim
     kern<<<grid, block, smem, stream>>>(args...);
 }
 __device__ __forceinline__ void vg_pdl_wait_release() {}
+/* A volatile load is device-coherent on AMD (older ROCm has no __ldcg for float). */
+template <typename T> __device__ __forceinline__ T vg_load_coherent(const T *p) { return *(const volatile T *)p; }
 
 #else /* CUDA */
 #include <cuda_bf16.h>
@@ -230,6 +234,8 @@ __device__ __forceinline__ void vg_pdl_wait_release()
     asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
 }
+/* From L2 (ld.global.cg): L1 is not coherent between blocks. */
+template <typename T> __device__ __forceinline__ T vg_load_coherent(const T *p) { return __ldcg(p); }
 #endif
 
 #endif /* VG_VENDOR_H */

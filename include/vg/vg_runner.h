@@ -154,8 +154,10 @@ typedef struct vg_run_info {
  * caller synchronises it. info may be NULL. Not to be called concurrently on one runner. */
 VG_API vg_status vg_runner_run(vg_runner *r, const vg_batch_desc *real, const void *inputs,
                                vg_run_info *info);
-/* Capture every bucket now, largest first, for descriptors like `like` (its num_tokens is
- * ignored). progress may be NULL. A bucket whose capture fails runs eagerly later. */
+/* Capture every bucket now, largest first, for descriptors like `like`. like->num_tokens 0:
+ * every bucket; n > 0: only the buckets a call of at most n tokens pads to (a decoder's uniform
+ * steps never have more tokens than sequences). progress may be NULL. A bucket whose capture
+ * fails runs eagerly later. */
 VG_API vg_status vg_runner_warmup(vg_runner *r, const vg_batch_desc *like, vg_warmup_fn progress,
                                   void *user);
 /* Mark every graph stale, e.g. after the model rewrote state its pieces read by address.

@@ -44,7 +44,8 @@ static vg_status make_runner(vg_lm *m)
     ro.profile_pieces = m->opts.profile_pieces;
     vg_status st = vg_runner_create(m->rt, &m->iface, &ro, &m->runner);
     if (st == VG_OK && m->opts.warmup) {
-        vg_batch_desc like = {.num_tokens = 0, .uniform = 1};
+        /* uniform steps: one token per sequence, so no bucket above max_seqs' is ever used */
+        vg_batch_desc like = {.num_tokens = m->kv.max_seqs, .uniform = 1};
         st = vg_runner_warmup(m->runner, &like, NULL, NULL);
     }
     return st;

@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A weight-streaming GEMM for decoding: C[m,n] = act(alpha·A[m,k]·B[n,k]ᵀ + bias) + residual
+ * with m <= 64, where the time is the weight's bytes crossing memory once.
+ *
+ * The weight rows are the tensor cores' M side and the activation rows their N side
+ * (mma.sync m16n8k16, fp32 accumulation): a block of 4 or 8 warps owns 16 output columns
+ * (16 weight rows); its warps take turns over 32-wide k chunks, every lane loading 16 contiguous
+ * bytes of two weight rows per chunk with no shared-memory staging, several chunks in flight. The dot product does not care in
+ * which order k is summed, so each lane's 8 contiguous k values are fed to the fragments as if
+ * they were the fragment's k indices {2t, 2t+1, 2t+8, 2t+9} (first mma) and the next four
+ * (second mma), with the activations loaded the same way: A and B agree on the permutation.
+ * When 16-column groups are too few to fill the GPU (n small, k large), the k range is also
+ * split across blocks (split-K): each leaves fp32 partials and the last block of the group to
+ * finish (an atomic counter, reset by that block, so graphs replay it) sums them and applies the
+ * epilogue. The weights do not depend on the previous kernel: each warp prefetches its chunks
+ * into L2 before waiting for that kernel (under a programmatic launch the fetch overlaps it). */
+#include "gemm_skinny.cuh"
+#include "kernels.cuh"
+
+#define SK_ROWS 16  /* output columns (weight rows) per block: one mma M tile */
+#define SK_CHUNK 32 /* k per warp step: two k16 mmas */
+
+/* Chunks in flight per warp: fewer as the activation tiles take registers. */
+template <int MT, int W> struct sk_shape {
+    static constexpr int unroll = W == 8 ? 8 : MT <= 2 ? 4 : 2;
+};
+
+template <typename T> struct sk_is_bf16;
+template <> struct sk_is_bf16<vg_bf16> { static constexpr bool value = true; };
+template <> struct sk_is_bf16<vg_f16> { static constexpr bool value = false; };
+
+/* d += a·b for one m16n8k16 tile; not volatile, so loads may be scheduled around it. */
+template <typename T>
+__device__ __forceinline__ void sk_mma(float d[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                       uint32_t b0, uint32_t b1)
+{
+    if (sk_is_bf16<T>::value)
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+    else
+        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+            "{%8,%9}, {%0,%1,%2,%3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+/* Weights are read once per step: no L1 allocation. */
+__device__ __forceinline__ uint4 sk_load_weight(const void *p)
+{
+    uint4 r;
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+        : "l"(p));
+    return r;
+}
+
+__device__ __forceinline__ void sk_prefetch_l2(const void *p)
+{
+    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+}
+
+template <typename T, typename TC>
+__device__ __forceinline__ void sk_store(TC *C, int64_t ldc, const T *bias, const TC *res, int64_t ldr,
+                                         int tok, int col, float v, float alpha, vg_activation act)
+{
+    v *= alpha;
+    if (bias) v += vgk_to_f(bias[col]);
+    v = vgk_activate(act, v);
+    if (res) v += vgk_to_f(res[(int64_t)tok * ldr + col]); /* read before the write: may alias C */
+    C[(int64_t)tok * ldc + col] = vgk_from_f<TC>(v);
+}
+
+/* MT: 8-row tiles of activations (m <= 8·MT); W: warps per block. */
+template <typename T, typename TC, int MT, int W>
+__global__ void __launch_bounds__(32 * W)
+k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t ldc, const T *bias,
+              const TC *res, int64_t ldr, int m, int n, int k, float alpha, vg_activation act,
+              int ksplit, float *part, unsigned *counters)
+{
+    constexpr int SK_WARPS = W, SK_THREADS = 32 * W, UNR = sk_shape<MT, W>::unroll;
+    __shared__ float red[SK_WARPS][8 * MT][SK_ROWS + 1];
+    __shared__ int last_block;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
+    const int r0 = blockIdx.x * SK_ROWS;
+    const int nchunks = (k + SK_CHUNK - 1) / SK_CHUNK, per = (nchunks + ksplit - 1) / ksplit;
+    const int c0 = (int)blockIdx.y * per, c1 = c0 + per < nchunks ? c0 + per : nchunks;
+    const bool row0 = r0 + g < n, row1 = r0 + g + 8 < n;
+    /* rows past n and activation rows past m read a valid row (clamped) and are zeroed after */
+    const T *w0 = B + (int64_t)(row0 ? r0 + g : n - 1) * ldb + tq * 8;
+    const T *w1 = B + (int64_t)(row1 ? r0 + g + 8 : n - 1) * ldb + tq * 8;
+    const T *x0[MT];
+#pragma unroll
+    for (int j = 0; j < MT; j++) x0[j] = A + (int64_t)(8 * j + g < m ? 8 * j + g : m - 1) * lda + tq * 8;
+    for (int c = c0 + warp; c < c1 && c * SK_CHUNK + tq * 8 < k; c += SK_WARPS) {
+        if (row0) sk_prefetch_l2(w0 + c * SK_CHUNK);
+        if (row1) sk_prefetch_l2(w1 + c * SK_CHUNK);
+    }
+    vgk_grid_sync(); /* the activations (and residual) come from the previous kernel */
+
+    float acc[MT][4];
+#pragma unroll
+    for (int j = 0; j < MT; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+    const uint4 zero = make_uint4(0, 0, 0, 0);
+    /* UNR chunks per warp at a time: every load of a batch unconditional (addresses clamped,
+     * values selected), all issued before the first mma waits for one */
+    for (int c = c0 + warp; c < c1; c += SK_WARPS * UNR) {
+        uint4 wa[UNR], wb[UNR], x[UNR][MT];
+#pragma unroll
+        for (int u = 0; u < UNR; u++) {
+            const int kk = (c + u * SK_WARPS) * SK_CHUNK + tq * 8;
+            const int kc = c + u * SK_WARPS < c1 && kk < k ? kk - tq * 8 : 0; /* k is a multiple of 8 */
+            wa[u] = sk_load_weight(w0 + kc);
+            wb[u] = sk_load_weight(w1 + kc);
+#pragma unroll
+            for (int j = 0; j < MT; j++) x[u][j] = __ldg((const uint4 *)(x0[j] + kc));
+        }
+#pragma unroll
+        for (int u = 0; u < UNR; u++) {
+            const bool kin = c + u * SK_WARPS < c1 && (c + u * SK_WARPS) * SK_CHUNK + tq * 8 < k;
+            const uint4 a0 = kin && row0 ? wa[u] : zero, a1 = kin && row1 ? wb[u] : zero;
+#pragma unroll
+            for (int j = 0; j < MT; j++) {
+                const uint4 xv = kin && 8 * j + g < m ? x[u][j] : zero;
+                sk_mma<T>(acc[j], a0.x, a1.x, a0.y, a1.y, xv.x, xv.y);
+                sk_mma<T>(acc[j], a0.z, a1.z, a0.w, a1.w, xv.z, xv.w);
+            }
+        }
+    }
+    /* accumulator of tile j: (column g, rows 8j + 2tq and +1) and (column g + 8, the same rows) */
+#pragma unroll
+    for (int j = 0; j < MT; j++) {
+        red[warp][8 * j + 2 * tq][g] = acc[j][0];
+        red[warp][8 * j + 2 * tq + 1][g] = acc[j][1];
+        red[warp][8 * j + 2 * tq][g + 8] = acc[j][2];
+        red[warp][8 * j + 2 * tq + 1][g + 8] = acc[j][3];
+    }
+    __syncthreads();
+    const int items = m * SK_ROWS; /* m <= 8·MT */
+    if (ksplit == 1) {
+        for (int e = threadIdx.x; e < items; e += SK_THREADS) {
+            int tok = e / SK_ROWS, r = e % SK_ROWS, col = r0 + r;
+            if (col >= n) continue;
+            float v = 0.0f;
+#pragma unroll
+            for (int w = 0; w < SK_WARPS; w++) v += red[w][tok][r];
+            sk_store(C, ldc, bias, res, ldr, tok, col, v, alpha, act);
+        }
+        return;
+    }
+    for (int e = threadIdx.x; e < items; e += SK_THREADS) {
+        int tok = e / SK_ROWS, r = e % SK_ROWS, col = r0 + r;
+        if (col >= n) continue;
+        float v = 0.0f;
+#pragma unroll
+        for (int w = 0; w < SK_WARPS; w++) v += red[w][tok][r];
+        part[((int64_t)blockIdx.y * m + tok) * n + col] = v;
+    }
+    __threadfence(); /* the partials are visible before the count says so */
+    __syncthreads();
+    if (threadIdx.x == 0) last_block = atomicAdd(&counters[blockIdx.x], 1u) == (unsigned)ksplit - 1;
+    __syncthreads();
+    if (!last_block) return;
+    __threadfence();
+    for (int e = threadIdx.x; e < items; e += SK_THREADS) {
+        int tok = e / SK_ROWS, r = e % SK_ROWS, col = r0 + r;
+        if (col >= n) continue;
+        float v = 0.0f;
+#pragma unroll 8 /* the loads in flight together, not a chain of round trips */
+        for (int s = 0; s < ksplit; s++) v += __ldcg(&part[((int64_t)s * m + tok) * n + col]);
+        sk_store(C, ldc, bias, res, ldr, tok, col, v, alpha, act);
+    }
+    if (threadIdx.x == 0) counters[blockIdx.x] = 0; /* ready for the next launch */
+}
+
+int vgc_skinny_fits(const vg_gemm_args *a)
+{
+    int ab16 = a->dtype_ab == VG_DTYPE_BF16 || a->dtype_ab == VG_DTYPE_F16;
+    return ab16 && a->m >= 1 && a->m <= VGC_SKINNY_MAX_M &&
+           (a->dtype_c == a->dtype_ab || a->dtype_c == VG_DTYPE_F32) && a->k % 8 == 0 &&
+           a->lda % 8 == 0 && a->ldb % 8 == 0 && ((uintptr_t)a->a | (uintptr_t)a->b) % 16 == 0;
+}
+
+vgc_skinny_cfg vgc_skinny_split(const vg_gemm_args *a, int sms, double scale, int wide, size_t ws_bytes,
+                                int ncounters)
+{
+    int warps = wide && a->m <= 8 ? 8 : 4;
+    int64_t groups = (a->n + SK_ROWS - 1) / SK_ROWS, chunks = (a->k + SK_CHUNK - 1) / SK_CHUNK;
+    int64_t want = (16 * (int64_t)sms / warps + groups - 1) / groups; /* ~16 warps per SM */
+    int64_t ks = (int64_t)((double)want * scale + 0.5);
+    int64_t most = chunks / (2 * warps); /* two chunks per warp at least */
+    if (ks > most) ks = most;
+    if (ks > 1 && (groups > ncounters || (size_t)ks * (size_t)a->m * (size_t)a->n * sizeof(float) > ws_bytes))
+        ks = 1;
+    vgc_skinny_cfg c = {ks < 1 ? 1 : (int)ks, warps == 8};
+    return c;
+}
+
+template <typename T, typename TC, int MT, int W>
+static void sk_launch(vg_bk_stream *s, const vg_gemm_args *a, int ksplit, float *ws, unsigned *counters)
+{
+    dim3 grid((unsigned)((a->n + SK_ROWS - 1) / SK_ROWS), (unsigned)ksplit);
+    vgc_launch(s, k_gemm_skinny<T, TC, MT, W>, grid, 32 * W, 0, (const T *)a->a, a->lda,
+               (const T *)a->b, a->ldb, (TC *)a->c, a->ldc, (const T *)a->bias,
+               (const TC *)a->residual, a->ldr, (int)a->m, (int)a->n, (int)a->k, a->alpha, a->act,
+               ksplit, ws, counters);
+}
+
+template <typename T, typename TC>
+static void sk_dispatch(vg_bk_stream *s, const vg_gemm_args *a, vgc_skinny_cfg c, float *ws, unsigned *counters)
+{
+    if (a->m <= 8 && c.wide) sk_launch<T, TC, 1, 8>(s, a, c.ksplit, ws, counters);
+    else if (a->m <= 8) sk_launch<T, TC, 1, 4>(s, a, c.ksplit, ws, counters);
+    else if (a->m <= 16) sk_launch<T, TC, 2, 4>(s, a, c.ksplit, ws, counters);
+    else if (a->m <= 32) sk_launch<T, TC, 4, 4>(s, a, c.ksplit, ws, counters);
+    else sk_launch<T, TC, 8, 4>(s, a, c.ksplit, ws, counters);
+}
+
+vg_status vgc_gemm_skinny(vg_bk_stream *s, const vg_gemm_args *a, vgc_skinny_cfg c, float *ws, unsigned *counters)
+{
+    if (a->dtype_ab == VG_DTYPE_BF16) {
+        if (a->dtype_c == VG_DTYPE_F32) sk_dispatch<vg_bf16, float>(s, a, c, ws, counters);
+        else sk_dispatch<vg_bf16, vg_bf16>(s, a, c, ws, counters);
+    } else {
+        if (a->dtype_c == VG_DTYPE_F32) sk_dispatch<vg_f16, float>(s, a, c, ws, counters);
+        else sk_dispatch<vg_f16, vg_f16>(s, a, c, ws, counters);
+    }
+    VGC_CHECK_LAUNCH("gemm (skinny)");
+    return VG_OK;
+}

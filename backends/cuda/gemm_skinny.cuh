@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The skinny GEMM of gemm_skinny.cu: vg's own kernel for the products of decoding (a few rows
+ * of activations against a whole weight matrix), which gemm.cu times against cuBLASLt's
+ * candidates when it plans a shape and uses only where it measured faster. NVIDIA only
+ * (mma.sync); the hip backend has its tiled kernel. */
+#ifndef VG_CUDA_GEMM_SKINNY_CUH
+#define VG_CUDA_GEMM_SKINNY_CUH
+
+#include "common.cuh"
+
+/* Rows of activations the kernel takes at most. */
+#define VGC_SKINNY_MAX_M 64
+
+/* Whether the kernel computes this call: m <= VGC_SKINNY_MAX_M, BF16 or F16 operands, C of the
+ * operands' dtype or F32, k, lda and ldb multiples of 8 and A, B 16-byte aligned. */
+int vgc_skinny_fits(const vg_gemm_args *a);
+
+/* A launch configuration: blocks along k for each group of 16 output columns (split-K), and
+ * whether a block has 8 warps instead of 4 (only for m <= 8: the k range of a block is shared by
+ * more warps, so fewer blocks need split-K; the tuner tries both). */
+typedef struct vgc_skinny_cfg {
+    int ksplit, wide;
+} vgc_skinny_cfg;
+
+/* The split for `wide` blocks: enough blocks to give every multiprocessor work (`sms`) when n is
+ * small, 1 when n alone fills the GPU; times `scale` (a tuning variant), bounded by k and by what
+ * the partials (ws_bytes) and the counters (ncounters) can hold. */
+vgc_skinny_cfg vgc_skinny_split(const vg_gemm_args *a, int sms, double scale, int wide, size_t ws_bytes,
+                                int ncounters);
+
+/* C = act(alpha·A·Bᵀ + bias) + residual in one launch. With cfg.ksplit > 1, the blocks of one
+ * column group leave fp32 partials in ws (ksplit·m·n floats) and the last to finish, counted in
+ * counters[group] (zero before, zero again after), adds them and applies the epilogue. */
+vg_status vgc_gemm_skinny(vg_bk_stream *s, const vg_gemm_args *a, vgc_skinny_cfg cfg, float *ws,
+                          unsigned *counters);
+
+#endif
