@@ -161,6 +161,9 @@ static void describe(vg_bk_device *dev)
     clGetDeviceInfo(dev->id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
     clGetDeviceInfo(dev->id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL);
     clGetDeviceInfo(dev->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
+    cl_ulong local_mem = 0;
+    clGetDeviceInfo(dev->id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local_mem, &local_mem, NULL);
+    dev->local_mem = local_mem;
     char version[128]; /* "OpenCL <major>.<minor> <platform-specific>" */
     int major = 1, minor = 2;
     ocl_platform_string(dev->platform, CL_PLATFORM_VERSION, version, sizeof version);

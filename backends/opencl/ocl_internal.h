@@ -113,6 +113,7 @@ struct vg_bk_device {
     int cl_version; /* the platform's OpenCL version, major * 10 + minor */
     char name[84]; /* "<device> (<platform>)", short enough for vg_device_info.name with more */
     uint64_t mem_total, max_alloc;
+    uint64_t local_mem; /* CL_DEVICE_LOCAL_MEM_SIZE: bounds the attention kernel's key tiles */
     int compute_units;
     int graphs;       /* cl_khr_command_buffer usable (and not turned off) */
     int simultaneous; /* a command buffer may be enqueued while a launch of it is pending */
@@ -187,9 +188,9 @@ struct vg_bk_event {
     cl_event ev; /* a marker, or NULL before the first record */
 };
 
-/* A kernel argument: a device address (bound as buffer + byte offset: two kernel arguments), a
- * scalar, or NULL for an absent optional buffer. */
-typedef enum { OCL_ARG_PTR, OCL_ARG_I32, OCL_ARG_I64, OCL_ARG_F32 } ocl_arg_kind;
+/* A kernel argument: a device address (bound as buffer + byte offset: two kernel arguments; NULL
+ * for an absent optional buffer), a scalar, or a size of local memory. */
+typedef enum { OCL_ARG_PTR, OCL_ARG_I32, OCL_ARG_I64, OCL_ARG_F32, OCL_ARG_LOCAL } ocl_arg_kind;
 typedef struct ocl_arg {
     ocl_arg_kind kind;
     const char *name; /* for messages, pointers only */
@@ -204,6 +205,7 @@ typedef struct ocl_arg {
 #define OA_I32(x) ((ocl_arg){OCL_ARG_I32, NULL, {.i = (int32_t)(x)}})
 #define OA_I64(x) ((ocl_arg){OCL_ARG_I64, NULL, {.l = (int64_t)(x)}})
 #define OA_F32(x) ((ocl_arg){OCL_ARG_F32, NULL, {.f = (float)(x)}})
+#define OA_LOCAL(bytes) ((ocl_arg){OCL_ARG_LOCAL, NULL, {.l = (int64_t)(bytes)}})
 #define OCL_MAX_ARGS 32
 
 /* Enqueue kernel `k` on stream `s` over `global` work-items (each rounded up to a multiple of

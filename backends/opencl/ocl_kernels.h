@@ -38,11 +38,13 @@ extern const char ocl_kernel_source[];
 
 /* Work-group sizes. Elementwise kernels run OCL_WG work-items per group; row reductions
  * (rmsnorm, argmax) one group of OCL_WG_REDUCE per row; attention kernels OCL_WG_ATTN query rows
- * per group; GEMM a group of OCL_GEMM_WG x OCL_GEMM_WG computing an OCL_GEMM_TILE square of C,
+ * per group (attention staging keys OCL_ATTN_TK at a time); GEMM a group of OCL_GEMM_WG x OCL_GEMM_WG computing an OCL_GEMM_TILE square of C,
  * OCL_GEMM_TK deep. */
 #define OCL_WG 64
 #define OCL_WG_REDUCE 64
 #define OCL_WG_ATTN 32
+#define OCL_ATTN_TK 16           /* keys per local-memory tile, fewer where local memory is short */
+#define OCL_ATTN_LOCAL_FIXED 1024 /* bytes of the attention kernel's other local arrays, at most */
 #define OCL_GEMM_TILE 64
 #define OCL_GEMM_TK 16
 #define OCL_GEMM_WG 16

@@ -53,25 +53,33 @@ vg_status ocl_op_rotary(vg_bk_device *dev, vg_bk_stream *s, vg_dtype t, void *x,
     return rotary(s, "rotary", t, x, ld, rows, heads, head_dim, pos, theta, 1);
 }
 
-/* attention and attention_rotary: one work-item per (row, head) (kernels/attention.cl) */
-static vg_status attention(vg_bk_stream *s, const char *op, vg_dtype t, const void *qkv,
-                           int64_t ld_qkv, void *out, int64_t ld_out, int64_t rows, int heads,
-                           int hd, const int32_t *cu, int nseg, float scale, const int32_t *pos,
-                           float theta)
+/* attention and attention_rotary: a group of query rows per head, key tiles in local memory
+ * (kernels/attention.cl) */
+static vg_status attention(vg_bk_device *dev, vg_bk_stream *s, const char *op, vg_dtype t,
+                           const void *qkv, int64_t ld_qkv, void *out, int64_t ld_out, int64_t rows,
+                           int heads, int hd, const int32_t *cu, int nseg, float scale,
+                           const int32_t *pos, float theta)
 {
+    size_t per_key = 2 * (size_t)hd * sizeof(float); /* a key and a value row */
+    size_t room = dev->local_mem > OCL_ATTN_LOCAL_FIXED ? dev->local_mem - OCL_ATTN_LOCAL_FIXED : 0;
+    size_t tk = room / per_key < OCL_ATTN_TK ? room / per_key : OCL_ATTN_TK;
+    if (tk == 0)
+        return OCL_ERR(VG_ERR_UNSUPPORTED, "opencl: %s: head_dim %d needs %zu bytes of local memory, "
+                                           "%s has %llu", op, hd, per_key + OCL_ATTN_LOCAL_FIXED,
+                       dev->name, (unsigned long long)dev->local_mem);
     size_t global[2] = {(size_t)rows, (size_t)heads}, local[2] = {OCL_WG_ATTN, 1};
     ocl_arg a[] = {OA_I32(t), OA_PTR(qkv), OA_I64(ld_qkv), OA_PTR(out), OA_I64(ld_out),
                    OA_I32(rows), OA_I32(heads), OA_I32(hd), OA_PTR(cu), OA_I32(nseg),
-                   OA_F32(scale), OA_I32(pos != NULL), OA_PTR(pos), OA_F32(theta)};
-    return ocl_launch(s, OCL_K_attention, op, 2, global, local, 14, a);
+                   OA_F32(scale), OA_I32(pos != NULL), OA_PTR(pos), OA_F32(theta),
+                   OA_LOCAL(tk * per_key), OA_I32(tk)};
+    return ocl_launch(s, OCL_K_attention, op, 2, global, local, (int)(sizeof a / sizeof a[0]), a);
 }
 
 vg_status ocl_op_attention(vg_bk_device *dev, vg_bk_stream *s, vg_dtype t, const void *qkv,
                            int64_t ld_qkv, void *out, int64_t ld_out, int64_t rows, int heads,
                            int head_dim, const int32_t *cu, int nseg, float scale)
 {
-    (void)dev;
-    return attention(s, "attention", t, qkv, ld_qkv, out, ld_out, rows, heads, head_dim, cu, nseg,
+    return attention(dev, s, "attention", t, qkv, ld_qkv, out, ld_out, rows, heads, head_dim, cu, nseg,
                      scale, NULL, 0.0f);
 }
 
@@ -80,8 +88,7 @@ vg_status ocl_op_attention_rotary(vg_bk_device *dev, vg_bk_stream *s, vg_dtype t
                                   int heads, int head_dim, const int32_t *cu, int nseg, float scale,
                                   const int32_t *pos, float theta)
 {
-    (void)dev;
-    return attention(s, "attention_rotary", t, qkv, ld_qkv, out, ld_out, rows, heads, head_dim, cu,
+    return attention(dev, s, "attention_rotary", t, qkv, ld_qkv, out, ld_out, rows, heads, head_dim, cu,
                      nseg, scale, pos, theta);
 }
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ocl_internal.h"
 
@@ -78,17 +79,25 @@ static void release(ocl_shared *sh)
 vg_status ocl_shared_get(cl_platform_id p, cl_device_id d, ocl_shared **out)
 {
     *out = NULL;
+    char name[64];
+    ocl_device_string(d, CL_DEVICE_NAME, name, sizeof name);
     pthread_mutex_lock(&g_lock);
     for (ocl_shared *sh = g_cache; sh; sh = sh->next)
         if (sh->id == d) {
             pthread_mutex_unlock(&g_lock);
+            OCL_LOG(VG_LOG_DEBUG, "opencl: kernels reused for %s (built once per process)", name);
             *out = sh;
             return VG_OK;
         }
     /* built under the lock: two threads opening one device compile it once */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     ocl_shared *sh = calloc(1, sizeof *sh);
     vg_status st = sh ? build(p, d, sh) : OCL_ERR(VG_ERR_OUT_OF_MEMORY, "opencl: out of host memory");
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     if (st == VG_OK) {
+        OCL_LOG(VG_LOG_INFO, "opencl: kernels built for %s in %.0f ms", name,
+                (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-6);
         sh->id = d;
         sh->next = g_cache;
         g_cache = sh;

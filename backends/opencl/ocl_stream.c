@@ -84,6 +84,7 @@ static vg_status bind_args(vg_bk_stream *s, cl_kernel kern, const char *op, int 
             err = clSetKernelArg(kern, at++, sizeof v, &v);
             break;
         }
+        case OCL_ARG_LOCAL: err = clSetKernelArg(kern, at++, (size_t)a->v.l, NULL); break;
         }
     }
     if (err != CL_SUCCESS) {
