@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* opencl: the interface table and the entry symbol. */
+#define _GNU_SOURCE /* dladdr, RTLD_NODELETE */
+#include <dlfcn.h>
+
 #include "ocl_internal.h"
 
 const vg_host_services *ocl_host;
@@ -49,5 +52,13 @@ VG_BACKEND_EXPORT const vg_backend_iface *vg_backend_query(const vg_host_service
         host->struct_size < offsetof(vg_host_services, set_error) + sizeof(void *))
         return NULL;
     ocl_host = host;
+    /* The ICD loader stays loaded when vg unloads this plugin: it keeps its list of drivers for
+     * the life of the process (it never frees it), and the drivers it loaded are never unloaded
+     * either. Unloaded, its memory would leak and a later load would start over. */
+    Dl_info where;
+    if (dladdr((void *)&clGetPlatformIDs, &where) && where.dli_fname &&
+        !dlopen(where.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE))
+        host->log(VG_LOG_DEBUG, "opencl: could not pin the ICD loader %s: %s", where.dli_fname,
+                  dlerror());
     return &k_iface;
 }
