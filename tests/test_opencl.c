@@ -3,6 +3,8 @@
  *   - a chain of dependent ops (with a memset and a device copy, which a capture records as
  *     kernels) captured once into a cl_khr_command_buffer and replayed on new input contents, on
  *     its own stream, on another stream, and twice back to back, equal bit for bit to eager runs;
+ *     and the same in several threads at once, each capturing on its own stream;
+ *   - each recorded launch keeps its own arguments, whatever the kernel is given later;
  *   - what a command buffer cannot hold (host transfers, events) invalidates the capture with a
  *     message, and the stream stays usable;
  *   - device addresses are fake: pointer arithmetic inside an allocation works, anything else is
@@ -13,6 +15,7 @@
  *   - the program is compiled once per device and process.
  * Run with VG_BACKEND=opencl; exits 77 (SKIP) without an OpenCL device unless VG_REQUIRE_DEVICE=1. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "test_util.h"
@@ -50,93 +53,191 @@ static vg_runtime *open_opencl(void)
 enum { M = 37, K = 48, N = 40 };
 
 typedef struct chain {
-    vg_runtime *rt;
     float *x_in, *x, *w, *bias, *h, *g, *norm_w, *out;
 } chain;
 
+/* The chain's helpers run in several threads at once, where cmocka's assertions cannot: a failure
+ * prints the call and its message and makes the helper return nonzero. */
+#define TRY(expr)                                                                              \
+    do {                                                                                       \
+        vg_status st_ = (expr);                                                                \
+        if (st_ != VG_OK) {                                                                    \
+            fprintf(stderr, "%s:%d: %s -> %s: %s\n", __FILE__, __LINE__, #expr,               \
+                    vg_status_name(st_), vg_last_error());                                      \
+            return 1;                                                                          \
+        }                                                                                      \
+    } while (0)
+
 /* x = x_in (device copy); out = 0 (memset); h = x·wᵀ + bias; g = silu(h[:, :N]) · h[:, N:];
  * out = rmsnorm(g) */
-static void chain_enqueue(const chain *c, vg_stream *s)
+static int chain_enqueue(const chain *c, vg_stream *s)
 {
-    VG_CHECK(vg_mem_copy_d2d(s, c->x, c->x_in, M * K * sizeof(float)));
-    VG_CHECK(vg_mem_set(s, c->out, 0, M * N * sizeof(float)));
+    TRY(vg_mem_copy_d2d(s, c->x, c->x_in, M * K * sizeof(float)));
+    TRY(vg_mem_set(s, c->out, 0, M * N * sizeof(float)));
     vg_gemm_args a = {.struct_size = sizeof a, .dtype_ab = VG_DTYPE_F32, .dtype_c = VG_DTYPE_F32,
                       .m = M, .n = 2 * N, .k = K, .a = c->x, .lda = K, .b = c->w, .ldb = K,
                       .c = c->h, .ldc = 2 * N, .bias = c->bias, .act = VG_ACT_NONE, .alpha = 1.0f};
-    VG_CHECK(vg_op_gemm(s, &a));
-    VG_CHECK(vg_op_silu_mul(s, VG_DTYPE_F32, c->h, 2 * N, c->g, N, M, N));
-    VG_CHECK(vg_op_rmsnorm(s, VG_DTYPE_F32, c->g, c->norm_w, c->out, M, N, 1e-6f));
+    TRY(vg_op_gemm(s, &a));
+    TRY(vg_op_silu_mul(s, VG_DTYPE_F32, c->h, 2 * N, c->g, N, M, N));
+    TRY(vg_op_rmsnorm(s, VG_DTYPE_F32, c->g, c->norm_w, c->out, M, N, 1e-6f));
+    return 0;
 }
 
-static void chain_upload(const chain *c, vg_stream *s, unsigned seed)
+static int upload_random(vg_stream *s, void *dst, size_t n, unsigned seed)
 {
-    static float x[M * K];
-    fill_random(x, M * K, seed);
-    VG_CHECK(vg_mem_copy_h2d(s, c->x_in, x, sizeof x));
-    VG_CHECK(vg_stream_sync(s));
+    float *x = malloc(n * sizeof(float));
+    if (!x) return 1;
+    fill_random(x, n, seed);
+    vg_status st = vg_mem_copy_h2d(s, dst, x, n * sizeof(float));
+    if (st == VG_OK) st = vg_stream_sync(s);
+    free(x);
+    TRY(st);
+    return 0;
 }
 
-static void chain_result(const chain *c, vg_stream *s, float *out)
+static int chain_result(const chain *c, vg_stream *s, float *out)
 {
-    VG_CHECK(vg_mem_copy_d2h(s, out, c->out, M * N * sizeof(float)));
-    VG_CHECK(vg_stream_sync(s));
+    TRY(vg_mem_copy_d2h(s, out, c->out, M * N * sizeof(float)));
+    TRY(vg_stream_sync(s));
+    return 0;
+}
+
+static int chain_new(chain *c, vg_stream *s, unsigned seed)
+{
+    memset(c, 0, sizeof *c);
+    const size_t n[8] = {M * K, M * K, 2 * N * K, 2 * N, M * 2 * N, M * N, N, M * N};
+    float **bufs[8] = {&c->x_in, &c->x, &c->w, &c->bias, &c->h, &c->g, &c->norm_w, &c->out};
+    for (int i = 0; i < 8; i++) TRY(vg_mem_alloc(g_rt, n[i] * sizeof(float), (void **)bufs[i]));
+    return upload_random(s, c->w, n[2], seed + 1) || upload_random(s, c->bias, n[3], seed + 2) ||
+           upload_random(s, c->norm_w, n[6], seed + 3) || upload_random(s, c->x_in, n[0], seed + 4);
+}
+
+static void chain_free(chain *c)
+{
+    float *bufs[] = {c->x_in, c->x, c->w, c->bias, c->h, c->g, c->norm_w, c->out};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) vg_mem_free(g_rt, bufs[i]);
+}
+
+/* Capture the chain on s, then for `rounds` new inputs: an eager run, and the replay (on s2 every
+ * other round, twice in a row once), which must agree bit for bit; then a second executable of
+ * the same graph. Nonzero on a failure (printed). */
+static int chain_rounds(const chain *c, vg_stream *s, vg_stream *s2, unsigned seed, int rounds,
+                        float *eager, float *replay)
+{
+    vg_graph *graph = NULL;
+    vg_graph_exec *exec = NULL, *exec2 = NULL;
+    TRY(vg_graph_capture_begin(s));
+    if (chain_enqueue(c, s)) return 1;
+    TRY(vg_graph_capture_end(s, &graph));
+    TRY(vg_graph_instantiate(graph, &exec));
+    int bad = 0;
+    for (int k = 0; k < rounds && !bad; k++) {
+        if (upload_random(s, c->x_in, M * K, seed + 20 + (unsigned)k) || chain_enqueue(c, s) ||
+            chain_result(c, s, eager))
+            return 1;
+        float lo = INFINITY, hi = -INFINITY;
+        for (int i = 0; i < M * N; i++) lo = fminf(lo, eager[i]), hi = fmaxf(hi, eager[i]);
+        TRY(hi > lo ? VG_OK : VG_ERR_INTERNAL); /* a real result, not zeros */
+        TRY(vg_mem_set(s, c->out, 0xff, M * N * 4)); /* NaN: a replay that skips shows */
+        vg_stream *on = k % 2 ? s2 : s;
+        TRY(vg_stream_sync(s));
+        TRY(vg_graph_exec_launch(exec, on));
+        if (k == 2) TRY(vg_graph_exec_launch(exec, on));
+        if (chain_result(c, on, replay)) return 1;
+        bad = memcmp(eager, replay, M * N * 4) != 0;
+    }
+    if (!bad) {
+        TRY(vg_graph_instantiate(graph, &exec2));
+        TRY(vg_mem_set(s, c->out, 0xff, M * N * 4));
+        TRY(vg_graph_exec_launch(exec2, s));
+        if (chain_result(c, s, replay)) return 1;
+        bad = memcmp(eager, replay, M * N * 4) != 0;
+    }
+    if (bad) fprintf(stderr, "chain (seed %u): the replay differs from the eager run\n", seed);
+    TRY(vg_graph_exec_destroy(exec2));
+    TRY(vg_graph_exec_destroy(exec));
+    TRY(vg_graph_destroy(graph));
+    return bad;
+}
+
+static int chain_check(unsigned seed, int rounds)
+{
+    vg_stream *s = NULL, *s2 = NULL;
+    TRY(vg_stream_create(g_rt, &s));
+    TRY(vg_stream_create(g_rt, &s2));
+    chain c = {0};
+    float *eager = malloc(M * N * 4), *replay = malloc(M * N * 4);
+    int bad = !eager || !replay || chain_new(&c, s, seed) ||
+              chain_rounds(&c, s, s2, seed, rounds, eager, replay);
+    chain_free(&c);
+    free(eager), free(replay);
+    vg_stream_destroy(s2);
+    vg_stream_destroy(s);
+    return bad;
 }
 
 static void test_chain_replays_new_inputs(void **state)
 {
     (void)state;
     if (!(vg_runtime_caps(g_rt) & VG_CAP_GRAPH)) skip();
-    vg_stream *s = NULL, *s2 = NULL;
-    VG_CHECK(vg_stream_create(g_rt, &s));
-    VG_CHECK(vg_stream_create(g_rt, &s2));
-    chain c = {g_rt, dalloc(g_rt, M * K * 4), dalloc(g_rt, M * K * 4), dalloc(g_rt, 2 * N * K * 4),
-               dalloc(g_rt, 2 * N * 4), dalloc(g_rt, M * 2 * N * 4), dalloc(g_rt, M * N * 4),
-               dalloc(g_rt, N * 4), dalloc(g_rt, M * N * 4)};
-    static float w[2 * N * K], bias[2 * N], nw[N], eager[M * N], replay[M * N];
-    fill_random(w, 2 * N * K, 1);
-    fill_random(bias, 2 * N, 2);
-    fill_random(nw, N, 3);
-    VG_CHECK(vg_mem_copy_h2d(s, c.w, w, sizeof w));
-    VG_CHECK(vg_mem_copy_h2d(s, c.bias, bias, sizeof bias));
-    VG_CHECK(vg_mem_copy_h2d(s, c.norm_w, nw, sizeof nw));
-    chain_upload(&c, s, 10);
+    assert_int_equal(chain_check(10, 4), 0);
+}
 
+/* Capture is thread-local and kernel objects are per stream: threads capturing at once on
+ * streams of one device do not meet. */
+enum { THREADS = 4 };
+
+static void *chain_thread(void *arg)
+{
+    return chain_check((unsigned)(uintptr_t)arg, 3) ? arg : NULL;
+}
+
+static void test_threads_capture_at_once(void **state)
+{
+    (void)state;
+    if (!(vg_runtime_caps(g_rt) & VG_CAP_GRAPH)) skip();
+    pthread_t t[THREADS];
+    for (uintptr_t i = 0; i < THREADS; i++)
+        assert_int_equal(pthread_create(&t[i], NULL, chain_thread, (void *)(100 * (i + 1))), 0);
+    int failed = 0;
+    for (int i = 0; i < THREADS; i++) {
+        void *r = NULL;
+        pthread_join(t[i], &r);
+        failed += r != NULL;
+    }
+    assert_int_equal(failed, 0);
+}
+
+/* Each recorded launch keeps the arguments it was recorded with, whatever the same kernel is
+ * given afterwards (PoCL 3.1 reads a command's arguments when it is enqueued: a kernel object
+ * shared with later launches would replay theirs). */
+static void test_recorded_arguments_are_kept(void **state)
+{
+    (void)state;
+    if (!(vg_runtime_caps(g_rt) & VG_CAP_GRAPH)) skip();
+    vg_stream *s = NULL;
+    VG_CHECK(vg_stream_create(g_rt, &s));
+    enum { n = 300 };
+    float *d = dalloc(g_rt, 3 * n * 4), back[3 * n];
+    VG_CHECK(vg_mem_set(s, d, 0, 3 * n * 4));
     vg_graph *graph = NULL;
     vg_graph_exec *exec = NULL;
     VG_CHECK(vg_graph_capture_begin(s));
-    chain_enqueue(&c, s);
+    VG_CHECK(vg_op_fill(s, d, VG_DTYPE_F32, n, 1.0));         /* one kernel, recorded twice */
+    VG_CHECK(vg_op_fill(s, d + n, VG_DTYPE_F32, n, 2.0));
     VG_CHECK(vg_graph_capture_end(s, &graph));
     VG_CHECK(vg_graph_instantiate(graph, &exec));
-    /* capture ran nothing: out still holds what the allocation held, not the chain's result */
-    for (unsigned seed = 20; seed < 24; seed++) {
-        chain_upload(&c, s, seed);
-        chain_enqueue(&c, s);
-        chain_result(&c, s, eager);
-        float lo = INFINITY, hi = -INFINITY;
-        for (int i = 0; i < M * N; i++) lo = fminf(lo, eager[i]), hi = fmaxf(hi, eager[i]);
-        assert_true(hi > lo); /* a real result, not zeros */
-        VG_CHECK(vg_mem_set(s, c.out, 0xff, M * N * 4)); /* NaN: a replay that skips shows */
-        /* replayed on the capturing stream, on another one, and twice in a row */
-        vg_stream *on = seed % 2 ? s2 : s;
+    VG_CHECK(vg_op_fill(s, d + 2 * n, VG_DTYPE_F32, n, 3.0)); /* the same kernel, eagerly */
+    for (int k = 0; k < 2; k++) {
+        VG_CHECK(vg_graph_exec_launch(exec, s));
+        VG_CHECK(vg_mem_copy_d2h(s, back, d, sizeof back));
         VG_CHECK(vg_stream_sync(s));
-        VG_CHECK(vg_graph_exec_launch(exec, on));
-        if (seed == 22) VG_CHECK(vg_graph_exec_launch(exec, on));
-        chain_result(&c, on, replay);
-        assert_memory_equal(eager, replay, sizeof eager);
+        for (int i = 0; i < 3 * n; i++) assert_true(back[i] == (float)(1 + i / n));
+        VG_CHECK(vg_mem_set(s, d, 0, 2 * n * 4));
     }
-    /* a second executable of the same graph replays the same */
-    vg_graph_exec *exec2 = NULL;
-    VG_CHECK(vg_graph_instantiate(graph, &exec2));
-    VG_CHECK(vg_graph_destroy(graph));
-    VG_CHECK(vg_mem_set(s, c.out, 0xff, M * N * 4));
-    VG_CHECK(vg_graph_exec_launch(exec2, s));
-    chain_result(&c, s, replay);
-    assert_memory_equal(eager, replay, sizeof eager);
-    VG_CHECK(vg_graph_exec_destroy(exec2));
     VG_CHECK(vg_graph_exec_destroy(exec));
-    void *bufs[] = {c.x_in, c.x, c.w, c.bias, c.h, c.g, c.norm_w, c.out};
-    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) VG_CHECK(vg_mem_free(g_rt, bufs[i]));
-    VG_CHECK(vg_stream_destroy(s2));
+    VG_CHECK(vg_graph_destroy(graph));
+    VG_CHECK(vg_mem_free(g_rt, d));
     VG_CHECK(vg_stream_destroy(s));
 }
 
@@ -326,6 +427,8 @@ int main(void)
     printf("opencl backend tests on %s\n", info.name);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_chain_replays_new_inputs),
+        cmocka_unit_test(test_threads_capture_at_once),
+        cmocka_unit_test(test_recorded_arguments_are_kept),
         cmocka_unit_test(test_host_transfer_invalidates_capture),
         cmocka_unit_test(test_device_addresses),
         cmocka_unit_test(test_without_command_buffers),
