@@ -25,7 +25,7 @@
 #define VG_INSTALL_PLUGIN_DIR ""
 #endif
 
-static const char *const k_builtin[] = {"cuda", "hip", "kunlun_stub"};
+static const char *const k_builtin[] = {"cuda", "hip", "opencl", "kunlun_stub"};
 
 int vg_backend_builtin_count(void) { return (int)VG_ARRAY_LEN(k_builtin); }
 

@@ -217,7 +217,7 @@ static vg_status open_auto(int index, vg_runtime **out)
         *out = best;
     } else if (st == VG_OK) {
         st = vg_error_set(VG_ERR_NO_DEVICE,
-                          "no backend usable (VG_BACKEND unset; tried the builtins cuda, hip, "
+                          "no backend usable (VG_BACKEND unset; tried the builtins cuda, hip, opencl, "
                           "kunlun_stub and %d plugin%s on VG_BACKEND_PATH):%s",
                           n - vg_backend_builtin_count(),
                           n - vg_backend_builtin_count() == 1 ? "" : "s", why);

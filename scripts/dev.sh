@@ -15,8 +15,9 @@
 #   deps       install the build's Debian packages only
 # Every configure builds each backend whose toolchain is present, whatever an earlier
 # configure cached: cuda when nvcc is on PATH or in $CUDA_HOME/bin (default /usr/local/cuda),
-# hip when hipcc is on PATH. run, test and gpu-test keep the compiler's output in
-# BUILD_DIR/build.log and show its tail if the build fails.
+# hip when hipcc is on PATH, opencl when CMake finds the OpenCL headers and ICD loader (its
+# VG_BUILD_OPENCL=AUTO decides at every configure). run, test and gpu-test keep the compiler's
+# output in BUILD_DIR/build.log and show its tail if the build fails.
 # Environment: VG_BUILD_DIR (default: build), VG_CMAKE_ARGS (extra cmake arguments, applied
 #              last: -DVG_BUILD_HIP=OFF there wins), VG_JOBS (parallel build jobs, default:
 #              nproc), VG_SKIP_DEPS=1 (no apt-get), CUDA_HOME.
@@ -27,9 +28,11 @@ build=${VG_BUILD_DIR:-$root/build}
 jobs=${VG_JOBS:-$(nproc 2>/dev/null || echo 2)}
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 
-# Debian packages the build needs; the test command adds ROCm's compiler, so that the hip
-# backend is built (and its GPU tests skip) on every machine.
-packages=(build-essential cmake pkgconf libcmocka-dev libopenblas-dev libcjson-dev)
+# Debian packages the build needs (the OpenCL headers and ICD loader build the opencl backend,
+# PoCL runs it on the CPU); the test command adds ROCm's compiler, so that the hip backend is
+# built (and its GPU tests skip) on every machine.
+packages=(build-essential cmake pkgconf libcmocka-dev libopenblas-dev libcjson-dev
+          ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd)
 test_packages=(hipcc libamdhip64-dev)
 
 say() { echo "dev.sh: $*" >&2; }
@@ -60,7 +63,8 @@ backend_toolchains() {
     fi
     hipcc=$(command -v hipcc || true)
     backend_flags=("-DVG_BUILD_CUDA=$([ -n "$nvcc" ] && echo ON || echo OFF)"
-                   "-DVG_BUILD_HIP=$([ -n "$hipcc" ] && echo ON || echo OFF)")
+                   "-DVG_BUILD_HIP=$([ -n "$hipcc" ] && echo ON || echo OFF)"
+                   -DVG_BUILD_OPENCL=AUTO) # CMake looks for OpenCL itself, at every configure
 }
 
 log_tail() {
@@ -81,16 +85,18 @@ configure() {
         log_tail "$log"
         return 1
     fi
-    # CMake's own verdict: "-- vg: backends: kunlun_stub=ON cuda=ON hip=OFF; sanitize=''"
+    # CMake's own verdict: "-- vg: backends: kunlun_stub=ON cuda=ON hip=OFF opencl=ON; sanitize=''"
     local verdict on=() off=()
     verdict=$(grep -m1 '^-- vg: backends:' "$log" || true)
-    for b in kunlun_stub cuda hip; do
+    for b in kunlun_stub cuda hip opencl; do
         case $verdict in
         *" $b=ON"*) on+=("$b") ;;
         *)
             case $b in
             cuda) command -v nvcc >/dev/null && off+=("cuda (turned off)") || off+=("cuda (no nvcc)") ;;
             hip) command -v hipcc >/dev/null && off+=("hip (turned off)") || off+=("hip (no hipcc)") ;;
+            opencl) grep -q '^-- vg: OpenCL not found' "$log" && off+=("opencl (no OpenCL headers or ICD loader)") ||
+                off+=("opencl (turned off)") ;;
             *) off+=("$b (turned off)") ;;
             esac
             ;;

@@ -174,12 +174,12 @@ static void test_auto_selection_order(void **state)
 {
     (void)state;
     vg_runtime *rt = NULL;
-    /* auto1: cuda without devices, hip failing to open: kunlun_stub (build tree) wins */
+    /* auto1: cuda and opencl without devices, hip failing to open: kunlun_stub (build tree) wins */
     setenv("VG_BACKEND_PATH", TEST_PLUGIN_DIR "/auto1", 1);
     VG_CHECK(vg_runtime_open(NULL, &rt));
     assert_string_equal(vg_runtime_backend_name(rt), "kunlun_stub");
     VG_CHECK(vg_runtime_close(rt));
-    /* auto2: cuda without devices, a working hip: hip wins over kunlun_stub */
+    /* auto2: cuda and opencl without devices, a working hip: hip wins over kunlun_stub */
     setenv("VG_BACKEND_PATH", TEST_PLUGIN_DIR "/auto2", 1);
     VG_CHECK(vg_runtime_open(NULL, &rt));
     assert_string_equal(vg_runtime_backend_name(rt), "hip");
@@ -195,6 +195,7 @@ static void test_auto_selection_all_fail(void **state)
     VG_CHECK_FAILS(vg_runtime_open(NULL, &rt), VG_ERR_NO_DEVICE, "no backend usable");
     assert_non_null(strstr(vg_last_error(), "[cuda]"));
     assert_non_null(strstr(vg_last_error(), "[hip]"));
+    assert_non_null(strstr(vg_last_error(), "[opencl]"));
     assert_non_null(strstr(vg_last_error(), "simulated hardware fault"));
     assert_non_null(strstr(vg_last_error(), "[kunlun_stub]"));
 }

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Tests of scripts/dev.sh and scripts/spdx.sh, run by ctest (tests/install/tests.cmake):
 #   dev_sh_test.sh SOURCE_DIR WORK_DIR CASE
-# CASE: backends  a configure cached with cuda and hip OFF builds every backend whose toolchain
-#                 is here once dev.sh configures, and dev.sh says which in one line
+# CASE: backends  a configure cached with cuda, hip and opencl OFF builds every backend whose
+#                 toolchain is here once dev.sh configures, and dev.sh says which in one line
 #       summary   the test command keeps ctest's closing lines, adds 'vg tests: N passed,
 #                 M failed, K skipped' and exits with ctest's status
 #       quiet     the build's output goes to build.log: one progress line, the log's tail on
@@ -35,8 +35,8 @@ tiny_project() {
 case $case_ in
 backends)
     b=$work/build
-    cmake -S "$src" -B "$b" -DVG_BUILD_CUDA=OFF -DVG_BUILD_HIP=OFF -DVG_BUILD_TESTS=OFF \
-        -DVG_BUILD_TOOLS=OFF >/dev/null || fail "first configure"
+    cmake -S "$src" -B "$b" -DVG_BUILD_CUDA=OFF -DVG_BUILD_HIP=OFF -DVG_BUILD_OPENCL=OFF \
+        -DVG_BUILD_TESTS=OFF -DVG_BUILD_TOOLS=OFF >/dev/null || fail "first configure"
     out=$(dev_sh "build='$b'; configure" 2>&1) || fail "dev.sh configure: $out"
     echo "$out"
     line=$(grep '^dev.sh: backends built:' <<<"$out") || fail "no 'backends built' line"
@@ -55,6 +55,13 @@ backends)
             [[ $line == *"not built:"*"$b_ (no "* ]] || fail "the line does not say why $b_ is not built"
         fi
     done
+    # opencl decides at every configure: built when CMake finds OpenCL, whatever was cached
+    [ "$(cache_value VG_BUILD_OPENCL "$b")" = AUTO ] || fail "VG_BUILD_OPENCL is $(cache_value VG_BUILD_OPENCL "$b"), want AUTO"
+    if grep -q 'opencl=ON' "$b/build.log"; then
+        [[ ${line%%;*} == *" opencl"* ]] || fail "the line does not name opencl as built"
+    else
+        [[ $line == *"not built:"*"opencl ("* ]] || fail "the line does not say why opencl is not built"
+    fi
     # nvcc gone (CUDA_HOME elsewhere, PATH without it): cuda is switched off again, and said so
     path=$(tr ':' '\n' <<<"$PATH" | while read -r d; do [ -x "$d/nvcc" ] || echo "$d"; done | paste -sd:)
     if PATH=$path command -v nvcc >/dev/null; then

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # ctest driver: install the build tree into DEST, then use it as a consumer would.
-#   MODE=find_package (default)  a CMake project with find_package(vg) and vg::vg (SRC)
+#   MODE=find_package (default)  a CMake project with find_package(vg) and vg::vg (SRC); then the
+#                                installed vg loads each of PLUGINS (names, '|'-separated: the
+#                                other backends built) from the prefix, device or not
 #   MODE=pkg_config              CC SRC/consumer.c $(pkg-config --cflags --libs vg), run with
 #                                no LD_LIBRARY_PATH: vg.pc must make libvg findable at run time
 #   MODE=template                the vendor template (TEMPLATE: backends/kunlun_stub's sources)
@@ -28,6 +30,23 @@ if(MODE STREQUAL "find_package")
   # prepend: the plugins' own dependencies may be found through the caller's library path
   run(${CMAKE_COMMAND} -E env VG_BACKEND=kunlun_stub "LD_LIBRARY_PATH=${DEST}/lib:$ENV{LD_LIBRARY_PATH}"
       ${DEST}/consumer-build/consumer)
+  set(consumer_out "${run_out}")
+  get_filename_component(real_dest ${DEST} REALPATH)
+  string(REPLACE "|" ";" PLUGINS "${PLUGINS}")
+  foreach(name ${PLUGINS})
+    # vg info names the file it loaded; a machine without the device still loads the plugin
+    execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=VG_BACKEND_PATH ${DEST}/bin/vg info
+                    --backend ${name} OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    set(path "")
+    if(out MATCHES "backend ${name}: loaded ([^\n]*)")
+      set(path "${CMAKE_MATCH_1}")
+    endif()
+    if(NOT path MATCHES "^${real_dest}/.*/vg/libvg_${name}\\.so$")
+      message(FATAL_ERROR "the installed vg did not load the installed ${name} plugin:\n${out}\n${err}")
+    endif()
+    message("installed plugin found: ${path}")
+  endforeach()
+  message("${consumer_out}")
 elseif(MODE STREQUAL "pkg_config")
   file(GLOB_RECURSE pc ${DEST}/*/pkgconfig/vg.pc)
   list(LENGTH pc n)
