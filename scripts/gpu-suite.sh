@@ -15,12 +15,13 @@ failed=0
 step() {
     local name=$1
     shift
+    local start=$SECONDS
     echo "=== $name"
     if "$@"; then
-        echo "=== $name: PASS"
+        echo "=== $name: PASS ($((SECONDS - start)) s)"
         passed=$((passed + 1))
     else
-        echo "=== $name: FAIL"
+        echo "=== $name: FAIL ($((SECONDS - start)) s)"
         failed=$((failed + 1))
     fi
 }

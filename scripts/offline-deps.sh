@@ -7,8 +7,11 @@
 #                                          environment to use:  eval "$(... install DIR)"
 # The packages are unpacked into a private prefix, never into /.
 set -euo pipefail
+# The OpenCL headers and ICD loader build the opencl backend, which then runs on the GPU
+# machine's own OpenCL driver where it has one (PoCL is not taken: CI runs it).
 packages=(libcmocka0 libcmocka-dev libcjson1 libcjson-dev libopenblas0-pthread
-          libopenblas-pthread-dev libgfortran5)
+          libopenblas-pthread-dev libgfortran5 ocl-icd-libopencl1 ocl-icd-opencl-dev
+          opencl-c-headers)
 cmd=${1:-}
 dir=${2:-}
 usage() { awk 'NR > 1 && /^# SPDX-License-Identifier:/ { next } NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0" >&2; }
@@ -29,6 +32,8 @@ install)
     pcdirs=$(find "$root" -name '*.pc' -printf '%h\n' | sort -u | paste -sd:)
     echo "export PKG_CONFIG_PATH=$pcdirs\${PKG_CONFIG_PATH:+:\$PKG_CONFIG_PATH}"
     echo "export LD_LIBRARY_PATH=$libdirs\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+    # find_package(OpenCL) searches the prefix's include/ and lib/<arch>/
+    echo "export CMAKE_PREFIX_PATH=$root/usr\${CMAKE_PREFIX_PATH:+:\$CMAKE_PREFIX_PATH}"
     echo "export VG_SKIP_DEPS=1"
     ;;
 *) echo "offline-deps.sh: unknown command '$cmd'" >&2; exit 2 ;;
