@@ -34,11 +34,15 @@ auto_selects_cuda() {
 gpu_ctest() { (cd "$build" && VG_REQUIRE_DEVICE=1 ctest -L gpu --output-on-failure); }
 # The suites provoke API errors on purpose (out of memory, forbidden calls during capture):
 # count memory errors, leaks and races only.
+# racecheck skips cuBLASLt's Hopper kernels (nvjet_*): it reports hazards inside their
+# TMA/mbarrier pipelines, which are NVIDIA's to answer for, and vg's own kernels are what it checks.
 sanitize() {
     local tool=$1
     shift
-    VG_BACKEND=cuda VG_REQUIRE_DEVICE=1 compute-sanitizer --tool "$tool" --report-api-errors no \
-        --error-exitcode 99 "$@"
+    local skip=()
+    [ "$tool" = racecheck ] && skip=(--kernel-name-exclude kns=nvjet)
+    VG_BACKEND=cuda VG_REQUIRE_DEVICE=1 compute-sanitizer --tool "$tool" "${skip[@]}" \
+        --report-api-errors no --error-exitcode 99 "$@"
 }
 # The 128-row attention blocks reuse Q's shared memory as a K/V stage: race-check them too.
 racecheck_attention128() { VG_CUDA_ATTENTION_ROWS=128 sanitize racecheck "$build/tests/test_conformance"; }

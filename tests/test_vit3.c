@@ -890,9 +890,12 @@ static void test_info_and_synthetic(void **state)
     fixture f;
     fixture_open(&f, TINY_DIR, "video");
     vg_vit_output oa = encode(a, &f), ob = encode(b, &f);
+    /* the same seed gives the same weights; the outputs agree to rounding only, since each
+     * model's stream tunes its GEMM plans by timing and may pick another cuBLASLt algorithm
+     * (under compute-sanitizer, timings are anything) */
     for (int i = 0; i < 3; i++) {
         size_t n = (size_t)(oa.rows * oa.cols);
-        assert_memory_equal(output(&oa, i), output(&ob, i), n * sizeof(float));
+        assert_true(rel_err(output(&oa, i), output(&ob, i), n) <= f32_tol());
         for (size_t j = 0; j < n; j++) assert_true(isfinite(output(&oa, i)[j]));
     }
     vg_free(oa.embeddings), vg_free(ob.embeddings);

@@ -429,7 +429,9 @@ pd_slice(pd_smem &sm, const T *qr, T *orow, const T *k_cache, const T *v_cache, 
             float e1 = lane + 32 < nt ? exp2f(s1 - m_new) : 0.0f;
             if (lane < nt) sm.p[g][lane] = e0;
             if (lane + 32 < nt) sm.p[g][lane + 32] = e1;
-            float sum = vgk_warp_sum(e0 + e1); /* also orders every lane's read of m before the write */
+            float sum = vgk_warp_sum(e0 + e1);
+            __syncwarp(); /* every lane has read m[g] before lane 0 rewrites it (racecheck sees
+                             a barrier here, not in the shuffles) */
             if (lane == 0) {
                 float corr = exp2f(m_old - m_new); /* 0 on the first tile (m_old = -inf) */
                 sm.corr[g] = corr;
