@@ -108,6 +108,9 @@ typedef __half vg_f16;
 /* HIP's shuffles take no mask; vg's kernels use 32-lane groups, which wave64 hardware runs as
  * two independent halves (the xor offsets stay below 32). */
 #define __shfl_xor_sync(mask, value, offset) __shfl_xor((value), (offset))
+/* A wavefront runs in lockstep, so a warp barrier only has to keep the compiler from moving
+ * shared-memory accesses across it. */
+#define __syncwarp() __builtin_amdgcn_wave_barrier()
 
 static inline void vg_runtime_version_text(char *buf, size_t cap)
 {
