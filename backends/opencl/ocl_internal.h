@@ -127,9 +127,9 @@ struct vg_bk_device {
     uint64_t used;
 };
 
-/* The ops this backend implements: VG_OP_FILL up to VG_OP_ARGMAX (op table version 4). Not
- * VG_OP_COUNT_: an op appended to the catalogue is offered once its kernel is written. */
-#define OCL_OP_COUNT (VG_OP_ARGMAX + 1)
+/* The ops this backend implements: VG_OP_FILL up to VG_OP_GATHER_WEIGHTED (op table version 5).
+ * Not VG_OP_COUNT_: an op appended to the catalogue is offered once its kernel is written. */
+#define OCL_OP_COUNT (VG_OP_GATHER_WEIGHTED + 1)
 
 vg_status ocl_device_count(int *count);
 vg_status ocl_device_open(int index, vg_bk_device **out);
@@ -248,7 +248,7 @@ vg_status ocl_exec_destroy(vg_bk_device *dev, vg_bk_exec *x);
 /* Drop one reference to a recording (the last one releases it). */
 void ocl_recording_unref(ocl_recording *r);
 
-/* ---- ops (ocl_ops.c, ocl_ops_nn.c, ocl_ops_lm.c) --------------------------------------------------- */
+/* ---- ops (ocl_ops.c, ocl_ops_nn.c, ocl_ops_lm.c, ocl_ops_vision.c) ----------------------------- */
 
 extern const vg_op_table ocl_ops;
 size_t ocl_dtype_size(vg_dtype t);
@@ -280,5 +280,9 @@ vg_status ocl_op_paged_attention(vg_bk_device *, vg_bk_stream *, vg_dtype, const
                                  int, int, int, float);
 vg_status ocl_op_argmax(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t, int64_t,
                         int64_t, int32_t *);
+vg_status ocl_op_layernorm(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, const void *,
+                           const void *, void *, int64_t, int64_t, float);
+vg_status ocl_op_gather_weighted(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, const void *,
+                                 int64_t, const int32_t *, const float *, int64_t, int64_t, int);
 
 #endif

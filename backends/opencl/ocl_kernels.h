@@ -22,7 +22,9 @@
     X(convert)             \
     X(kv_store)            \
     X(paged_attention)     \
-    X(argmax)
+    X(argmax)              \
+    X(layer_norm)          \
+    X(gather_weighted)
 
 typedef enum ocl_kernel_id {
 #define OCL_KERNEL_ID(n) OCL_K_##n,
@@ -37,9 +39,9 @@ extern const char *const ocl_kernel_names[OCL_K_COUNT];
 extern const char ocl_kernel_source[];
 
 /* Work-group sizes. Elementwise kernels run OCL_WG work-items per group; row reductions
- * (rmsnorm, argmax) one group of OCL_WG_REDUCE per row; attention kernels OCL_WG_ATTN query rows
- * per group (attention staging keys OCL_ATTN_TK at a time); GEMM a group of OCL_GEMM_WG x OCL_GEMM_WG computing an OCL_GEMM_TILE square of C,
- * OCL_GEMM_TK deep. */
+ * (rmsnorm, layernorm, argmax) one group of OCL_WG_REDUCE per row; attention kernels OCL_WG_ATTN
+ * query rows per group (attention staging keys OCL_ATTN_TK at a time); GEMM a group of
+ * OCL_GEMM_WG x OCL_GEMM_WG computing an OCL_GEMM_TILE square of C, OCL_GEMM_TK deep. */
 #define OCL_WG 64
 #define OCL_WG_REDUCE 64
 #define OCL_WG_ATTN 32

@@ -96,4 +96,6 @@ const vg_op_table ocl_ops = {
     .kv_store = ocl_op_kv_store,
     .paged_attention = ocl_op_paged_attention,
     .argmax = ocl_op_argmax,
+    .layernorm = ocl_op_layernorm,
+    .gather_weighted = ocl_op_gather_weighted,
 };
