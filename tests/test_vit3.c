@@ -28,6 +28,7 @@
 #define HD128_DIR TEST_DATA_DIR "/qwen3_vl_hd128"
 
 static vg_runtime *g_rt;
+static int g_graphs; /* the device replays graphs (VG_CAP_GRAPH); without, every mode runs eagerly */
 static int g_gpu; /* tolerances: 1e-4 for F32 on kunlun_stub and opencl, 1e-3 on cuda and hip */
 
 static double f32_tol(void) { return g_gpu ? 1e-3 : 1e-4; }
@@ -173,12 +174,14 @@ static void check_case(const char *dir, const char *name, double tol)
                     print_message("%s/%s mode %s sizes %d call %d: rel err %.3g > %.3g\n", dir, name,
                                   vg_graph_mode_name(k_modes[k]), set, call, e, tol);
                 assert_true(e <= tol);
-                if (k_modes[k] != VG_MODE_NONE) {
+                if (k_modes[k] != VG_MODE_NONE && !g_graphs) /* downgraded to eager, logged */
+                    assert_true(o.run.captures == 0 && o.run.graph_launches == 0);
+                if (k_modes[k] != VG_MODE_NONE && g_graphs) {
                     assert_true(o.run.padded_tokens > f.rows || set == 1);
                     assert_true(call == 0 ? o.run.captures > 0 : o.run.captures == 0);
                     assert_true(call == 0 || o.run.graph_launches > 0);
                 }
-                if (k_modes[k] == VG_MODE_FULL && call == 1) /* patch embedding to mergers: one graph */
+                if (k_modes[k] == VG_MODE_FULL && call == 1 && g_graphs) /* patch embedding to mergers: one graph */
                     assert_true(o.run.path == VG_RUN_FULL && o.run.graph_launches == 1 &&
                                 o.run.eager_pieces == 0);
                 vg_free(o.embeddings);
@@ -263,10 +266,11 @@ static void test_same_tokens_one_graph(void **state)
     for (int k = 1; k < 4; k++) {
         vg_vit *g = load(TINY_DIR, k_modes[k], sizes, 1);
         vg_vit_output a = encode(g, &sq), b = encode(g, &wide), c = encode(g, &sq);
-        assert_true(a.run.captures > 0);
+        assert_true(g_graphs ? a.run.captures > 0 : a.run.captures == 0);
         assert_int_equal(b.run.captures, 0); /* replayed the graph of the first call */
         assert_int_equal(c.run.captures, 0);
-        assert_true(b.run.graph_launches > 0 && c.run.graph_launches > 0);
+        assert_true(g_graphs ? b.run.graph_launches > 0 && c.run.graph_launches > 0
+                             : b.run.graph_launches == 0 && c.run.graph_launches == 0);
         assert_true(worst_err(&a, &sq) <= f32_tol());
         assert_true(worst_err(&b, &wide) <= f32_tol());
         assert_true(worst_err(&c, &sq) <= f32_tol());
@@ -796,7 +800,8 @@ static void random_case(const ref3_config *c, const int64_t *grid, int n, vg_dty
                                   mode ? "eager" : "full", call, k, e, tol);
                 assert_true(e <= tol);
             }
-            if (!mode && call == 1) assert_true(out.run.path == VG_RUN_FULL && out.run.padded_tokens == bucket);
+            if (!mode && call == 1 && g_graphs)
+                assert_true(out.run.path == VG_RUN_FULL && out.run.padded_tokens == bucket);
             vg_free(out.embeddings);
         }
         VG_CHECK(vg_vit_free(v));
@@ -931,6 +936,7 @@ int main(void)
      * 1e-3 on the cuda and hip backends */
     g_gpu = strcmp(vg_runtime_backend_name(g_rt), "kunlun_stub") != 0 &&
             strcmp(vg_runtime_backend_name(g_rt), "opencl") != 0;
+    g_graphs = (vg_runtime_caps(g_rt) & VG_CAP_GRAPH) != 0;
     printf("Qwen3-VL vision encoder tests on backend '%s'\n", vg_runtime_backend_name(g_rt));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config),
