@@ -39,6 +39,7 @@ struct vg_bk_device {
     int wgmma_attention;  /* the wgmma kernel is compiled for this GPU and not turned off */
     int gemm_tune;        /* VGC_TUNE_*, from VG_CUDA_GEMM_TUNE */
     int gemm_tiled;       /* VG_CUDA_GEMM=tiled: the portable kernel instead of cuBLASLt */
+    int decode_heads;     /* VG_CUDA_DECODE_HEADS=1..8: query heads per paged-attention block (0: chosen per call) */
     int attention_rows;   /* VG_CUDA_ATTENTION_ROWS=64|128: rows per tensor-core attention block (0: chosen per call) */
     int pdl;              /* VGC_PDL_*: where kernels use programmatic dependent launch (VG_CUDA_PDL) */
     cudaDeviceProp prop;

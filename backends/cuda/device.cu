@@ -109,6 +109,8 @@ extern "C" vg_status vgc_device_open(int index, vg_bk_device **out)
     const char *pdl = getenv("VG_CUDA_PDL");
     dev->pdl = !vg_pdl_capable(&dev->prop) || (pdl && strcmp(pdl, "0") == 0) ? VGC_PDL_OFF
                : pdl && strcmp(pdl, "1") == 0 ? VGC_PDL_ALWAYS : VGC_PDL_EAGER;
+    const char *dheads = getenv("VG_CUDA_DECODE_HEADS");
+    dev->decode_heads = dheads && atoi(dheads) >= 1 && atoi(dheads) <= 8 ? atoi(dheads) : 0;
     const char *arows = getenv("VG_CUDA_ATTENTION_ROWS");
     dev->attention_rows = arows && (strcmp(arows, "64") == 0 || strcmp(arows, "128") == 0) ? atoi(arows) : 0;
     st = vgc_attention_tc_prepare();

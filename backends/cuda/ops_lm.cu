@@ -582,15 +582,15 @@ __global__ void __launch_bounds__(PD_THREADS, 3)
 k_paged_split(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, const T *v_cache,
               const int32_t *block_tables, int max_blocks, const int32_t *context_lens,
               const int32_t *query_start, int num_seqs, int heads, int kv_heads, int head_dim,
-              int block_size, float scale_log2, int hchunks, int nsplit, float *part,
+              int block_size, float scale_log2, int hchunks, int hpb, int nsplit, float *part,
               unsigned *counters)
 {
     vgk_grid_sync();
     __shared__ pd_smem sm;
     const int row = blockIdx.x, tid = threadIdx.x, D = head_dim, split = blockIdx.z;
     const int group = heads / kv_heads, kvh = (int)blockIdx.y / hchunks, hc = (int)blockIdx.y % hchunks;
-    const int h0 = kvh * group + hc * PD_GMAX;
-    const int nh = group - hc * PD_GMAX < PD_GMAX ? group - hc * PD_GMAX : PD_GMAX;
+    const int h0 = kvh * group + hc * hpb;
+    const int nh = group - hc * hpb < hpb ? group - hc * hpb : hpb;
     const int64_t rows = gridDim.x;
     const pd_parts pt = {part, part ? part + rows * heads * (int64_t)nsplit * D : nullptr, nsplit};
     T *orow = out + (int64_t)row * ld_out + (int64_t)h0 * D;
@@ -642,16 +642,32 @@ static int pd_splits(const vg_bk_stream *s, int64_t rows, int heads, int kv_head
     return n < 1 ? 1 : (int)n;
 }
 
+/* Query heads per block. A block's work is a chain of dependent steps run by four warps, so when
+ * the (row, KV head) pairs are very few (decode at batch 1) a block's length is the kernel's
+ * time: down to two heads per block make more, shorter blocks (the heads of a KV group then
+ * re-read its keys and values, from L2). Measured on the H100 (docs/performance.md): 10% off a
+ * batch-1 step of Qwen2.5-0.5B; fewer heads per block lose from batch 16 on, one head per block
+ * everywhere. VG_CUDA_DECODE_HEADS=1..8 fixes the count. */
+static int pd_heads_per_block(const vg_bk_stream *s, int64_t rows, int heads, int kv_heads)
+{
+    const int group = heads / kv_heads;
+    int hpb = s->dev->decode_heads ? s->dev->decode_heads : PD_GMAX;
+    if (!s->dev->decode_heads)
+        while (hpb > 2 && 8 * rows * kv_heads * ((group + hpb - 1) / hpb) < s->dev->prop.multiProcessorCount)
+            hpb /= 2;
+    return hpb < group ? hpb : (group < PD_GMAX ? group : PD_GMAX);
+}
+
 template <typename T, int NVP>
 static void pd_launch(vg_bk_stream *s, dim3 grid, const T *q, int64_t ld_q, T *out, int64_t ld_out,
                       const T *kc, const T *vc, const int32_t *bt, int max_blocks, const int32_t *cl,
                       const int32_t *qs, int num_seqs, int heads, int kv_heads, int head_dim,
-                      int block_size, float scale_log2, int hchunks, int nsplit, float *part,
+                      int block_size, float scale_log2, int hchunks, int hpb, int nsplit, float *part,
                       unsigned *counters)
 {
     vgc_launch(s, k_paged_split<T, NVP>, grid, PD_THREADS, 0, q, ld_q, out, ld_out, kc, vc, bt,
                max_blocks, cl, qs, num_seqs, heads, kv_heads, head_dim, block_size, scale_log2,
-               hchunks, nsplit, part, counters);
+               hchunks, hpb, nsplit, part, counters);
 }
 
 template <typename T>
@@ -660,7 +676,8 @@ static vg_status pd_run(vg_bk_stream *s, const T *q, int64_t ld_q, T *out, int64
                         const int32_t *cl, const int32_t *qs, int num_seqs, int heads, int kv_heads,
                         int head_dim, int block_size, float scale)
 {
-    const int hchunks = (heads / kv_heads + PD_GMAX - 1) / PD_GMAX;
+    const int hpb = pd_heads_per_block(s, rows, heads, kv_heads);
+    const int hchunks = (heads / kv_heads + hpb - 1) / hpb;
     const int nsplit = pd_splits(s, rows, heads, kv_heads, hchunks, head_dim, max_blocks, block_size);
     float *part = nsplit > 1 ? (float *)s->gemm_workspace : nullptr;
     unsigned *counters = nsplit > 1 ? s->counters + VGC_COUNTERS_ATTENTION : nullptr;
@@ -668,7 +685,7 @@ static vg_status pd_run(vg_bk_stream *s, const T *q, int64_t ld_q, T *out, int64
     dim3 grid((unsigned)rows, (unsigned)(kv_heads * hchunks), (unsigned)nsplit);
     const int nv = head_dim / 8;
 #define PD_ARGS s, grid, q, ld_q, out, ld_out, kc, vc, bt, max_blocks, cl, qs, num_seqs, heads, kv_heads, \
-                head_dim, block_size, scale_log2, hchunks, nsplit, part, counters
+                head_dim, block_size, scale_log2, hchunks, hpb, nsplit, part, counters
     if (nv <= 2) pd_launch<T, 2>(PD_ARGS);
     else if (nv <= 4) pd_launch<T, 4>(PD_ARGS);
     else if (nv <= 8) pd_launch<T, 8>(PD_ARGS);
