@@ -839,11 +839,8 @@ int main(void)
         fprintf(stderr, "cannot open a runtime: %s\n", vg_last_error());
         return 1;
     }
-    /* F32 within 1e-4 on the CPU stand-in and on opencl (whose kernels promise it on any device),
-     * 1e-3 on the cuda and hip backends */
-    g_gpu = strcmp(vg_runtime_backend_name(g_rt), "kunlun_stub") != 0 &&
-            strcmp(vg_runtime_backend_name(g_rt), "opencl") != 0;
-    g_graphs = (vg_runtime_caps(g_rt) & VG_CAP_GRAPH) != 0;
+    g_gpu = vg_test_gpu_kernels(g_rt);
+    g_graphs = vg_test_graphs(g_rt);
     printf("language model tests on backend '%s'\n", vg_runtime_backend_name(g_rt));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config),
