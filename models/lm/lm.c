@@ -170,24 +170,16 @@ static const struct {
                    "\"rms_norm_eps\": 1e-6, \"tie_word_embeddings\": true}"},
 };
 
-/* A config.json file's text (NULL, with the error set, when it cannot be read). */
-static char *read_text(const char *path)
+/* A config.json file, parsed as vg_lm_load parses a checkpoint's (NULL, with the error set,
+ * when it cannot be read or is not a JSON object). */
+static cJSON *read_config(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    cJSON *root = NULL;
+    vg_status st = vg_json_parse_file(path, &root);
+    if (st == VG_ERR_NOT_FOUND)
         vg_error_set(VG_ERR_NOT_FOUND, "lm: no synthetic configuration '%s' (known: qwen2.5-0.5b, "
                                        "qwen3-0.6b, qwen2-tiny) and no such config.json file", path);
-        return NULL;
-    }
-    char *buf = malloc(1 << 20);
-    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
-    fclose(f);
-    if (!buf) {
-        vg_error_set(VG_ERR_OUT_OF_MEMORY, "lm: out of memory");
-        return NULL;
-    }
-    buf[n] = 0;
-    return buf;
+    return st == VG_OK ? root : NULL;
 }
 
 vg_status vg_lm_create_synthetic(vg_runtime *rt, const char *config, uint64_t seed, vg_dtype dt,
@@ -202,13 +194,12 @@ vg_status vg_lm_create_synthetic(vg_runtime *rt, const char *config, uint64_t se
     if (opts->struct_size < sizeof(vg_lm_options) || (unsigned)opts->mode > VG_MODE_FULL_AND_PIECEWISE)
         return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_create_synthetic: bad options");
     const char *json = NULL;
-    char *text = NULL;
     for (size_t i = 0; i < VGM_ARRAY_LEN(k_synthetic); i++)
         if (strcmp(config, k_synthetic[i].name) == 0) json = k_synthetic[i].json;
-    if (!json && !(json = text = read_text(config))) return vg_last_status();
-    cJSON *root = cJSON_Parse(json);
-    free(text);
-    if (!root) return vg_error_set(VG_ERR_FORMAT, "lm: %s: not valid JSON", config);
+    cJSON *root = json ? cJSON_Parse(json) : read_config(config);
+    if (!root)
+        return json ? vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_lm_create_synthetic: out of memory")
+                    : vg_last_status();
     vg_lm *m = calloc(1, sizeof *m);
     vg_status st = m ? lm_config_parse(root, config, &m->cfg)
                      : vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_lm_create_synthetic: out of memory");
