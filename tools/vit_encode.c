@@ -14,6 +14,7 @@
 #include "cli_progress.h"
 #include "cli_safetensors.h"
 #include "runner_stats_format.h"
+#include "vg/vg_half.h"
 #include "vg/vg_vit.h"
 #include "vg_cli.h"
 #include "vit_expected.h"
@@ -30,7 +31,8 @@ static const char k_help[] =
     "OUT gets embeddings, F32 [S/merge^2, out_hidden_size], images in input order, and for a\n"
     "model with deepstack mergers (Qwen3-VL) deepstack.0, deepstack.1, ... of the same shape;\n"
     "OUT may be a file (replaced atomically), a symbolic link (its target is written) or a device\n"
-    "or FIFO (written through).\n"
+    "or FIFO (written through), not the --input or --expected file; when OUT is standard output\n"
+    "(/dev/stdout), the summary goes to stderr.\n"
     "  --mode M            graph mode (default full_and_piecewise)\n"
     "  --capture-sizes L   token counts to capture, multiples of the merge unit (4)\n"
     "  --max-capture-size N  calls above N tokens run eagerly\n"
@@ -44,8 +46,8 @@ static const char k_help[] =
     "  --stats             print the graph runner's statistics\n"
     "  --json              print the summary (statistics, comparison) as one JSON document\n"
     "  --quiet             no progress on stderr (shown only when stderr is a terminal)\n"
-    "Exit status: 0; 1 when an input, the run or the output failed, or an output is not within\n"
-    "tolerance; 2 for a wrong command line.\n";
+    "Exit status: 0; 1 when an input, the run or the output failed (a NaN or infinity in an\n"
+    "output included), or an output is not within tolerance; 2 for a wrong command line.\n";
 
 typedef struct encode_args {
     const char *model, *input, *output, *backend, *mode_name, *sizes_text, *expected;
@@ -113,6 +115,29 @@ typedef struct input {
     int64_t *grid, n;
 } input;
 
+static double pixel(const vg_st_tensor *pv, int64_t i)
+{
+    if (pv->dtype == VG_DTYPE_F32) {
+        float v;
+        memcpy(&v, (const char *)pv->data + 4 * i, 4);
+        return v;
+    }
+    uint16_t h;
+    memcpy(&h, (const char *)pv->data + 2 * i, 2);
+    return pv->dtype == VG_DTYPE_BF16 ? vg_bf16_to_f32(h) : vg_f16_to_f32(h);
+}
+
+/* A NaN or infinity among the pixels would make the outputs so; refused, so that a non-finite
+ * output always means the model overflowed. */
+static int check_finite_pixels(const char *path, const vg_st_tensor *pv)
+{
+    for (int64_t i = 0; i < (int64_t)pv->numel; i++)
+        if (!isfinite(pixel(pv, i)))
+            return vg_cli_fail("vit encode", "%s: pixel_values[%lld, %lld] is %g: the input must be finite",
+                               path, (long long)(i / pv->shape[1]), (long long)(i % pv->shape[1]), pixel(pv, i));
+    return 0;
+}
+
 /* pixel_values and grid_thw out of the input file, checked and converted. */
 static int read_input(const char *path, input *in)
 {
@@ -138,7 +163,22 @@ static int read_input(const char *path, input *in)
             in->grid[i] = v;
         }
     }
-    return 0;
+    /* t x h x w per image, without overflow: values below 1 or patches past the rows are found
+     * here, before anything multiplies them */
+    int64_t rows = pv->shape[0], total = 0;
+    for (int64_t i = 0; i < in->n; i++) {
+        int64_t t = in->grid[3 * i], h = in->grid[3 * i + 1], w = in->grid[3 * i + 2];
+        if (t < 1 || h < 1 || w < 1)
+            return vg_cli_fail("vit encode", "%s: grid_thw[%lld] = (%lld, %lld, %lld): each of t, h, w must "
+                                             "be at least 1", path, (long long)i, (long long)t, (long long)h, (long long)w);
+        int64_t left = rows - total; /* >= 0 */
+        if (t > left || h > left / t || w > left / (t * h))
+            return vg_cli_fail("vit encode", "%s: pixel_values has %lld rows, but grid_thw describes more: "
+                                             "grid_thw[%lld] = (%lld, %lld, %lld) reaches past them", path,
+                               (long long)rows, (long long)i, (long long)t, (long long)h, (long long)w);
+        total += t * h * w;
+    }
+    return check_finite_pixels(path, pv);
 }
 
 /* The reference's tensors against the outputs', when the input is consistent (otherwise the
@@ -150,6 +190,25 @@ static int check_expected_shape(const vg_expected *e, const input *in, const vg_
     if (patches != in->pv->shape[0] || patches % unit) return 0;
     if (vg_expected_check_shape(e, patches / unit, info->out_hidden)) return 1;
     return vg_expected_check_deepstack(e, info->num_deepstack, patches / unit, info->out_hidden);
+}
+
+/* Every output value is finite (the inputs were): 0, or 1 after naming the first that is not. */
+static int check_finite_outputs(const vg_vit_output *o)
+{
+    size_t n = (size_t)(o->rows * o->cols);
+    for (int k = 0; k <= o->num_deepstack; k++) {
+        const float *v = k ? o->deepstack[k - 1] : o->embeddings;
+        for (size_t i = 0; i < n; i++) {
+            if (isfinite(v[i])) continue;
+            char name[32];
+            if (k) snprintf(name, sizeof name, "deepstack.%d", k - 1);
+            else snprintf(name, sizeof name, "embeddings");
+            return vg_cli_fail("vit encode", "%s[%lld, %lld] is %g from finite pixel values: the model's "
+                                             "weights overflow in this computation; nothing was written",
+                               name, (long long)(i / (size_t)o->cols), (long long)(i % (size_t)o->cols), v[i]);
+        }
+    }
+    return 0;
 }
 
 /* embeddings, then deepstack.0, deepstack.1, ... */
@@ -254,7 +313,9 @@ static int encode(const encode_args *a, const input *in, const vg_expected *e)
     }
     vg_progress_end(&progress);
     free(pixels);
+    if (!rc) rc = check_finite_outputs(&o);
     if (!rc) rc = write_outputs(a->output, &o);
+    if (!rc) vg_out_divert_stdout(a->output); /* the text after the binary: stderr */
     if (!rc) {
         vg_comparison c = {0};
         if (e) c = vg_expected_compare(e, &o, a->tolerance >= 0 ? a->tolerance
@@ -280,6 +341,8 @@ int vg_cmd_vit_encode(int argc, char **argv)
     vg_expected e = {0};
     rc = read_input(a.input, &in);
     if (!rc && a.expected) rc = vg_expected_open(&e, a.expected);
+    if (!rc) rc = vg_out_check_distinct("vit encode", a.output, "--expected", a.expected);
+    if (!rc) rc = vg_out_check_distinct("vit encode", a.output, "--input", a.input);
     if (!rc) rc = vg_out_check("vit encode", a.output);
     if (!rc) rc = encode(&a, &in, a.expected ? &e : NULL);
     vg_expected_close(&e);
