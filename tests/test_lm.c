@@ -156,10 +156,11 @@ static void test_eos(void **state)
     assert_int_equal(info.eos_ids[0], 2);
     assert_int_equal(info.num_blocks, 0);
     assert_int_equal(info.weight_bytes, 0);
-    VG_CHECK(vg_lm_inspect("qwen2-tiny", &info));
+    VG_CHECK(vg_lm_inspect_synthetic("qwen2-tiny", &info));
     assert_int_equal(info.layers, 3);
     assert_int_equal(info.num_eos, 0);
     VG_CHECK_FAILS(vg_lm_inspect("/nonexistent", &info), VG_ERR_NOT_FOUND, "nonexistent");
+    VG_CHECK_FAILS(vg_lm_inspect_synthetic("qwen9", &info), VG_ERR_NOT_FOUND, "no synthetic configuration 'qwen9'");
     /* a loaded model carries them too */
     vg_lm_options o;
     vg_lm_options_init(&o);

@@ -239,7 +239,7 @@ int vg_cmd_lm_bench(int argc, char **argv)
     int bs = a.block_size ? a.block_size : 16;
     int64_t len = (int64_t)a.prompt + a.new_tokens + 2; /* + the two untimed decode steps */
     vg_lm_info model;
-    if (vg_lm_inspect(a.config, &model) != VG_OK) return vg_cli_fail(CMD, "%s", vg_last_error());
+    if (vg_lm_inspect_synthetic(a.config, &model) != VG_OK) return vg_cli_fail(CMD, "%s", vg_last_error());
     if (len > model.max_position)
         return vg_cli_usage(CMD, "--prompt %d and --new %d (plus 2 warm-up steps) make %lld positions, more "
                                  "than max_position_embeddings %lld of %s", a.prompt, a.new_tokens,

@@ -163,30 +163,27 @@ static int read_input(const char *path, input *in)
             in->grid[i] = v;
         }
     }
-    /* t x h x w per image, without overflow: values below 1 or patches past the rows are found
-     * here, before anything multiplies them */
-    int64_t rows = pv->shape[0], total = 0;
+    return check_finite_pixels(path, pv);
+}
+
+/* The patches grid_thw describes (sum of t x h x w), computed without overflow: -1 when a value
+ * is below 1 or the sum passes pixel_values' rows (the encoder then says what is wrong). */
+static int64_t grid_patches(const input *in)
+{
+    int64_t rows = in->pv->shape[0], total = 0;
     for (int64_t i = 0; i < in->n; i++) {
-        int64_t t = in->grid[3 * i], h = in->grid[3 * i + 1], w = in->grid[3 * i + 2];
-        if (t < 1 || h < 1 || w < 1)
-            return vg_cli_fail("vit encode", "%s: grid_thw[%lld] = (%lld, %lld, %lld): each of t, h, w must "
-                                             "be at least 1", path, (long long)i, (long long)t, (long long)h, (long long)w);
-        int64_t left = rows - total; /* >= 0 */
-        if (t > left || h > left / t || w > left / (t * h))
-            return vg_cli_fail("vit encode", "%s: pixel_values has %lld rows, but grid_thw describes more: "
-                                             "grid_thw[%lld] = (%lld, %lld, %lld) reaches past them", path,
-                               (long long)rows, (long long)i, (long long)t, (long long)h, (long long)w);
+        int64_t t = in->grid[3 * i], h = in->grid[3 * i + 1], w = in->grid[3 * i + 2], left = rows - total;
+        if (t < 1 || h < 1 || w < 1 || t > left || h > left / t || w > left / (t * h)) return -1;
         total += t * h * w;
     }
-    return check_finite_pixels(path, pv);
+    return total;
 }
 
 /* The reference's tensors against the outputs', when the input is consistent (otherwise the
  * encoder names what is wrong with it). */
 static int check_expected_shape(const vg_expected *e, const input *in, const vg_vit_info *info)
 {
-    int64_t patches = 0, unit = (int64_t)info->spatial_merge * info->spatial_merge;
-    for (int64_t i = 0; i < in->n; i++) patches += in->grid[3 * i] * in->grid[3 * i + 1] * in->grid[3 * i + 2];
+    int64_t patches = grid_patches(in), unit = (int64_t)info->spatial_merge * info->spatial_merge;
     if (patches != in->pv->shape[0] || patches % unit) return 0;
     if (vg_expected_check_shape(e, patches / unit, info->out_hidden)) return 1;
     return vg_expected_check_deepstack(e, info->num_deepstack, patches / unit, info->out_hidden);

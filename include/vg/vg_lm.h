@@ -105,10 +105,11 @@ VG_API vg_status vg_lm_reconfigure(vg_lm *lm, const vg_lm_options *opts);
 VG_API vg_status vg_lm_free(vg_lm *lm);
 VG_API vg_status vg_lm_get_info(const vg_lm *lm, vg_lm_info *info);
 /* The model fields of vg_lm_info (the shape, max_position, the EOS ids; the KV and runtime
- * fields are zero) without loading anything: `model` is a model directory, as vg_lm_load takes,
- * or a configuration as vg_lm_create_synthetic takes (a name or the path of a config.json).
- * For checking a request against the model before the weights are read. */
-VG_API vg_status vg_lm_inspect(const char *model, vg_lm_info *info);
+ * fields are zero) from a model directory's config files, without reading a weight: for
+ * checking a request against the model before loading it. Errors as vg_lm_load's. */
+VG_API vg_status vg_lm_inspect(const char *model_dir, vg_lm_info *info);
+/* The same for a configuration vg_lm_create_synthetic takes (a name or a config.json path). */
+VG_API vg_status vg_lm_inspect_synthetic(const char *config, vg_lm_info *info);
 VG_API vg_runner *vg_lm_runner(vg_lm *lm);
 
 /* A new, empty sequence: its id in *seq (0 .. max_seqs-1). VG_ERR_OUT_OF_MEMORY when max_seqs

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #include "lm_internal.h"
@@ -283,31 +282,36 @@ static void model_info(const lm_cfg *c, const int32_t *eos, int num_eos, vg_lm_i
     memcpy(i->eos_ids, eos, (size_t)num_eos * sizeof *eos);
 }
 
-vg_status vg_lm_inspect(const char *model, vg_lm_info *info)
+vg_status vg_lm_inspect(const char *model_dir, vg_lm_info *info)
 {
-    if (!model || !info) return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_inspect: NULL argument");
+    if (!model_dir || !info) return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_inspect: NULL argument");
     memset(info, 0, sizeof *info);
+    vg_ckpt *ck = NULL;
+    VGM_TRY(vg_ckpt_open(model_dir, &ck));
+    char where[4200];
+    snprintf(where, sizeof where, "%s/config.json", vg_ckpt_dir(ck));
     lm_cfg c;
     int32_t eos[VG_LM_MAX_EOS];
-    int n = 0, named = 0;
-    for (size_t i = 0; i < VGM_ARRAY_LEN(k_synthetic); i++) named |= strcmp(model, k_synthetic[i].name) == 0;
-    struct stat sb;
-    vg_status st;
-    if (named || (stat(model, &sb) == 0 && S_ISREG(sb.st_mode))) { /* as vg_lm_create_synthetic */
-        cJSON *root = NULL;
-        VGM_TRY(synthetic_config(model, &root));
-        st = lm_config_parse(root, model, &c);
-        if (st == VG_OK) st = lm_eos_read(NULL, root, model, c.vocab, eos, &n);
-        cJSON_Delete(root);
-    } else { /* a model directory, as vg_lm_load */
-        vg_ckpt *ck = NULL;
-        VGM_TRY(vg_ckpt_open(model, &ck));
-        char where[4200];
-        snprintf(where, sizeof where, "%s/config.json", vg_ckpt_dir(ck));
-        st = lm_config_parse(vg_ckpt_config(ck), where, &c);
-        if (st == VG_OK) st = lm_eos_read(vg_ckpt_dir(ck), vg_ckpt_config(ck), where, c.vocab, eos, &n);
-        vg_ckpt_close(ck);
-    }
+    int n = 0;
+    vg_status st = lm_config_parse(vg_ckpt_config(ck), where, &c);
+    if (st == VG_OK) st = lm_eos_read(vg_ckpt_dir(ck), vg_ckpt_config(ck), where, c.vocab, eos, &n);
+    vg_ckpt_close(ck);
+    if (st == VG_OK) model_info(&c, eos, n, info);
+    return st;
+}
+
+vg_status vg_lm_inspect_synthetic(const char *config, vg_lm_info *info)
+{
+    if (!config || !info) return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_inspect_synthetic: NULL argument");
+    memset(info, 0, sizeof *info);
+    cJSON *root = NULL;
+    VGM_TRY(synthetic_config(config, &root));
+    lm_cfg c;
+    int32_t eos[VG_LM_MAX_EOS];
+    int n = 0;
+    vg_status st = lm_config_parse(root, config, &c);
+    if (st == VG_OK) st = lm_eos_read(NULL, root, config, c.vocab, eos, &n);
+    cJSON_Delete(root);
     if (st == VG_OK) model_info(&c, eos, n, info);
     return st;
 }
