@@ -136,9 +136,11 @@ static int parse_args(int argc, char **argv, gen_args *a)
         return vg_cli_usage(CMD, "--mode: %s", vg_last_error());
     if (a->sizes_text) {
         int n = parse_list(a->sizes_text, '\0', 1, a->sizes, 256, NULL);
+        for (int i = 1; i < n; i++)
+            if (a->sizes[i] <= a->sizes[i - 1]) n = -1;
         if (n <= 0)
-            return vg_cli_usage(CMD, "--capture-sizes wants up to 256 positive integers separated by "
-                                     "commas, got '%s'", a->sizes_text);
+            return vg_cli_usage(CMD, "--capture-sizes wants up to 256 positive integers in ascending "
+                                     "order separated by commas, got '%s'", a->sizes_text);
         a->opts.capture_sizes = a->sizes;
         a->opts.num_capture_sizes = n;
     }

@@ -65,7 +65,8 @@ static int parse_sizes(const char *text, encode_args *a)
         char *end = NULL;
         errno = 0;
         long long v = strtoll(p, &end, 10);
-        if (errno || end == p || v <= 0 || n == 256 || (*end && *end != ',')) return -1;
+        if (errno || end == p || v <= 0 || n == 256 || (*end && *end != ',') || (n && v <= a->sizes[n - 1]))
+            return -1;
         a->sizes[n++] = v;
         p = *end ? end + 1 : end;
     }
@@ -100,8 +101,8 @@ static int parse_args(int argc, char **argv, encode_args *a)
     if (a->mode_name && vg_graph_mode_parse(a->mode_name, &a->opts.mode) != VG_OK)
         return vg_cli_usage("vit encode", "--mode: %s", vg_last_error());
     if (a->sizes_text && parse_sizes(a->sizes_text, a))
-        return vg_cli_usage("vit encode", "--capture-sizes wants up to 256 positive integers separated "
-                                          "by commas, got '%s'", a->sizes_text);
+        return vg_cli_usage("vit encode", "--capture-sizes wants up to 256 positive integers in ascending "
+                                          "order separated by commas, got '%s'", a->sizes_text);
     if (a->tolerance >= 0 && !a->expected)
         return vg_cli_usage("vit encode", "--tolerance needs --expected");
     if (!a->model || !a->input || !a->output)
