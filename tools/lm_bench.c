@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli_args.h"
+#include "cli_progress.h"
 #include "vg/vg_lm.h"
 #include "vg_cli.h"
 
@@ -19,7 +20,7 @@
 static const char k_help[] =
     "usage: vg lm bench --config qwen2.5-0.5b|qwen3-0.6b|qwen2-tiny|CONFIG.json [--dtype bf16|f16|f32]\n"
     "           [--batch 1,16,64] [--prompt 512] [--new 64] [--block-size 16] [--backend B]\n"
-    "           [--peer PEER.jsonl] [--pieces] [--json]\n"
+    "           [--peer PEER.jsonl] [--pieces] [--json] [--quiet]\n"
     "\n"
     "Synthetic weights (deterministic, no files). Per batch size: every sequence prefills a\n"
     "prompt of --prompt tokens, then --new decode steps of the whole batch are timed, once eagerly\n"
@@ -32,11 +33,13 @@ static const char k_help[] =
     "                 device call: its ms per step and vg's speed-up over it, per batch size\n"
     "  --pieces       a third, eager run with device events around every piece of a step: the\n"
     "                 device time per step of each piece (embed, attn_in, attention, attn_out_mlp,\n"
-    "                 head), summed over the layers (each event pair adds a little)\n";
+    "                 head), summed over the layers (each event pair adds a little)\n"
+    "  --quiet        no progress on stderr (shown only when stderr is a terminal)\n"
+    "--prompt plus --new must fit in the model's max_position_embeddings.\n";
 
 typedef struct bench_args {
     const char *config, *dtype_name, *batch_text, *backend, *peer;
-    int prompt, new_tokens, block_size, json, pieces;
+    int prompt, new_tokens, block_size, json, pieces, quiet;
     int64_t batch[64];
     int nbatch;
 } bench_args;
@@ -138,6 +141,7 @@ static int parse(int argc, char **argv, bench_args *a)
         {"--peer", VG_OPT_STRING, &a->peer, 0, 0, "the peer's JSON lines file"},
         {"--pieces", VG_OPT_FLAG, &a->pieces, 0, 0, NULL},
         {"--json", VG_OPT_FLAG, &a->json, 0, 0, NULL},
+        {"--quiet", VG_OPT_FLAG, &a->quiet, 0, 0, NULL},
     };
     int rc = vg_opt_parse(CMD, k_help, opts, (int)(sizeof opts / sizeof opts[0]), argc, argv, 2);
     if (rc) return rc;
@@ -160,7 +164,8 @@ static int parse(int argc, char **argv, bench_args *a)
 /* Prefill b sequences, then time `steps` decode steps; *ms per step. With piece timing on,
  * warm_pieces (max entries) receives the runner's per-piece totals before the timed steps. */
 static vg_status run_batch(vg_lm *lm, int64_t b, int prompt, int steps, int vocab, int32_t *ids,
-                           int32_t *toks, double *warm_pieces, int max, double *ms)
+                           int32_t *toks, double *warm_pieces, int max, double *ms, vg_progress *progress,
+                           const char *what)
 {
     vg_status st = VG_OK;
     int64_t added = 0;
@@ -177,6 +182,7 @@ static vg_status run_batch(vg_lm *lm, int64_t b, int prompt, int steps, int voca
     /* two untimed decode steps: the bucket's eager first call and its capture */
     *ms = 0;
     for (int j = -2; st == VG_OK && j < steps; j++) {
+        vg_progress_show(progress, what, j + 2, steps + 2);
         for (int64_t i = 0; i < b; i++) s[i] = (vg_lm_seq_tokens){ids[i], &toks[i], 1};
         vg_lm_step_info info;
         st = vg_lm_step(lm, s, (int)b, NULL, toks, &info);
@@ -231,7 +237,13 @@ int vg_cmd_lm_bench(int argc, char **argv)
     int64_t maxb = 0;
     for (int i = 0; i < a.nbatch; i++) maxb = a.batch[i] > maxb ? a.batch[i] : maxb;
     int bs = a.block_size ? a.block_size : 16;
-    int64_t len = (int64_t)a.prompt + a.new_tokens + 2;
+    int64_t len = (int64_t)a.prompt + a.new_tokens + 2; /* + the two untimed decode steps */
+    vg_lm_info model;
+    if (vg_lm_inspect_synthetic(a.config, &model) != VG_OK) return vg_cli_fail(CMD, "%s", vg_last_error());
+    if (len > model.max_position)
+        return vg_cli_usage(CMD, "--prompt %d and --new %d (plus 2 warm-up steps) make %lld positions, more "
+                                 "than max_position_embeddings %lld of %s", a.prompt, a.new_tokens,
+                            (long long)len, (long long)model.max_position, a.config);
     vg_lm_options o;
     vg_lm_options_init(&o);
     o.mode = VG_MODE_NONE;
@@ -256,6 +268,8 @@ int vg_cmd_lm_bench(int argc, char **argv)
     if (!ids || !toks || !rows) rc = vg_cli_fail(CMD, "out of memory");
     double *warm = NULL;
     int npieces = 0;
+    vg_progress progress;
+    vg_progress_start(&progress, a.quiet);
     for (int i = 0; !rc && i < a.nbatch; i++) {
         bench_row *r = &rows[i];
         r->batch = a.batch[i];
@@ -273,9 +287,12 @@ int vg_cmd_lm_bench(int argc, char **argv)
                 warm = calloc((size_t)npieces + 1, sizeof *warm);
                 if (!warm) st = vg_error_set(VG_ERR_OUT_OF_MEMORY, "out of memory");
             }
+            char what[96];
+            snprintf(what, sizeof what, "lm bench: batch %lld (%d/%d), %s, decode step", (long long)r->batch,
+                     i + 1, a.nbatch, g == 1 ? "graphs" : g == 2 ? "pieces" : "eager");
             if (st == VG_OK)
                 st = run_batch(lm, r->batch, a.prompt, a.new_tokens, info.vocab, ids, toks, g == 2 ? warm : NULL,
-                               npieces, &ms);
+                               npieces, &ms, &progress, what);
             if (st != VG_OK) {
                 rc = vg_cli_fail(CMD, "batch %lld: %s", (long long)r->batch, vg_last_error());
                 break;
@@ -293,6 +310,7 @@ int vg_cmd_lm_bench(int argc, char **argv)
             }
         }
     }
+    vg_progress_end(&progress);
     if (!rc && a.json) {
         cJSON *j = cJSON_CreateObject(), *arr;
         cJSON_AddStringToObject(j, "backend", vg_runtime_backend_name(rt));

@@ -7,6 +7,7 @@
  *   lm_kv.c       host side of the paged KV cache: block pool, sequences, step planning,
  *                 the per-step metadata (no device code: unit-tested on its own)
  *   lm_forward.c  the pieces and the runner callbacks
+ *   lm_eos.c      the end-of-sequence token ids
  *   lm.c          the public API (vg_lm.h) */
 #ifndef VG_LM_INTERNAL_H
 #define VG_LM_INTERNAL_H
@@ -140,6 +141,8 @@ struct vg_lm {
     size_t meta_bytes;
     vg_lm_options opts;
     int64_t sizes[256];
+    int num_eos;
+    int32_t eos[VG_LM_MAX_EOS];
 };
 
 static inline void *lm_k_cache(const vg_lm *m, int layer)
@@ -150,6 +153,11 @@ static inline void *lm_v_cache(const vg_lm *m, int layer)
 {
     return (char *)lm_k_cache(m, layer) + m->kv_bytes / (2 * (size_t)m->cfg.layers);
 }
+
+/* lm_eos.c: the end-of-sequence ids, from DIR/generation_config.json (dir may be NULL) or else
+ * from config (named config_where in messages), each checked against vocab. */
+vg_status lm_eos_read(const char *dir, const cJSON *config, const char *config_where, int vocab,
+                      int32_t *ids, int *n);
 
 /* lm_forward.c */
 vg_status lm_pieces_init(vg_lm *m);
