@@ -4,7 +4,6 @@
  * the token it generated last; so with --prefill-chunk, later steps mix prefill chunks with
  * decodes (PIECEWISE), and steps of decodes alone replay FULL graphs. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,25 +72,6 @@ typedef struct prompts {
     int64_t N;
 } prompts;
 
-/* Comma-separated positive (sizes) or non-negative (ids) integers. */
-static int parse_list(const char *text, char stop, int64_t min, int64_t *out, int max, const char **end_out)
-{
-    int n = 0;
-    const char *p = text;
-    while (*p && *p != stop) {
-        char *end = NULL;
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        if (errno || end == p || v < min || v > INT32_MAX || n == max ||
-            (*end && *end != ',' && *end != stop))
-            return -1;
-        out[n++] = v;
-        p = *end == ',' ? end + 1 : end;
-    }
-    if (end_out) *end_out = p;
-    return n;
-}
-
 static int parse_args(int argc, char **argv, gen_args *a)
 {
     vg_lm_options_init(&a->opts);
@@ -121,10 +101,12 @@ static int parse_args(int argc, char **argv, gen_args *a)
     if (a->mode_name && vg_graph_mode_parse(a->mode_name, &a->opts.mode) != VG_OK)
         return vg_cli_usage(CMD, "--mode: %s", vg_last_error());
     if (a->sizes_text) {
-        int n = parse_list(a->sizes_text, '\0', 1, a->sizes, 256, NULL);
-        if (n <= 0)
-            return vg_cli_usage(CMD, "--capture-sizes wants up to 256 positive integers separated by "
-                                     "commas, got '%s'", a->sizes_text);
+        const vg_int_list rule = {1, INT32_MAX, 1, 256, 0};
+        char why[96];
+        int n = vg_int_list_parse(a->sizes_text, &rule, a->sizes, NULL, why, sizeof why);
+        if (n < 0)
+            return vg_cli_usage(CMD, "--capture-sizes wants up to 256 positive integers in ascending "
+                                     "order, separated by commas, got '%s': %s", a->sizes_text, why);
         a->opts.capture_sizes = a->sizes;
         a->opts.num_capture_sizes = n;
     }
@@ -151,13 +133,16 @@ static int read_prompt_ids(const char *text, prompts *p)
     }
     int64_t total = 0;
     const char *s = text;
+    const vg_int_list rule = {0, INT32_MAX, 0, (int)(len / 2 + 1), ';'};
+    char why[96];
     for (;;) {
         const char *end = NULL;
-        int n = parse_list(s, ';', 0, tmp, (int)(len / 2 + 1), &end);
-        if (n <= 0) {
+        int n = vg_int_list_parse(s, &rule, tmp, &end, why, sizeof why);
+        if (n < 0) {
             free(tmp);
             return vg_cli_usage(CMD, "--prompt-ids wants token ids (non-negative integers) separated "
-                                     "by commas, prompts separated by ';', got '%s'", text);
+                                     "by commas, prompts separated by ';', got '%s': prompt %d: %s",
+                                text, p->B + 1, why);
         }
         for (int i = 0; i < n; i++) p->ids[total + i] = (int32_t)tmp[i];
         total += n;
