@@ -146,18 +146,11 @@ static int parse(int argc, char **argv, bench_args *a)
     int rc = vg_opt_parse(CMD, k_help, opts, (int)(sizeof opts / sizeof opts[0]), argc, argv, 2);
     if (rc) return rc;
     if (!a->config) return vg_cli_usage(CMD, "--config is required (see vg lm bench --help)");
-    const char *p = a->batch_text;
-    while (*p) {
-        char *end = NULL;
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        if (errno || end == p || v < 1 || v > 4096 || a->nbatch == 64 || (*end && *end != ','))
-            return vg_cli_usage(CMD, "--batch wants up to 64 sizes in 1..4096 separated by commas, "
-                                     "got '%s'", a->batch_text);
-        a->batch[a->nbatch++] = v;
-        p = *end ? end + 1 : end;
-    }
-    if (!a->nbatch) return vg_cli_usage(CMD, "--batch is empty");
+    const vg_int_list rule = {1, 4096, 0, 64, 0};
+    char why[96];
+    if ((a->nbatch = vg_int_list_parse(a->batch_text, &rule, a->batch, NULL, why, sizeof why)) < 0)
+        return vg_cli_usage(CMD, "--batch wants up to 64 sizes in 1..4096 separated by commas, "
+                                 "got '%s': %s", a->batch_text, why);
     return 0;
 }
 

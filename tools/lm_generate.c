@@ -4,7 +4,6 @@
  * the token it generated last; so with --prefill-chunk, later steps mix prefill chunks with
  * decodes (PIECEWISE), and steps of decodes alone replay FULL graphs. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,26 +81,6 @@ typedef struct gen_args {
 
 typedef vg_lm_prompts prompts;
 
-/* Comma-separated positive (sizes) or non-negative (ids) integers, up to `stop` or the end; a
- * separator must be followed by a number. */
-static int parse_list(const char *text, char stop, int64_t min, int64_t *out, int max, const char **end_out)
-{
-    int n = 0;
-    const char *p = text;
-    while (*p && *p != stop) {
-        char *end = NULL;
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        if (errno || end == p || v < min || v > INT32_MAX || n == max ||
-            (*end && *end != ',' && *end != stop) || (*end && !end[1]))
-            return -1;
-        out[n++] = v;
-        p = *end == ',' ? end + 1 : end;
-    }
-    if (end_out) *end_out = p;
-    return n;
-}
-
 static int parse_args(int argc, char **argv, gen_args *a)
 {
     vg_lm_options_init(&a->opts);
@@ -135,12 +114,12 @@ static int parse_args(int argc, char **argv, gen_args *a)
     if (a->mode_name && vg_graph_mode_parse(a->mode_name, &a->opts.mode) != VG_OK)
         return vg_cli_usage(CMD, "--mode: %s", vg_last_error());
     if (a->sizes_text) {
-        int n = parse_list(a->sizes_text, '\0', 1, a->sizes, 256, NULL);
-        for (int i = 1; i < n; i++)
-            if (a->sizes[i] <= a->sizes[i - 1]) n = -1;
-        if (n <= 0)
+        const vg_int_list rule = {1, INT32_MAX, 1, 256, 0};
+        char why[96];
+        int n = vg_int_list_parse(a->sizes_text, &rule, a->sizes, NULL, why, sizeof why);
+        if (n < 0)
             return vg_cli_usage(CMD, "--capture-sizes wants up to 256 positive integers in ascending "
-                                     "order separated by commas, got '%s'", a->sizes_text);
+                                     "order, separated by commas, got '%s': %s", a->sizes_text, why);
         a->opts.capture_sizes = a->sizes;
         a->opts.num_capture_sizes = n;
     }
@@ -168,13 +147,16 @@ static int read_prompt_ids(const char *text, prompts *p)
     }
     int64_t total = 0;
     const char *s = text;
+    const vg_int_list rule = {0, INT32_MAX, 0, (int)(len / 2 + 1), ';'};
+    char why[96];
     for (;;) {
         const char *end = NULL;
-        int n = parse_list(s, ';', 0, tmp, (int)(len / 2 + 1), &end);
-        if (n <= 0) {
+        int n = vg_int_list_parse(s, &rule, tmp, &end, why, sizeof why);
+        if (n < 0) {
             free(tmp);
             return vg_cli_usage(CMD, "--prompt-ids wants token ids (non-negative integers) separated "
-                                     "by commas, prompts separated by ';', got '%s'", text);
+                                     "by commas, prompts separated by ';', got '%s': prompt %d: %s",
+                                text, p->B + 1, why);
         }
         for (int i = 0; i < n; i++) p->ids[total + i] = (int32_t)tmp[i];
         total += n;
@@ -503,10 +485,13 @@ static int pick_eos(gen_args *a, const vg_lm_info *info)
     }
     for (int i = 0; i < a->eos_text.count; i++) {
         int64_t ids[VG_LM_MAX_EOS];
-        int n = parse_list(a->eos_text.items[i], '\0', 0, ids, VG_LM_MAX_EOS - a->num_eos, NULL);
-        if (n <= 0)
+        const vg_int_list rule = {0, INT32_MAX, 0, VG_LM_MAX_EOS - a->num_eos, 0};
+        char why[96];
+        int n = rule.max > 0 ? vg_int_list_parse(a->eos_text.items[i], &rule, ids, NULL, why, sizeof why) : -1;
+        if (n < 0)
             return vg_cli_usage(CMD, "--eos wants token ids separated by commas, at most %d in all, got "
-                                     "'%s'", VG_LM_MAX_EOS, a->eos_text.items[i]);
+                                     "'%s': %s", VG_LM_MAX_EOS, a->eos_text.items[i],
+                                rule.max > 0 ? why : "too many ids");
         for (int k = 0; k < n; k++) {
             if (ids[k] >= info->vocab)
                 return vg_cli_usage(CMD, "--eos %lld is outside the vocabulary [0, %d)", (long long)ids[k],

@@ -3,7 +3,6 @@
  * deepstack features of a Qwen3-VL tower), and say whether they match a reference. Every input and the output's directory are checked before
  * the model is loaded. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,7 +35,7 @@ static const char k_help[] =
     "  --mode M            graph mode (default full_and_piecewise)\n"
     "  --capture-sizes L   token counts to capture, multiples of the merge unit (4)\n"
     "  --max-capture-size N  calls above N tokens run eagerly\n"
-    "  --warmup            capture every bucket before the first call\n"
+    "  --warmup            capture the input's bucket before the first call\n"
     "  --repeat N          encode N times, 1..1000000 (the first call captures, later ones replay)\n"
     "  --expected REF      compare the outputs with REF's tensors of the same names (same shapes;\n"
     "                      every deepstack.K the model makes): max relative error =\n"
@@ -56,24 +55,6 @@ typedef struct encode_args {
     vg_vit_options opts;
     int64_t sizes[256];
 } encode_args;
-
-static int parse_sizes(const char *text, encode_args *a)
-{
-    int n = 0;
-    const char *p = text;
-    while (*p) {
-        char *end = NULL;
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        if (errno || end == p || v <= 0 || n == 256 || (*end && *end != ',') || (n && v <= a->sizes[n - 1]))
-            return -1;
-        a->sizes[n++] = v;
-        p = *end ? end + 1 : end;
-    }
-    a->opts.capture_sizes = a->sizes;
-    a->opts.num_capture_sizes = n;
-    return n ? 0 : -1;
-}
 
 static int parse_args(int argc, char **argv, encode_args *a)
 {
@@ -100,9 +81,17 @@ static int parse_args(int argc, char **argv, encode_args *a)
     if (rc) return rc;
     if (a->mode_name && vg_graph_mode_parse(a->mode_name, &a->opts.mode) != VG_OK)
         return vg_cli_usage("vit encode", "--mode: %s", vg_last_error());
-    if (a->sizes_text && parse_sizes(a->sizes_text, a))
-        return vg_cli_usage("vit encode", "--capture-sizes wants up to 256 positive integers in ascending "
-                                          "order separated by commas, got '%s'", a->sizes_text);
+    if (a->sizes_text) {
+        const vg_int_list rule = {1, INT32_MAX, 1, 256, 0};
+        char why[96];
+        int n = vg_int_list_parse(a->sizes_text, &rule, a->sizes, NULL, why, sizeof why);
+        if (n < 0)
+            return vg_cli_usage("vit encode", "--capture-sizes wants up to 256 positive integers in "
+                                              "ascending order, separated by commas, got '%s': %s",
+                                a->sizes_text, why);
+        a->opts.capture_sizes = a->sizes;
+        a->opts.num_capture_sizes = n;
+    }
     if (a->tolerance >= 0 && !a->expected)
         return vg_cli_usage("vit encode", "--tolerance needs --expected");
     if (!a->model || !a->input || !a->output)
@@ -294,8 +283,11 @@ static int encode(const encode_args *a, const input *in, const vg_expected *e)
         rc = vg_cli_fail("vit encode", "%s", vg_last_error());
     if (!rc) vg_vit_get_info(vit, &info);
     if (!rc && e) rc = check_expected_shape(e, in, &info);
+    /* every call encodes the same input: its bucket is the only one to warm */
     vg_batch_desc like = {.num_tokens = 0};
-    if (!rc && a->warmup && vg_runner_warmup(vg_vit_runner(vit), &like, vg_progress_warmup, &progress) != VG_OK)
+    int64_t rows = in->pv->shape[0];
+    if (!rc && a->warmup &&
+        vg_runner_warmup_for(vg_vit_runner(vit), &like, &rows, 1, vg_progress_warmup, &progress) != VG_OK)
         rc = vg_cli_fail("vit encode", "warm-up: %s", vg_last_error());
     /* pixel data may sit unaligned in the mapping: encode copies it, element by element */
     void *pixels = rc ? NULL : malloc(in->pv->nbytes ? in->pv->nbytes : 1);

@@ -10,6 +10,7 @@
  *                               device_open mem_alloc capture_begin capture_end instantiate
  *                               launch update ipc_open   (no :n means every call) */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,26 @@ static const char *const k_op_names[STUB_OP_COUNT] = {
     "attention_rotary", "rotary", "rmsnorm_heads", "kv_store", "paged_attention", "argmax",
     "layernorm", "gather_weighted",
 };
+
+/* The configuration is read at every device_count and device_open (vg info reads it half a
+ * dozen times): each warning about it is given once per process; a changed value makes a new
+ * message, which is given. */
+static void warn_once(const char *fmt, ...)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static char said[16][256];
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&lock);
+    int seen = 0, i = 0;
+    for (; i < 16 && said[i][0] && !seen; i++) seen = !strcmp(said[i], msg);
+    if (!seen && i < 16) memcpy(said[i], msg, sizeof msg); /* when full: said again, never lost */
+    pthread_mutex_unlock(&lock);
+    if (!seen) STUB_LOG(VG_LOG_WARN, "%s", msg);
+}
 
 static int parse_bytes(const char *s, uint64_t *out)
 {
@@ -47,7 +68,7 @@ static void env_bytes(const char *name, uint64_t *dst)
 {
     const char *v = getenv(name);
     if (v && *v && parse_bytes(v, dst) != 0)
-        STUB_LOG(VG_LOG_WARN, "kunlun_stub: %s=%s is not a size (e.g. 512M); ignored", name, v);
+        warn_once("kunlun_stub: %s=%s is not a size (e.g. 512M); ignored", name, v);
 }
 
 static void parse_caps(stub_config *cfg, const char *spec)
@@ -69,9 +90,9 @@ static void parse_caps(stub_config *cfg, const char *spec)
                     cfg->nocapture[i] = 1;
                     found = 1;
                 }
-            if (!found) STUB_LOG(VG_LOG_WARN, "kunlun_stub: VG_STUB_CAPS: unknown op '%s'", tok + 10);
+            if (!found) warn_once("kunlun_stub: VG_STUB_CAPS: unknown op '%s'", tok + 10);
         } else {
-            STUB_LOG(VG_LOG_WARN, "kunlun_stub: VG_STUB_CAPS: unknown token '%s'", tok);
+            warn_once("kunlun_stub: VG_STUB_CAPS: unknown token '%s'", tok);
         }
     }
 }
@@ -91,7 +112,7 @@ static void parse_faults(stub_config *cfg, const char *spec)
             nth = strtoll(colon + 1, &end, 10);
             sticky = end && *end == '+';
             if (nth < 1 || !end || (*end && strcmp(end, "+") != 0)) {
-                STUB_LOG(VG_LOG_WARN, "kunlun_stub: VG_STUB_FAULT: bad count in '%s'", tok);
+                warn_once("kunlun_stub: VG_STUB_FAULT: bad count in '%s'", tok);
                 continue;
             }
         }
@@ -102,7 +123,7 @@ static void parse_faults(stub_config *cfg, const char *spec)
                 cfg->faults[i].sticky = sticky;
                 found = 1;
             }
-        if (!found) STUB_LOG(VG_LOG_WARN, "kunlun_stub: VG_STUB_FAULT: unknown point '%s'", tok);
+        if (!found) warn_once("kunlun_stub: VG_STUB_FAULT: unknown point '%s'", tok);
     }
 }
 
@@ -118,7 +139,7 @@ void stub_config_load(stub_config *cfg)
         char *end = NULL;
         long n = strtol(v, &end, 10);
         if (*end || n < 0 || n > 64)
-            STUB_LOG(VG_LOG_WARN, "kunlun_stub: VG_STUB_DEVICES=%s not in 0..64; ignored", v);
+            warn_once("kunlun_stub: VG_STUB_DEVICES=%s not in 0..64; ignored", v);
         else
             cfg->devices = (int)n;
     }
@@ -131,7 +152,7 @@ void stub_config_load(stub_config *cfg)
         char *end = NULL;
         double us = strtod(v, &end);
         if (*end || us < 0 || us > 1e6)
-            STUB_LOG(VG_LOG_WARN, "kunlun_stub: VG_STUB_LAUNCH_US=%s not in 0..1e6; ignored", v);
+            warn_once("kunlun_stub: VG_STUB_LAUNCH_US=%s not in 0..1e6; ignored", v);
         else
             cfg->launch_ns = (long long)(us * 1000.0);
     }

@@ -52,7 +52,7 @@ VG_API size_t vg_dtype_size(vg_dtype dtype); /* 0 for an unknown dtype */
 
 /* ---- backend discovery ---------------------------------------------------------------------- */
 
-/* vg's own backends: "cuda", "hip", "kunlun_stub". With VG_BACKEND unset, these and every
+/* vg's own backends: "cuda", "hip", "opencl", "kunlun_stub". With VG_BACKEND unset, these and every
  * libvg_<name>.so in the directories of VG_BACKEND_PATH are candidates; the usable one with the
  * highest score wins (docs/adding-a-backend.md). */
 VG_API int vg_backend_builtin_count(void);

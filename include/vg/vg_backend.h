@@ -205,8 +205,9 @@ typedef struct vg_backend_iface {
      * derives the answer from the op table's members and capturable_ops. */
     vg_status (*op_caps)(vg_bk_device *dev, uint32_t op, vg_op_caps *out);
     /* Optional. How strongly auto-selection (VG_BACKEND unset) should prefer this backend when
-     * its device opens, 0..1000; NULL counts as 500. vg's own: cuda 900, hip 800, kunlun_stub
-     * 10 (a CPU stand-in loses to any real device). Called after device_count. */
+     * its device opens, 0..1000; NULL counts as 500. vg's own: cuda 900, hip 800, opencl 700
+     * on a GPU or accelerator (5 on a CPU device such as PoCL), kunlun_stub 10 (a CPU stand-in
+     * loses to any real device). Called after device_count. */
     int32_t (*score)(void);
 
     /* ---- ABI 1.2: memory shared across processes (VG_CAP_IPC) ---- */

@@ -160,6 +160,11 @@ VG_API vg_status vg_runner_run(vg_runner *r, const vg_batch_desc *real, const vo
  * fails runs eagerly later. */
 VG_API vg_status vg_runner_warmup(vg_runner *r, const vg_batch_desc *like, vg_warmup_fn progress,
                                   void *user);
+/* Capture only the buckets that calls of these token counts pad to, each once, largest first
+ * (like->num_tokens is not used; counts above every bucket run eagerly and warm nothing): for a
+ * caller that knows its calls, e.g. a list of requests or one input repeated. */
+VG_API vg_status vg_runner_warmup_for(vg_runner *r, const vg_batch_desc *like, const int64_t *tokens,
+                                      int64_t n, vg_warmup_fn progress, void *user);
 /* Mark every graph stale, e.g. after the model rewrote state its pieces read by address.
  * Stale graphs are recaptured on next use, through graph update where the backend has it. */
 VG_API vg_status vg_runner_invalidate(vg_runner *r);
