@@ -359,6 +359,29 @@ static void generate(tcase *c, rng *r)
                  (long long)c->ld, (long long)c->ld2, c->nslots);
         break;
     }
+    case VG_OP_ROTARY_KV_STORE: { /* one allocation: qkv rows, then k_cache, then v_cache */
+        c->rows = small_rows(r, 40), c->kv_heads = (int)rint_in(r, 1, 4);
+        c->heads = c->kv_heads * (int)rint_in(r, 1, 8); /* groups of 1 to 8 query heads: 3 and 7 too */
+        c->hd = rchance(r, 0.5) ? 8 * (int)rint_in(r, 1, 32) : 2 * (int)rint_in(r, 1, 65);
+        c->ld = (int64_t)(c->heads + 2 * c->kv_heads) * c->hd + pad(r);
+        c->nslots = (int)c->rows + (int)rint_in(r, 1, 40);
+        c->bias = rchance(r, 0.5); /* q/k norms (Qwen3) */
+        c->eps = rchance(r, 0.5) ? 1e-6 : 1e-5;
+        c->theta = rchance(r, 0.6) ? 10000.0 : 1000000.0;
+        int64_t width = (int64_t)c->kv_heads * c->hd;
+        int64_t qkvn = c->rows ? (c->rows - 1) * c->ld + (int64_t)(c->heads + 2 * c->kv_heads) * c->hd : 0;
+        c->count = qkvn; /* where the caches start */
+        add_buf(c, r, "qkv,k_cache,v_cache", c->t, (size_t)(qkvn + 2 * (int64_t)c->nslots * width));
+        add_buf(c, r, "pos", VG_DTYPE_I32, (size_t)c->rows);
+        add_buf(c, r, "slots", VG_DTYPE_I32, (size_t)c->rows);
+        add_buf(c, r, "q_norm,k_norm", c->t, (size_t)(2 * c->hd));
+        c->out = 0;
+        snprintf(c->shape, sizeof c->shape, "rows=%lld heads=%d kv_heads=%d head_dim=%d ld=%lld "
+                 "slots=%d norms=%s eps=%g theta=%g (the caches follow qkv)", (long long)c->rows,
+                 c->heads, c->kv_heads, c->hd, (long long)c->ld, c->nslots, c->bias ? "yes" : "no",
+                 c->eps, c->theta);
+        break;
+    }
     case VG_OP_PAGED_ATTENTION: {
         c->kv_heads = (int)rint_in(r, 1, 4);
         c->heads = c->kv_heads * (int)rint_in(r, 1, 4);
@@ -469,9 +492,11 @@ static void randomise(tcase *c, rng *r)
     case VG_OP_ROTARY:
         fill_ints(&c->b[1], r, 0, 500);
         break;
-    case VG_OP_KV_STORE: { /* distinct slots (two rows never write one slot), some negative */
+    case VG_OP_KV_STORE: /* distinct slots (two rows never write one slot), some negative */
+    case VG_OP_ROTARY_KV_STORE: {
         int32_t *perm = xcalloc((size_t)c->nslots, sizeof *perm);
         permutation(r, perm, c->nslots);
+        if (c->op == VG_OP_ROTARY_KV_STORE) fill_ints(&c->b[1], r, 0, 500); /* positions */
         buf *sl = &c->b[2];
         fill_ints(sl, r, -5, c->nslots - 1);
         for (int64_t i = 0; i < c->rows; i++)
@@ -631,6 +656,22 @@ static void reference(tcase *c)
         free(slots);
         break;
     }
+    case VG_OP_ROTARY_KV_STORE: {
+        int32_t *pos = ints_of(&b[1]), *slots = ints_of(&b[2]);
+        int64_t width = (int64_t)c->kv_heads * c->hd, kc = c->count, vc = kc + (int64_t)c->nslots * width;
+        const double *norm = b[3].h + b[3].off;
+        ref_rotary_kv_store(c->t, w, c->ld, c->rows, c->heads, c->kv_heads, c->hd,
+                            c->bias ? norm : NULL, c->bias ? norm + c->hd : NULL, c->eps, pos,
+                            c->theta, w + kc, w + vc, slots);
+        mark_rows(o, c->rows, c->ld, (int64_t)(c->heads + c->kv_heads) * c->hd);
+        for (int64_t i = 0; i < c->rows; i++)
+            if (slots[i] >= 0) {
+                memset(o->mask + o->off + (size_t)(kc + slots[i] * width), 1, (size_t)width);
+                memset(o->mask + o->off + (size_t)(vc + slots[i] * width), 1, (size_t)width);
+            }
+        free(pos), free(slots);
+        break;
+    }
     case VG_OP_PAGED_ATTENTION: {
         int32_t *bt = ints_of(&b[3]), *cl = ints_of(&b[4]), *qs = ints_of(&b[5]);
         ref_paged_attention(b[0].h + b[0].off, c->ld, w, c->ld2, c->rows, b[1].h + b[1].off,
@@ -713,6 +754,14 @@ static vg_status enqueue(const tcase *c)
         return vg_op_kv_store(s, c->t, b[0].d, c->ld, b[1].d, c->ld2, b[3].d,
                               (char *)b[3].d + half, b[2].d, c->rows, c->kv_heads, c->hd);
     }
+    case VG_OP_ROTARY_KV_STORE: {
+        char *qkv = b[0].d;
+        size_t es = esize(c->t), width = (size_t)c->kv_heads * (size_t)c->hd;
+        char *kc = qkv + (size_t)c->count * es, *vc = kc + (size_t)c->nslots * width * es;
+        const char *qn = c->bias ? b[3].d : NULL, *kn = c->bias ? (char *)b[3].d + (size_t)c->hd * es : NULL;
+        return vg_op_rotary_kv_store(s, c->t, qkv, c->ld, c->rows, c->heads, c->kv_heads, c->hd, qn,
+                                     kn, (float)c->eps, b[1].d, theta, kc, vc, b[2].d);
+    }
     case VG_OP_PAGED_ATTENTION:
         return vg_op_paged_attention(s, c->t, b[0].d, c->ld, b[6].d, c->ld2, c->rows, b[1].d, b[2].d,
                                      b[3].d, c->max_blocks, b[4].d, b[5].d, c->nseg, c->heads,
@@ -754,7 +803,10 @@ static void tolerance(const tcase *c, double *atol, double *rtol)
                     c->op == VG_OP_PAGED_ATTENTION;
     switch (t) {
     case VG_DTYPE_F32:
-        *atol = c->op == VG_OP_ROTARY_2D || c->op == VG_OP_ATTENTION_ROTARY || c->op == VG_OP_ROTARY ? 1e-4 : 2e-5;
+        *atol = c->op == VG_OP_ROTARY_2D || c->op == VG_OP_ATTENTION_ROTARY || c->op == VG_OP_ROTARY ||
+                        c->op == VG_OP_ROTARY_KV_STORE
+                    ? 1e-4
+                    : 2e-5;
         *rtol = 1e-5;
         break;
     case VG_DTYPE_F16: *atol = attention ? 1e-2 : 4e-3, *rtol = 2e-3; break;

@@ -30,7 +30,8 @@ uint32_t ref_catalogue_dtypes(vg_op_id op)
     case VG_OP_PAGED_ATTENTION:
     case VG_OP_ARGMAX:
     case VG_OP_LAYERNORM:
-    case VG_OP_GATHER_WEIGHTED: return FLOATS;
+    case VG_OP_GATHER_WEIGHTED:
+    case VG_OP_ROTARY_KV_STORE: return FLOATS;
     default: return 0;
     }
 }
@@ -291,4 +292,22 @@ void ref_gather_weighted(double *dst, const double *src, int64_t src_rows, const
             }
             dst[r * cols + c] = acc;
         }
+}
+
+/* ---- op table version 6 ------------------------------------------------------------------------ */
+
+void ref_rotary_kv_store(vg_dtype t, double *qkv, int64_t ld, int64_t rows, int heads,
+                         int kv_heads, int head_dim, const double *q_norm, const double *k_norm,
+                         double eps, const int32_t *pos, double theta, double *k_cache,
+                         double *v_cache, const int32_t *slots)
+{
+    int64_t width = (int64_t)kv_heads * head_dim, qw = (int64_t)heads * head_dim;
+    if (q_norm) {
+        ref_rmsnorm_heads(qkv, ld, rows, heads, head_dim, q_norm, eps);
+        ref_rmsnorm_heads(qkv + qw, ld, rows, kv_heads, head_dim, k_norm, eps);
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < qw + width; c++) qkv[r * ld + c] = ref_round(t, qkv[r * ld + c]);
+    }
+    ref_rotary(qkv, ld, rows, heads + kv_heads, head_dim, pos, theta);
+    ref_kv_store(qkv + qw, ld, qkv + qw + width, ld, k_cache, v_cache, slots, rows, width);
 }

@@ -78,4 +78,14 @@ void ref_layernorm(const double *x, const double *w, const double *b, double *ou
 void ref_gather_weighted(double *dst, const double *src, int64_t src_rows, const int32_t *idx,
                          const double *w, int64_t rows, int64_t cols, int taps);
 
+/* ---- op table version 6 ---- */
+
+/* rotary_kv_store: rmsnorm_heads of the query and key heads (q_norm and k_norm, or neither: NULL)
+ * with the normalised values rounded to `t`, rotary over both, then kv_store of the keys and the
+ * values; qkv rows of heads + 2·kv_heads slices. */
+void ref_rotary_kv_store(vg_dtype t, double *qkv, int64_t ld, int64_t rows, int heads,
+                         int kv_heads, int head_dim, const double *q_norm, const double *k_norm,
+                         double eps, const int32_t *pos, double theta, double *k_cache,
+                         double *v_cache, const int32_t *slots);
+
 #endif

@@ -1235,6 +1235,111 @@ static void test_kv_store(void **state)
     kv_store_case(VG_DTYPE_F16, 1, 128);
 }
 
+/* rotary_kv_store against the ops it replaces, run separately on the same device, and against the
+ * reference: qkv rows with a stride gap, padding rows (negative slots), positions past a thousand,
+ * with and without q/k norms; captured once and replayed with other positions and slots where the
+ * device has graphs. The caches' untouched slots must keep their bytes. */
+static void rotary_kv_store_case(vg_dtype t, int heads, int kv_heads, int hd, int norms, int rows)
+{
+    enum { SLOTS = 48 };
+    int64_t width = (int64_t)kv_heads * hd, qw = (int64_t)heads * hd;
+    int64_t ld = qw + 2 * width + 5;
+    size_t n = (size_t)rows * (size_t)ld, nc = (size_t)SLOTS * (size_t)width, es = esize(t);
+    float *x = malloc(n * 4), *w = malloc((size_t)(2 * hd) * 4), *cache = malloc(nc * 4);
+    float *got = malloc(n * 4), *sep = malloc(n * 4), *gotc = malloc(nc * 4), *sepc = malloc(nc * 4);
+    int32_t *pos = malloc((size_t)rows * 4), *slots = malloc((size_t)rows * 4);
+    assert_true(x && w && cache && got && sep && gotc && sepc && pos && slots);
+    fill_random(x, n, 101 + (unsigned)hd);
+    fill_random(w, (size_t)(2 * hd), 102);
+    fill_random(cache, nc, 103);
+    void *dw = upload_as(t, w, (size_t)(2 * hd));
+    void *dkc = upload_as(t, cache, nc), *dvc = upload_as(t, cache, nc);
+    int32_t *dpos = dalloc((size_t)rows * 4), *dslots = dalloc((size_t)rows * 4);
+    const void *qn = norms ? dw : NULL, *kn = norms ? (char *)dw + (size_t)hd * es : NULL;
+    vg_graph_exec *exec = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int r = 0; r < rows; r++) {
+            pos[r] = (r * 137 + pass * 611) % 1700;
+            slots[r] = r % 5 == 3 ? -1 : (r * 7 + pass * 11) % SLOTS; /* distinct: rows < SLOTS */
+        }
+        /* the reference starts from the caches as they are (the first pass's stores) */
+        download_as(t, gotc, dkc, nc);
+        double *kw = to_double(gotc, nc);
+        download_as(t, gotc, dvc, nc);
+        double *vw = to_double(gotc, nc);
+        void *dx = upload_as(t, x, n), *fx = upload_as(t, x, n);
+        upload(dpos, pos, (size_t)rows * 4);
+        upload(dslots, slots, (size_t)rows * 4);
+        /* the separate ops on dx and a copy of the caches... */
+        void *sk = dalloc(nc * es), *sv = dalloc(nc * es);
+        VG_CHECK(vg_mem_copy_d2d(g.s, sk, dkc, nc * es));
+        VG_CHECK(vg_mem_copy_d2d(g.s, sv, dvc, nc * es));
+        char *k = (char *)dx + (size_t)qw * es, *v = k + (size_t)width * es;
+        if (norms) {
+            VG_CHECK(vg_op_rmsnorm_heads(g.s, t, dx, ld, rows, heads, hd, qn, 1e-6f));
+            VG_CHECK(vg_op_rmsnorm_heads(g.s, t, k, ld, rows, kv_heads, hd, kn, 1e-6f));
+        }
+        VG_CHECK(vg_op_rotary(g.s, t, dx, ld, rows, heads + kv_heads, hd, dpos, 1e6f));
+        VG_CHECK(vg_op_kv_store(g.s, t, k, ld, v, ld, sk, sv, dslots, rows, kv_heads, hd));
+        /* ...and the fused op on fx and the caches (captured on the second pass, where it can be) */
+        if (pass == 1 && has_graphs()) {
+            vg_graph *graph = NULL;
+            cap_begin();
+            VG_CHECK(vg_op_rotary_kv_store(g.s, t, fx, ld, rows, heads, kv_heads, hd, qn, kn, 1e-6f,
+                                           dpos, 1e6f, dkc, dvc, dslots));
+            VG_CHECK(cap_end(&graph));
+            VG_CHECK(vg_graph_instantiate(graph, &exec));
+            VG_CHECK(vg_graph_destroy(graph));
+            VG_CHECK(vg_graph_exec_launch(exec, g.s));
+        } else {
+            VG_CHECK(vg_op_rotary_kv_store(g.s, t, fx, ld, rows, heads, kv_heads, hd, qn, kn, 1e-6f,
+                                           dpos, 1e6f, dkc, dvc, dslots));
+        }
+        download_as(t, got, fx, n);
+        download_as(t, sep, dx, n);
+        double *want = to_double(x, n), *wd = to_double(w, (size_t)(2 * hd));
+        ref_rotary_kv_store(t, want, ld, rows, heads, kv_heads, hd, norms ? wd : NULL,
+                            norms ? wd + hd : NULL, 1e-6, pos, 1e6, kw, vw, slots);
+        double tol = t == VG_DTYPE_F32 ? 3e-4 : 2e-2; /* fp32 angles of positions near 1700 */
+        float agree = t == VG_DTYPE_F32 ? 1e-5f : 2e-2f; /* fused and separate: one rounding apart */
+        check_close("rotary_kv_store: qkv", got, want, n, tol);
+        check_close("rotary_kv_store: the separate ops' qkv", sep, want, n, tol);
+        for (size_t i = 0; i < n; i++) assert_true(fabsf(got[i] - sep[i]) <= agree * (1.0f + fabsf(sep[i])));
+        void *caches[2][2] = {{dkc, sk}, {dvc, sv}};
+        double *cw[2] = {kw, vw};
+        for (int c = 0; c < 2; c++) {
+            download_as(t, gotc, caches[c][0], nc);
+            download_as(t, sepc, caches[c][1], nc);
+            check_close("rotary_kv_store: cache", gotc, cw[c], nc, tol);
+            for (size_t i = 0; i < nc; i++) assert_true(fabsf(gotc[i] - sepc[i]) <= agree * (1.0f + fabsf(sepc[i])));
+            for (int sl = 0; sl < SLOTS; sl++) { /* slots no row names keep their bytes */
+                int named = 0;
+                for (int r = 0; r < rows; r++) named |= slots[r] == sl;
+                for (int64_t e = 0; !named && e < width; e++)
+                    assert_true(gotc[sl * width + e] == (float)cw[c][sl * width + e]);
+            }
+        }
+        free(want), free(wd), free(kw), free(vw);
+        void *tmp[4] = {dx, fx, sk, sv};
+        for (int i = 0; i < 4; i++) VG_CHECK(vg_mem_free(g.rt, tmp[i]));
+    }
+    if (exec) VG_CHECK(vg_graph_exec_destroy(exec));
+    free(x), free(w), free(cache), free(got), free(sep), free(gotc), free(sepc), free(pos), free(slots);
+    void *bufs[5] = {dw, dkc, dvc, dpos, dslots};
+    for (int i = 0; i < 5; i++) VG_CHECK(vg_mem_free(g.rt, bufs[i]));
+}
+
+static void test_rotary_kv_store(void **state)
+{
+    (void)state;
+    if (!supports(VG_OP_ROTARY_KV_STORE)) skip();
+    rotary_kv_store_case(VG_DTYPE_F32, 14, 2, 64, 0, 9);  /* Qwen2.5-0.5B's heads: groups of 7 */
+    rotary_kv_store_case(VG_DTYPE_F32, 6, 2, 48, 1, 13);  /* groups of 3, head_dim 48 */
+    rotary_kv_store_case(VG_DTYPE_BF16, 16, 8, 128, 1, 5); /* Qwen3-0.6B's */
+    rotary_kv_store_case(VG_DTYPE_BF16, 7, 1, 64, 0, 1);
+    rotary_kv_store_case(VG_DTYPE_F16, 3, 3, 6, 1, 21);    /* head_dim not a multiple of 4 */
+}
+
 /* A batch as a decoder runs it: sequences with long histories decoding one token, a prefill
  * chunk, a sequence whose context fits in part of one block, padding rows at the end. Blocks are
  * scattered through the cache (a permutation), contexts cross block boundaries, and the cache
@@ -1566,6 +1671,7 @@ int main(void)
         cmocka_unit_test_teardown(test_rotary, end_stray_capture),
         cmocka_unit_test_teardown(test_rmsnorm_heads, end_stray_capture),
         cmocka_unit_test_teardown(test_kv_store, end_stray_capture),
+        cmocka_unit_test_teardown(test_rotary_kv_store, end_stray_capture),
         cmocka_unit_test_teardown(test_paged_attention, end_stray_capture),
         cmocka_unit_test_teardown(test_argmax, end_stray_capture),
         cmocka_unit_test_teardown(test_layernorm, end_stray_capture),

@@ -117,6 +117,9 @@ static vg_status valid_call(vg_stream *s, vg_op_id op)
     case VG_OP_LAYERNORM: return vg_op_layernorm(s, VG_DTYPE_F32, g.a, g.b, g.b, g.c, ROWS, 8, 1e-6f);
     case VG_OP_GATHER_WEIGHTED: /* 4 taps of row 0 (idx is zeros) of a 4-row table */
         return vg_op_gather_weighted(s, VG_DTYPE_F32, g.c, g.a, 4, g.idx, (const float *)g.b, ROWS, 8, 4);
+    case VG_OP_ROTARY_KV_STORE: /* qkv rows of 2 + 2·1 heads in c; every row to slot 0 of a and b */
+        return vg_op_rotary_kv_store(s, VG_DTYPE_F32, g.c, 2 * HIDDEN, ROWS, HEADS, 1, HD, g.b, g.b,
+                                     1e-6f, g.pos, 1e4f, g.a, g.b + BYTES / 2, g.idx);
     default: return VG_ERR_INTERNAL;
     }
 }
@@ -495,6 +498,43 @@ static void test_kv_store(void **state)
     VG_CHECK(vg_stream_sync(g.s));
 }
 
+static void test_rotary_kv_store(void **state)
+{
+    (void)state;
+    char *kc = g.a, *vc = g.b + BYTES / 2;
+    const int64_t ld = 2 * HIDDEN; /* HEADS query heads, one key and one value head */
+#define RKS(x, ld_, h, kvh, hd, qn, kn, eps, pos, th, kc_, vc_, slots) \
+    vg_op_rotary_kv_store(g.s, VG_DTYPE_F32, x, ld_, ROWS, h, kvh, hd, qn, kn, eps, pos, th, kc_, vc_, slots)
+    VG_CHECK_FAILS_ALL(RKS(NULL, ld, HEADS, 1, HD, g.b, g.b, 1e-6f, g.pos, 1e4f, kc, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "qkv is NULL");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b, g.b, 1e-6f, NULL, 1e4f, kc, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "pos is NULL");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b, g.b, 1e-6f, g.pos, 1e4f, NULL, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "k_cache is NULL");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b, g.b, 1e-6f, g.pos, 1e4f, kc, NULL, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "v_cache is NULL");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b, g.b, 1e-6f, g.pos, 1e4f, kc, vc, NULL), VG_ERR_INVALID_ARG, "rotary_kv_store", "slots is NULL");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b, NULL, 1e-6f, g.pos, 1e4f, kc, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "q_norm and k_norm");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, 0, 1, HD, g.b, g.b, 1e-6f, g.pos, 1e4f, kc, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "heads", "0");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 0, HD, g.b, g.b, 1e-6f, g.pos, 1e4f, kc, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "kv_heads", "0");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, 15, g.b, g.b, 1e-6f, g.pos, 1e4f, kc, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "head_dim", "15");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld - 1, HEADS, 1, HD, g.b, g.b, 1e-6f, g.pos, 1e4f, kc, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "ld", "63");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b, g.b, -1.0f, g.pos, 1e4f, kc, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "eps");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b, g.b, 1e-6f, g.pos, 0.0f, kc, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "theta");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b + 2, g.b, 1e-6f, g.pos, 1e4f, kc, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "q_norm", "align");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b, g.b, 1e-6f, g.pos, 1e4f, kc + 2, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "k_cache", "align");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b, g.b, 1e-6f, g.pos, 1e4f, kc, vc, (const int32_t *)(g.b + 2)), VG_ERR_INVALID_ARG, "rotary_kv_store", "slots", "align");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b, g.b, 1e-6f, g.pos, 1e4f, g.c + 4 * HIDDEN, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "overlaps qkv");
+#undef RKS
+    VG_CHECK_FAILS_ALL(vg_op_rotary_kv_store(g.s, VG_DTYPE_I32, g.c, ld, ROWS, HEADS, 1, HD, NULL, NULL, 0.0f, g.pos, 1e4f, kc, vc, g.idx),
+                       VG_ERR_INVALID_ARG, "rotary_kv_store", "I32");
+    assert_zero(g.c, 256);
+    /* within the rules: without norms, and no rows */
+    VG_CHECK(vg_op_rotary_kv_store(g.s, VG_DTYPE_BF16, g.c, ld, ROWS, HEADS, 1, HD, NULL, NULL, 0.0f, g.pos, 1e4f, kc, vc, g.idx));
+    VG_CHECK(vg_op_rotary_kv_store(g.s, VG_DTYPE_F16, g.c, ld, 0, HEADS, 1, HD, NULL, NULL, 0.0f, g.pos, 1e4f, kc, vc, g.idx));
+    VG_CHECK(vg_stream_sync(g.s));
+    VG_CHECK(vg_mem_set(g.s, g.c, 0, BYTES)); /* the valid calls wrote; the next test starts from zeros */
+    VG_CHECK(vg_mem_set(g.s, g.a, 0, BYTES));
+    VG_CHECK(vg_mem_set(g.s, g.b, 0, BYTES));
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
 static void test_paged_attention(void **state)
 {
     (void)state;
@@ -870,6 +910,7 @@ int main(void)
         cmocka_unit_test_setup(test_argmax, clear),
         cmocka_unit_test_setup(test_layernorm, clear),
         cmocka_unit_test_setup(test_gather_weighted, clear),
+        cmocka_unit_test_setup(test_rotary_kv_store, clear),
         cmocka_unit_test_setup(test_sync_during_capture_refused, clear),
         cmocka_unit_test_setup(test_capture_begin_end_state, clear),
         cmocka_unit_test_setup(test_each_op_checks_capture_state, clear),

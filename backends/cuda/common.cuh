@@ -156,6 +156,10 @@ vg_status vgc_op_rmsnorm_heads(vg_bk_device *, vg_bk_stream *, vg_dtype, void *,
 vg_status vgc_op_kv_store(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                           const void *, int64_t, void *, void *, const int32_t *, int64_t, int,
                           int);
+/* op table version 6 */
+vg_status vgc_op_rotary_kv_store(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, int64_t, int64_t,
+                                 int, int, int, const void *, const void *, float, const int32_t *,
+                                 float, void *, void *, const int32_t *);
 vg_status vgc_op_paged_attention(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                                  void *, int64_t, int64_t, const void *, const void *,
                                  const int32_t *, int, const int32_t *, const int32_t *, int, int,

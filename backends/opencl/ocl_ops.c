@@ -98,4 +98,5 @@ const vg_op_table ocl_ops = {
     .argmax = ocl_op_argmax,
     .layernorm = ocl_op_layernorm,
     .gather_weighted = ocl_op_gather_weighted,
+    .rotary_kv_store = ocl_op_rotary_kv_store,
 };

@@ -49,7 +49,9 @@ typedef enum vg_op_id {
     /* op table version 5: LayerNorm, and rows resampled from a table by weighted taps */
     VG_OP_LAYERNORM = 15,
     VG_OP_GATHER_WEIGHTED = 16,
-    VG_OP_COUNT_ = 17
+    /* op table version 6: fewer kernels per decode step */
+    VG_OP_ROTARY_KV_STORE = 17,
+    VG_OP_COUNT_ = 18
 } vg_op_id;
 
 /* What a device offers for one op (vg_runtime_op_support). */
@@ -165,6 +167,19 @@ typedef enum vg_activation {
  *               An index outside [0, src_rows) contributes nothing (the device cannot refuse it
  *               without a synchronisation). dst must not overlap src, idx or w.
  *               taps in [1, VG_GATHER_MAX_TAPS]; src_rows >= 1; cols >= 1.
+ *
+ * rotary_kv_store
+ *               The step between a decoder's qkv projection and its paged attention, in one op.
+ *               Row r of qkv (stride ld >= (heads + 2·kv_heads)·head_dim) holds `heads` query
+ *               heads, then kv_heads key heads, then kv_heads value heads. Equal to, in order:
+ *               rmsnorm_heads on the query heads with q_norm and on the key heads with k_norm
+ *               (only when q_norm and k_norm are given: both or neither; eps as rmsnorm_heads;
+ *               the normalised values rounded to dtype as that op leaves them), rotary on the
+ *               heads + kv_heads query and key heads (pos I32 [rows], theta), then kv_store of
+ *               the rotated keys and the values into k_cache and v_cache at slots[r] (a negative
+ *               slot writes nothing). The query and key heads of qkv are left normalised and
+ *               rotated, the value heads untouched. head_dim even; heads, kv_heads >= 1;
+ *               eps >= 0; theta > 0. The caches must not overlap qkv.
  */
 
 /* Arguments of gemm (a struct: it has too many to pass by position). */

@@ -3,7 +3,8 @@
  *
  *   embed            gather the embedding rows of the step's tokens
  *   layer i: in      rmsnorm, qkv GEMM (+bias, Qwen2), per-head rmsnorm of q and k (Qwen3),
- *                    rotary on q and k, kv_store of k and v into the paged cache
+ *                    rotary on q and k, kv_store of k and v into the paged cache (the last
+ *                    three as one rotary_kv_store where the device has it)
  *   layer i: attn    paged attention (the splitting piece: graph-safe for uniform steps only)
  *   layer i: out     o-proj GEMM + residual, rmsnorm, gate|up GEMM, silu·mul,
  *                    down GEMM + residual
@@ -65,6 +66,11 @@ static vg_status piece_attn_in(void *mp, vg_runner *r, const vg_piece *p, const 
     char *qkv = BUF(LB_QKV), *k = qkv + (size_t)qw * es(m), *v = k + (size_t)kvw * es(m);
     TRY(vg_op_rmsnorm(s, m->dt, BUF(LB_H), L->in_norm, BUF(LB_N), T, c->hidden, c->eps));
     TRY(gemm(m, s, T, W, c->hidden, BUF(LB_N), L->qkv_w, L->qkv_b, qkv, m->dt, NULL));
+    if (m->fused_qkv)
+        return vg_op_rotary_kv_store(s, m->dt, qkv, W, T, c->heads, c->kv_heads, c->head_dim,
+                                     c->qk_norm ? L->q_norm : NULL, c->qk_norm ? L->k_norm : NULL,
+                                     c->eps, meta_at(r, l.pos), c->theta, lm_k_cache(m, (int)p->arg),
+                                     lm_v_cache(m, (int)p->arg), meta_at(r, l.slots));
     if (c->qk_norm) {
         TRY(vg_op_rmsnorm_heads(s, m->dt, qkv, W, T, c->heads, c->head_dim, L->q_norm, c->eps));
         TRY(vg_op_rmsnorm_heads(s, m->dt, k, W, T, c->kv_heads, c->head_dim, L->k_norm, c->eps));
@@ -143,6 +149,7 @@ static const vg_op_id k_ops_embed[] = {VG_OP_GATHER_ROWS};
 static const vg_op_id k_ops_in_qwen2[] = {VG_OP_RMSNORM, VG_OP_GEMM, VG_OP_ROTARY, VG_OP_KV_STORE};
 static const vg_op_id k_ops_in_qwen3[] = {VG_OP_RMSNORM, VG_OP_GEMM, VG_OP_ROTARY, VG_OP_KV_STORE,
                                           VG_OP_RMSNORM_HEADS};
+static const vg_op_id k_ops_in_fused[] = {VG_OP_RMSNORM, VG_OP_GEMM, VG_OP_ROTARY_KV_STORE};
 static const vg_op_id k_ops_attention[] = {VG_OP_PAGED_ATTENTION};
 static const vg_op_id k_ops_out[] = {VG_OP_GEMM, VG_OP_RMSNORM, VG_OP_SILU_MUL};
 static const vg_op_id k_ops_head[] = {VG_OP_GATHER_ROWS, VG_OP_RMSNORM, VG_OP_GEMM, VG_OP_ARGMAX};
@@ -176,13 +183,17 @@ vg_status lm_pieces_init(vg_lm *m)
     if (!has_op(m, VG_OP_ARGMAX, VG_DTYPE_F32))
         return vg_error_set(VG_ERR_UNSUPPORTED, "lm: backend '%s' has no argmax for F32",
                             vg_runtime_backend_name(m->rt));
+    m->fused_qkv = has_op(m, VG_OP_ROTARY_KV_STORE, m->dt);
     int n = 2 + 3 * c->layers;
     m->pieces = calloc((size_t)n, sizeof *m->pieces);
     if (!m->pieces) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "lm: out of memory");
     int k = 0;
     m->pieces[k++] = (vg_piece){.name = "embed", .run = piece_embed, OPS(k_ops_embed)};
     for (int i = 0; i < c->layers; i++) {
-        if (c->qk_norm)
+        if (m->fused_qkv)
+            m->pieces[k++] = (vg_piece){.name = "attn_in", .run = piece_attn_in, .arg = i,
+                                        OPS(k_ops_in_fused)};
+        else if (c->qk_norm)
             m->pieces[k++] = (vg_piece){.name = "attn_in", .run = piece_attn_in, .arg = i,
                                         OPS(k_ops_in_qwen3)};
         else
