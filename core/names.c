@@ -12,7 +12,7 @@ const char *vg_op_name(vg_op_id op)
                                                     "rmsnorm_heads", "kv_store",
                                                     "paged_attention", "argmax",
                                                     "layernorm", "gather_weighted",
-                                                    "rotary_kv_store"};
+                                                    "rotary_kv_store", "gemm_silu_gate"};
     return (unsigned)op < VG_OP_COUNT_ ? names[op] : NULL;
 }
 
@@ -45,6 +45,7 @@ uint32_t vg_op_catalogue_dtypes(uint32_t op)
     case VG_OP_GATHER_ROWS: return every;
     case VG_OP_AXPBY: return VG_DTYPE_BIT(VG_DTYPE_F32);
     case VG_OP_GEMM:
+    case VG_OP_GEMM_SILU_GATE:
     case VG_OP_RMSNORM:
     case VG_OP_ROTARY_2D:
     case VG_OP_ATTENTION:

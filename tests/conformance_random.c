@@ -64,7 +64,7 @@ typedef struct buf {
     unsigned char *raw0; /* the bytes uploaded */
     double *h;           /* raw0 decoded as t: what the reference reads */
     double *want;        /* output buffer: the expected contents, as tout */
-    unsigned char *mask; /* output buffer: 1 where the op writes */
+    unsigned char *mask; /* output buffer: 1 where the op writes, 2 its scratch (any contents) */
     void *base, *d;      /* device allocation, and the pointer the op gets */
 } buf;
 
@@ -242,6 +242,27 @@ static void generate(tcase *c, rng *r)
                  (long long)c->ldc, act_name(c->act), c->alpha, c->bias,
                  c->res == 0 ? "none" : c->res == 1 ? "separate" : "aliasing c", (long long)c->ldr);
         break;
+    case VG_OP_GEMM_SILU_GATE: { /* decode-like m mostly; k a multiple of 8 mostly (skinny kernels) */
+        int64_t h = rchance(r, 0.1) ? rint_in(r, 161, 400) : rint_in(r, 1, 160);
+        c->t2 = pick_dtype(r, c->op);
+        c->m = rchance(r, 0.2) ? rint_in(r, 65, 200) : rint_in(r, 1, 64);
+        c->n = 2 * h;
+        c->k = rchance(r, 0.7) ? 8 * rint_in(r, 1, 140) : rint_in(r, 1, 300);
+        c->lda = c->k + (rchance(r, 0.5) ? 0 : 8 * rint_in(r, 1, 3)), c->ldb = c->k + pad(r);
+        c->ldc = c->n + pad(r);
+        c->bias = rchance(r, 0.5);
+        c->alpha = rchance(r, 0.5) ? 1.0 : (float)runif(r, 0.25, 2.0);
+        add_buf(c, r, "a", c->t, (size_t)((c->m - 1) * c->lda + c->k));
+        add_buf(c, r, "b", c->t, (size_t)((c->n - 1) * c->ldb + c->k));
+        add_buf(c, r, "c", c->t2, (size_t)((c->m - 1) * c->ldc + c->n));
+        c->out = 2;
+        if (c->bias) add_buf(c, r, "bias", c->t, (size_t)c->n);
+        snprintf(c->shape, sizeof c->shape,
+                 "gate=silu dtype_c=%s m=%lld n=%lld k=%lld lda=%lld ldb=%lld ldc=%lld alpha=%.9g "
+                 "bias=%d", vg_dtype_name(c->t2), (long long)c->m, (long long)c->n, (long long)c->k,
+                 (long long)c->lda, (long long)c->ldb, (long long)c->ldc, c->alpha, c->bias);
+        break;
+    }
     case VG_OP_GATHER_ROWS: {
         int64_t src_rows = rint_in(r, 1, 100);
         c->rows = small_rows(r, 120), c->cols = rint_in(r, 1, 200);
@@ -595,6 +616,18 @@ static void reference(tcase *c)
         mark_rows(o, c->m, c->ldc, c->n);
         break;
     }
+    case VG_OP_GEMM_SILU_GATE: {
+        /* the gated product's error follows the product P's (rounded to dtype_c by a device that
+         * gates in a second pass): |δ| <= δP·(|up| + |silu(gate)|), so the scale is max|P|² */
+        double most = ref_gemm_silu_gate(c->m, c->n, c->k, c->alpha, b[0].h + b[0].off, c->lda,
+                                         b[1].h + b[1].off, c->ldb, c->bias ? b[3].h + b[3].off : NULL,
+                                         w, c->ldc);
+        c->term_scale = most * most;
+        mark_rows(o, c->m, c->ldc, c->n / 2);
+        for (int64_t i = 0; i < c->m; i++) /* the up half: scratch the device may overwrite */
+            memset(o->mask + o->off + (size_t)(i * c->ldc + c->n / 2), 2, (size_t)(c->n / 2));
+        break;
+    }
     case VG_OP_GATHER_ROWS: {
         int32_t *idx = ints_of(&b[1]);
         ref_gather_rows(w, b[0].h + b[0].off, idx, c->rows, c->cols);
@@ -727,6 +760,13 @@ static vg_status enqueue(const tcase *c)
                           .ldr = c->ldr, .act = c->act, .alpha = (float)c->alpha};
         return vg_op_gemm(s, &a);
     }
+    case VG_OP_GEMM_SILU_GATE: {
+        vg_gemm_args a = {.struct_size = sizeof a, .dtype_ab = c->t, .dtype_c = c->t2, .m = c->m,
+                          .n = c->n, .k = c->k, .a = b[0].d, .lda = c->lda, .b = b[1].d,
+                          .ldb = c->ldb, .c = b[2].d, .ldc = c->ldc, .bias = c->bias ? b[3].d : NULL,
+                          .act = VG_ACT_NONE, .alpha = (float)c->alpha, .gate = VG_GEMM_GATE_SILU};
+        return vg_op_gemm(s, &a);
+    }
     case VG_OP_GATHER_ROWS:
         return vg_op_gather_rows(s, c->t, b[2].d, b[0].d, b[1].d, c->rows, c->cols);
     case VG_OP_RMSNORM:
@@ -784,7 +824,7 @@ static int may_refuse(const tcase *c, vg_status st)
 {
     if (st != VG_ERR_UNSUPPORTED) return 0;
     if (c->op == VG_OP_ATTENTION || c->op == VG_OP_ATTENTION_ROTARY) return 1;
-    return c->op == VG_OP_GEMM && c->t != c->t2;
+    return (c->op == VG_OP_GEMM || c->op == VG_OP_GEMM_SILU_GATE) && c->t != c->t2;
 }
 
 /* Tolerances: |got - want| <= atol · max|want| + rtol · |want| for each written element. */
@@ -877,12 +917,13 @@ static int check(tcase *c, int expect_untouched)
         }
         double scale = c->term_scale;
         for (size_t e = 0; e < b->cap; e++)
-            if (b->mask[e]) scale = fmax(scale, fabs(b->want[e]));
+            if (b->mask[e] == 1) scale = fmax(scale, fabs(b->want[e]));
         double worst = 0;
         for (size_t e = 0; e < b->cap; e++) {
             const unsigned char *g = got + e * es;
             int ok;
             double gv = decode(b->tout, g), wv = b->want[e];
+            if (b->mask[e] == 2) continue; /* scratch of the op: any contents */
             if (b->mask[e]) {
                 double err = fabs(gv - wv);
                 ok = !isnan(gv) && !isinf(gv) && err <= atol * scale + rtol * fabs(wv);

@@ -18,6 +18,7 @@ uint32_t ref_catalogue_dtypes(vg_op_id op)
     case VG_OP_AXPBY: return VG_DTYPE_BIT(VG_DTYPE_F32);
     case VG_OP_GATHER_ROWS: return ALL;
     case VG_OP_GEMM:
+    case VG_OP_GEMM_SILU_GATE:
     case VG_OP_RMSNORM:
     case VG_OP_ROTARY_2D:
     case VG_OP_ATTENTION:
@@ -310,4 +311,20 @@ void ref_rotary_kv_store(vg_dtype t, double *qkv, int64_t ld, int64_t rows, int 
     }
     ref_rotary(qkv, ld, rows, heads + kv_heads, head_dim, pos, theta);
     ref_kv_store(qkv + qw, ld, qkv + qw + width, ld, k_cache, v_cache, slots, rows, width);
+}
+
+double ref_gemm_silu_gate(int64_t m, int64_t n, int64_t k, double alpha, const double *a,
+                          int64_t lda, const double *b, int64_t ldb, const double *bias, double *c,
+                          int64_t ldc)
+{
+    double *p = malloc((size_t)(m * n) * sizeof *p), most = 0;
+    if (!p) abort();
+    ref_gemm(m, n, k, alpha, a, lda, b, ldb, bias, NULL, 0, VG_ACT_NONE, p, n);
+    for (int64_t i = 0; i < m * n; i++) most = fmax(most, fabs(p[i]));
+    int64_t h = n / 2;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < h; j++)
+            c[i * ldc + j] = ref_activation(VG_ACT_SILU, p[i * n + j]) * p[i * n + h + j];
+    free(p);
+    return most;
 }

@@ -88,4 +88,10 @@ void ref_rotary_kv_store(vg_dtype t, double *qkv, int64_t ld, int64_t rows, int 
                          double eps, const int32_t *pos, double theta, double *k_cache,
                          double *v_cache, const int32_t *slots);
 
+/* gemm with gate = VG_GEMM_GATE_SILU: P = alpha·A·Bᵀ + bias over n = 2·h columns, then
+ * c[i, j] = silu(P[i, j]) · P[i, h + j] for j < h (P unrounded). Returns max |P|. */
+double ref_gemm_silu_gate(int64_t m, int64_t n, int64_t k, double alpha, const double *a,
+                          int64_t lda, const double *b, int64_t ldb, const double *bias, double *c,
+                          int64_t ldc);
+
 #endif

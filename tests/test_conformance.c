@@ -778,6 +778,97 @@ static void test_gemm_decode_shapes(void **state)
     }
 }
 
+/* gemm with a gate (op table version 6: C = silu(gate half) · up half of the product), at decode
+ * shapes: split along k (long k, few outputs), an odd half, m past 64, F32 output, a bias; each
+ * captured once and replayed on new activations, against the reference and against the GEMM and
+ * silu_mul run separately on the same device. The error bound follows the product's: max|P|². */
+typedef struct gate_case {
+    int m, h, k, f32_out, bias;
+} gate_case;
+
+static void gemm_silu_gate_check(vg_dtype dt, const gate_case *t)
+{
+    const int M = t->m, N = 2 * t->h, H = t->h, K = t->k, LDC = N + 3;
+    vg_dtype dc_t = t->f32_out ? VG_DTYPE_F32 : dt;
+    size_t na = (size_t)M * K, nb = (size_t)N * K, nc = (size_t)M * LDC;
+    float *a = malloc(na * 4), *b = malloc(nb * 4), *bias = malloc((size_t)N * 4);
+    float *out = malloc(nc * 4), *sep = malloc((size_t)M * H * 4);
+    double *want = malloc(nc * sizeof(double)), *da_ = malloc(na * sizeof(double));
+    double *db_ = malloc(nb * sizeof(double)), *dbias_ = malloc((size_t)N * sizeof(double));
+    assert_true(a && b && bias && out && sep && want && da_ && db_ && dbias_);
+    fill_random(b, nb, 141);
+    fill_random(bias, (size_t)N, 142);
+    fill_random(a, na, 143);
+    void *da = upload_as(dt, a, na), *db = upload_as(dt, b, nb), *dbias = upload_as(dt, bias, (size_t)N);
+    void *dc = dalloc(nc * esize(dc_t)), *dp = dalloc((size_t)M * N * esize(dc_t));
+    void *dm = dalloc((size_t)M * H * esize(dc_t));
+    gemm_case c;
+    memset(&c, 0, sizeof c);
+    c.args = (vg_gemm_args){.struct_size = sizeof(vg_gemm_args), .dtype_ab = dt, .dtype_c = dc_t,
+                            .m = M, .n = N, .k = K, .a = da, .lda = K, .b = db, .ldb = K, .c = dc,
+                            .ldc = LDC, .bias = t->bias ? dbias : NULL, .act = VG_ACT_NONE,
+                            .alpha = 1.0f, .gate = VG_GEMM_GATE_SILU};
+    vg_graph_exec *exec = has_graphs() ? capture(enqueue_gemm, &c) : NULL;
+    for (size_t i = 0; i < nb; i++) db_[i] = b[i];
+    for (int j = 0; j < N; j++) dbias_[j] = bias[j];
+    for (int round = 0; round < 3; round++) {
+        fill_random(a, na, 150 + round);
+        void *nw = upload_as(dt, a, na);
+        VG_CHECK(vg_mem_copy_d2d(g.s, da, nw, na * esize(dt)));
+        if (exec) VG_CHECK(vg_graph_exec_launch(exec, g.s));
+        else enqueue_gemm(&c);
+        download_as(dc_t, out, dc, nc);
+        /* the two ops it replaces, on the same device */
+        vg_gemm_args plain = c.args;
+        plain.gate = VG_GEMM_GATE_NONE, plain.c = dp, plain.ldc = N;
+        VG_CHECK(vg_op_gemm(g.s, &plain));
+        VG_CHECK(vg_op_silu_mul(g.s, dc_t, dp, N, dm, H, M, H));
+        download_as(dc_t, sep, dm, (size_t)M * H);
+        VG_CHECK(vg_mem_free(g.rt, nw));
+        for (size_t i = 0; i < na; i++) da_[i] = a[i];
+        double most = ref_gemm_silu_gate(M, N, K, 1.0, da_, K, db_, K, t->bias ? dbias_ : NULL, want, LDC);
+        double scale = most * most, err = 0, err_sep = 0;
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < H; j++) {
+                double w = want[(size_t)i * LDC + j], gv = out[(size_t)i * LDC + j];
+                assert_false(isnan(gv));
+                err = fmax(err, fabs(gv - w));
+                err_sep = fmax(err_sep, fabs(gv - sep[(size_t)i * H + j]));
+            }
+        double tol = (dc_t == VG_DTYPE_F32 ? 1e-4 : dc_t == VG_DTYPE_BF16 ? 1.6e-2 : 4e-3) * scale;
+        if (err > tol || err_sep > tol)
+            print_message("gemm gate %s->%s m=%d h=%d k=%d round %d: error %.3g, against the separate "
+                          "ops %.3g, bound %.3g\n", vg_dtype_name(dt), vg_dtype_name(dc_t), M, H, K,
+                          round, err, err_sep, tol);
+        assert_true(err <= tol && err_sep <= tol);
+    }
+    if (exec) VG_CHECK(vg_graph_exec_destroy(exec));
+    void *bufs[6] = {da, db, dbias, dc, dp, dm};
+    for (int i = 0; i < 6; i++) VG_CHECK(vg_mem_free(g.rt, bufs[i]));
+    free(a), free(b), free(bias), free(out), free(sep), free(want), free(da_), free(db_), free(dbias_);
+}
+
+static void test_gemm_silu_gate(void **state)
+{
+    (void)state;
+    if (!supports(VG_OP_GEMM_SILU_GATE)) skip();
+    static const gate_case cases[] = {
+        /* m   h     k    f32 bias */
+        {1, 304, 4096, 0, 0},  /* few outputs, long k: split along k */
+        {1, 1216, 896, 0, 0},  /* a gate|up projection */
+        {3, 37, 512, 0, 1},    /* an odd half, a bias per half */
+        {16, 160, 264, 1, 0},  /* F32 output */
+        {64, 96, 1024, 0, 1},
+        {70, 40, 128, 0, 0},   /* past the decode kernels' rows */
+        {9, 8, 8, 0, 1},       /* the shortest k */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gemm_silu_gate_check(VG_DTYPE_BF16, &cases[i]);
+        gemm_silu_gate_check(VG_DTYPE_F16, &cases[i]);
+    }
+    gemm_silu_gate_check(VG_DTYPE_F32, &cases[2]);
+}
+
 /* max|got - want| / max|want|, failing on NaN */
 
 static double tol_for(vg_dtype t) { return t == VG_DTYPE_F32 ? 2e-5 : 2e-2; }
@@ -1659,6 +1750,7 @@ int main(void)
         cmocka_unit_test_teardown(test_gemm_bf16, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_half_io, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_decode_shapes, end_stray_capture),
+        cmocka_unit_test_teardown(test_gemm_silu_gate, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_rejects_activation_with_inplace_residual, end_stray_capture),
         cmocka_unit_test_teardown(test_gather_reads_indices_at_replay, end_stray_capture),
         cmocka_unit_test_teardown(test_update, end_stray_capture),

@@ -6,6 +6,7 @@
  * pass. Then capture state: an op the device cannot capture (VG_STUB_CAPS=nocapture:<op>) is
  * refused on a capturing stream with VG_ERR_STATE naming it, the capture still ends, and
  * synchronising a capturing stream is refused. */
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "test_util.h"
@@ -117,6 +118,9 @@ static vg_status valid_call(vg_stream *s, vg_op_id op)
     case VG_OP_LAYERNORM: return vg_op_layernorm(s, VG_DTYPE_F32, g.a, g.b, g.b, g.c, ROWS, 8, 1e-6f);
     case VG_OP_GATHER_WEIGHTED: /* 4 taps of row 0 (idx is zeros) of a 4-row table */
         return vg_op_gather_weighted(s, VG_DTYPE_F32, g.c, g.a, 4, g.idx, (const float *)g.b, ROWS, 8, 4);
+    case VG_OP_GEMM_SILU_GATE:
+        ga.gate = VG_GEMM_GATE_SILU;
+        return vg_op_gemm(s, &ga);
     case VG_OP_ROTARY_KV_STORE: /* qkv rows of 2 + 2·1 heads in c; every row to slot 0 of a and b */
         return vg_op_rotary_kv_store(s, VG_DTYPE_F32, g.c, 2 * HIDDEN, ROWS, HEADS, 1, HD, g.b, g.b,
                                      1e-6f, g.pos, 1e4f, g.a, g.b + BYTES / 2, g.idx);
@@ -155,8 +159,9 @@ static void test_valid_calls_pass(void **state)
 static void test_no_stream(void **state)
 {
     (void)state;
-    for (int op = 0; op < VG_OP_COUNT_; op++)
-        VG_CHECK_FAILS(valid_call(NULL, (vg_op_id)op), VG_ERR_INVALID_ARG, vg_op_name((vg_op_id)op));
+    for (int op = 0; op < VG_OP_COUNT_; op++) /* gemm_silu_gate is a call of vg_op_gemm */
+        VG_CHECK_FAILS(valid_call(NULL, (vg_op_id)op), VG_ERR_INVALID_ARG,
+                       op == VG_OP_GEMM_SILU_GATE ? "gemm" : vg_op_name((vg_op_id)op));
 }
 
 /* ---- op by op ------------------------------------------------------------------------------------------ */
@@ -226,6 +231,11 @@ static void test_gemm(void **state)
     /* an activation with the residual aliasing c: the residual would be added after act */
     GEMM_FAILS((a.residual = a.c, a.ldr = a.ldc, a.act = VG_ACT_GELU_ERF), "alias");
     GEMM_FAILS((a.residual = a.c, a.ldr = a.ldc, a.act = VG_ACT_SILU), "alias");
+    /* the gate (op table version 6): a known gate, n even, no activation, no residual */
+    GEMM_FAILS(a.gate = (vg_gemm_gate)7, "gate", "7");
+    GEMM_FAILS((a.gate = VG_GEMM_GATE_SILU, a.n = 7), "gate", "even", "7");
+    GEMM_FAILS((a.gate = VG_GEMM_GATE_SILU, a.act = VG_ACT_SILU), "gate", "activation");
+    GEMM_FAILS((a.gate = VG_GEMM_GATE_SILU, a.residual = g.b, a.ldr = 8), "gate", "residual");
 #undef GEMM_FAILS
     assert_zero(g.c, 1024);
     a = gemm_args(); /* in place without activation is fine, and so is ldr past n */
@@ -234,6 +244,11 @@ static void test_gemm(void **state)
     VG_CHECK(vg_op_gemm(g.s, &a));
     a = gemm_args();
     a.residual = g.b, a.ldr = 20, a.lda = 9, a.act = VG_ACT_QUICK_GELU;
+    VG_CHECK(vg_op_gemm(g.s, &a));
+    /* a caller built against op table version 5's struct (no gate field) is still served */
+    a = gemm_args();
+    a.struct_size = (uint32_t)(offsetof(vg_gemm_args, alpha) + sizeof(float));
+    a.gate = (vg_gemm_gate)7; /* past its struct_size: never read */
     VG_CHECK(vg_op_gemm(g.s, &a));
     VG_CHECK(vg_mem_set(g.s, g.c, 0, BYTES));
     VG_CHECK(vg_stream_sync(g.s));

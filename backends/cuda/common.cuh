@@ -101,6 +101,9 @@ static inline void vgc_launch(vg_bk_stream *s, void (*kern)(KArgs...), dim3 grid
 /* gemm_tiled.cu: the portable GEMM kernel. Like every op, GEMM receives arguments the core has
  * validated against the catalogue (vg_ops.h); a backend checks only its own limits. */
 vg_status vgc_gemm_tiled(vg_bk_stream *s, const vg_gemm_args *a);
+/* A gated GEMM's second step where the GEMM itself did not gate (vg_ops.h: args.gate): silu_mul
+ * over C's halves in place. VG_OK at once without a gate. */
+vg_status vgc_gemm_gate_after(vg_bk_stream *s, const vg_gemm_args *a);
 
 /* gemm.cu (cuBLASLt) on CUDA; backends/hip/hip_glue.cu (the tiled kernel) on HIP */
 vg_status vgc_gemm_device_init(vg_bk_device *dev);

@@ -20,7 +20,11 @@
  * candidates, in a few split-K variants, and a plan uses it only when it was faster; the log
  * (debug) gives both times and bandwidths. VG_CUDA_GEMM=cublaslt leaves it out;
  * VG_CUDA_GEMM=skinny (4 warps a block) or skinny_wide (8 warps where m <= 8) runs it for every
- * call it can take (for testing it). */
+ * call it can take (for testing it).
+ *
+ * A gated call (args.gate, op table version 6: C = silu(gate half) · up half) is one launch of
+ * the skinny kernel, which gates in its epilogue, or cuBLASLt then silu_mul in place; the tuner
+ * times cuBLASLt's candidates with that second launch, so the plan takes whichever is faster. */
 #include <cublasLt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -37,6 +41,7 @@ typedef struct gemm_key {
     int64_t m, n, k, lda, ldb, ldc, ldr;
     int32_t dtype_ab, dtype_c, epilogue, beta;
     int32_t align_a, align_b, align_c, align_r;
+    int32_t gate; /* vg_gemm_gate: timed with its silu_mul, against the skinny kernel's fused gate */
 } gemm_key;
 
 typedef struct gemm_plan {
@@ -182,7 +187,8 @@ static float time_cold(tune_ctx *t, const cublasLtMatmulAlgo_t *algo, vgc_skinny
                 return INFINITY;
         } else if (cublasLtMatmul(h, p->desc, &alpha, a->b, p->la, a->a, p->lb, &beta, cptr, p->lc,
                                   t->scratch, p->ld, algo, t->s->gemm_workspace,
-                                  t->s->gemm_workspace_bytes, t->s->s) != CUBLAS_STATUS_SUCCESS)
+                                  t->s->gemm_workspace_bytes, t->s->s) != CUBLAS_STATUS_SUCCESS ||
+                   vgc_gemm_gate_after(t->s, &own) != VG_OK) /* a gate costs cuBLASLt a launch */
             return INFINITY;
         float ms = 0;
         if (cudaEventRecord(t->e1, t->s->s) != cudaSuccess || cudaEventSynchronize(t->e1) != cudaSuccess ||
@@ -439,6 +445,7 @@ static vg_status plan_get(vg_bk_stream *s, const gemm_key *k, const vg_gemm_args
 vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
 {
     if (s->dev->gemm_tiled) return vgc_gemm_tiled(s, a); /* the portable kernel, for testing it */
+    /* a gate (vg_ops.h): fused by the skinny kernel where it runs, else silu_mul after the GEMM */
     if (s->gemm_cache->own >= OWN_ALWAYS && vgc_skinny_fits(a))
         return vgc_gemm_skinny(s, a, vgc_skinny_split(a, s->dev->prop.multiProcessorCount, 1.0,
                                                       s->gemm_cache->own == OWN_ALWAYS_WIDE,
@@ -463,6 +470,7 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
     k.align_b = align_of(a->b, a->ldb, eab);
     k.align_c = align_of(a->c, a->ldc, ec);
     k.align_r = lt_residual ? align_of(a->residual, a->ldr, ec) : k.align_c;
+    k.gate = (int32_t)a->gate;
     gemm_plan *p = NULL;
     vg_status st = plan_get(s, &k, a, &p);
     if (st == VG_ERR_UNSUPPORTED) {
@@ -489,5 +497,6 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
     /* What was not fused: bias of another type, the activation, the residual after it. */
     vg_gemm_args rest = *a;
     if (lt_gelu) rest.act = VG_ACT_NONE;
-    return vgc_epilogue(s, &rest, a->bias && !lt_bias, a->residual && !lt_residual);
+    st = vgc_epilogue(s, &rest, a->bias && !lt_bias, a->residual && !lt_residual);
+    return st == VG_OK ? vgc_gemm_gate_after(s, a) : st;
 }

@@ -72,24 +72,39 @@ __device__ __forceinline__ void sk_store(TC *C, int64_t ldc, const T *bias, cons
     C[(int64_t)tok * ldc + col] = vgk_from_f<TC>(v);
 }
 
-/* MT: 8-row tiles of activations (m <= 8·MT); W: warps per block. */
+/* The gated epilogue (vg_ops.h, gemm's gate): silu(gate) · up of one output, each half with its
+ * bias; silu as the silu_mul kernel computes it. */
+template <typename T, typename TC>
+__device__ __forceinline__ void sk_store_gated(TC *C, int64_t ldc, const T *bias, int half, int tok,
+                                               int col, float vg, float vu, float alpha)
+{
+    vg *= alpha, vu *= alpha;
+    if (bias) vg += vgk_to_f(bias[col]), vu += vgk_to_f(bias[half + col]);
+    C[(int64_t)tok * ldc + col] = vgk_from_f<TC>(vg / (1.0f + __expf(-vg)) * vu);
+}
+
+/* MT: 8-row tiles of activations (m <= 8·MT); W: warps per block. half > 0: gated (n = 2·half):
+ * a block owns 8 outputs, its fragment rows g the gate rows and g + 8 the matching up rows. */
 template <typename T, typename TC, int MT, int W>
 __global__ void __launch_bounds__(32 * W)
 k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t ldc, const T *bias,
               const TC *res, int64_t ldr, int m, int n, int k, float alpha, vg_activation act,
-              int ksplit, float *part, unsigned *counters)
+              int half, int ksplit, float *part, unsigned *counters)
 {
     constexpr int SK_WARPS = W, SK_THREADS = 32 * W, UNR = sk_shape<MT, W>::unroll;
     __shared__ float red[SK_WARPS][8 * MT][SK_ROWS + 1];
     __shared__ int last_block;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
-    const int r0 = blockIdx.x * SK_ROWS;
+    const int r0 = blockIdx.x * SK_ROWS, o0 = blockIdx.x * (SK_ROWS / 2); /* o0: gated outputs */
     const int nchunks = (k + SK_CHUNK - 1) / SK_CHUNK, per = (nchunks + ksplit - 1) / ksplit;
     const int c0 = (int)blockIdx.y * per, c1 = c0 + per < nchunks ? c0 + per : nchunks;
-    const bool row0 = r0 + g < n, row1 = r0 + g + 8 < n;
+    /* the weight row behind fragment row r (0..15), and whether it exists */
+    auto wrow = [&](int r) { return half ? (r < 8 ? o0 + r : half + o0 + r - 8) : r0 + r; };
+    auto wvalid = [&](int r) { return half ? o0 + (r & 7) < half : r0 + r < n; };
+    const bool row0 = wvalid(g), row1 = wvalid(g + 8);
     /* rows past n and activation rows past m read a valid row (clamped) and are zeroed after */
-    const T *w0 = B + (int64_t)(row0 ? r0 + g : n - 1) * ldb + tq * 8;
-    const T *w1 = B + (int64_t)(row1 ? r0 + g + 8 : n - 1) * ldb + tq * 8;
+    const T *w0 = B + (int64_t)(row0 ? wrow(g) : n - 1) * ldb + tq * 8;
+    const T *w1 = B + (int64_t)(row1 ? wrow(g + 8) : n - 1) * ldb + tq * 8;
     const T *x0[MT];
 #pragma unroll
     for (int j = 0; j < MT; j++) x0[j] = A + (int64_t)(8 * j + g < m ? 8 * j + g : m - 1) * lda + tq * 8;
@@ -138,6 +153,17 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
     }
     __syncthreads();
     const int items = m * SK_ROWS; /* m <= 8·MT */
+    if (ksplit == 1 && half) {
+        for (int e = threadIdx.x; e < m * 8; e += SK_THREADS) {
+            int tok = e / 8, r = e % 8;
+            if (o0 + r >= half) continue;
+            float vg = 0.0f, vu = 0.0f;
+#pragma unroll
+            for (int w = 0; w < SK_WARPS; w++) vg += red[w][tok][r], vu += red[w][tok][r + 8];
+            sk_store_gated(C, ldc, bias, half, tok, o0 + r, vg, vu, alpha);
+        }
+        return;
+    }
     if (ksplit == 1) {
         for (int e = threadIdx.x; e < items; e += SK_THREADS) {
             int tok = e / SK_ROWS, r = e % SK_ROWS, col = r0 + r;
@@ -150,12 +176,12 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
         return;
     }
     for (int e = threadIdx.x; e < items; e += SK_THREADS) {
-        int tok = e / SK_ROWS, r = e % SK_ROWS, col = r0 + r;
-        if (col >= n) continue;
+        int tok = e / SK_ROWS, r = e % SK_ROWS;
+        if (!wvalid(r)) continue;
         float v = 0.0f;
 #pragma unroll
         for (int w = 0; w < SK_WARPS; w++) v += red[w][tok][r];
-        part[((int64_t)blockIdx.y * m + tok) * n + col] = v;
+        part[((int64_t)blockIdx.y * m + tok) * n + wrow(r)] = v; /* by weight row */
     }
     __threadfence(); /* the partials are visible before the count says so */
     __syncthreads();
@@ -163,7 +189,20 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
     __syncthreads();
     if (!last_block) return;
     __threadfence();
-    for (int e = threadIdx.x; e < items; e += SK_THREADS) {
+    if (half) {
+        for (int e = threadIdx.x; e < m * 8; e += SK_THREADS) {
+            int tok = e / 8, col = o0 + e % 8;
+            if (col >= half) continue;
+            float vg = 0.0f, vu = 0.0f;
+#pragma unroll 8
+            for (int s = 0; s < ksplit; s++) {
+                const float *ps = &part[((int64_t)s * m + tok) * n];
+                vg += __ldcg(ps + col), vu += __ldcg(ps + half + col);
+            }
+            sk_store_gated(C, ldc, bias, half, tok, col, vg, vu, alpha);
+        }
+    }
+    for (int e = threadIdx.x; e < (half ? 0 : items); e += SK_THREADS) {
         int tok = e / SK_ROWS, r = e % SK_ROWS, col = r0 + r;
         if (col >= n) continue;
         float v = 0.0f;
@@ -200,11 +239,14 @@ vgc_skinny_cfg vgc_skinny_split(const vg_gemm_args *a, int sms, double scale, in
 template <typename T, typename TC, int MT, int W>
 static void sk_launch(vg_bk_stream *s, const vg_gemm_args *a, int ksplit, float *ws, unsigned *counters)
 {
-    dim3 grid((unsigned)((a->n + SK_ROWS - 1) / SK_ROWS), (unsigned)ksplit);
+    int half = a->gate == VG_GEMM_GATE_SILU ? (int)(a->n / 2) : 0;
+    /* gated: 8 outputs a block, as many blocks as 16 weight rows ungated (n = 2·half) */
+    unsigned groups = (unsigned)(half ? (half + SK_ROWS / 2 - 1) / (SK_ROWS / 2) : (a->n + SK_ROWS - 1) / SK_ROWS);
+    dim3 grid(groups, (unsigned)ksplit);
     vgc_launch(s, k_gemm_skinny<T, TC, MT, W>, grid, 32 * W, 0, (const T *)a->a, a->lda,
                (const T *)a->b, a->ldb, (TC *)a->c, a->ldc, (const T *)a->bias,
                (const TC *)a->residual, a->ldr, (int)a->m, (int)a->n, (int)a->k, a->alpha, a->act,
-               ksplit, ws, counters);
+               half, ksplit, ws, counters);
 }
 
 template <typename T, typename TC>

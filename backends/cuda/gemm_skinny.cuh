@@ -28,7 +28,8 @@ typedef struct vgc_skinny_cfg {
 vgc_skinny_cfg vgc_skinny_split(const vg_gemm_args *a, int sms, double scale, int wide, size_t ws_bytes,
                                 int ncounters);
 
-/* C = act(alpha·A·Bᵀ + bias) + residual in one launch. With cfg.ksplit > 1, the blocks of one
+/* C = act(alpha·A·Bᵀ + bias) + residual in one launch, or with a->gate the gated product
+ * (vg_ops.h) in one launch. With cfg.ksplit > 1, the blocks of one
  * column group leave fp32 partials in ws (ksplit·m·n floats) and the last to finish, counted in
  * counters[group] (zero before, zero again after), adds them and applies the epilogue. */
 vg_status vgc_gemm_skinny(vg_bk_stream *s, const vg_gemm_args *a, vgc_skinny_cfg cfg, float *ws,

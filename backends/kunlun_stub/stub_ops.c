@@ -101,6 +101,13 @@ static void run_gemm(vg_bk_stream *s, const void *p)
             store_f(g->c, g->dtype_c, i * (size_t)g->ldc + j, v);
         }
     }
+    if (g->gate == VG_GEMM_GATE_SILU) /* silu_mul in place over the stored halves, as the ops in turn */
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < n / 2; j++) {
+                size_t at = i * (size_t)g->ldc + j;
+                float gv = load_f(g->c, g->dtype_c, at), uv = load_f(g->c, g->dtype_c, at + n / 2);
+                store_f(g->c, g->dtype_c, at, activate(VG_ACT_SILU, gv) * uv);
+            }
 }
 
 static vg_status op_gemm(vg_bk_device *dev, vg_bk_stream *s, const vg_gemm_args *g)

@@ -52,7 +52,8 @@ static vg_status op_axpby(vg_bk_device *dev, vg_bk_stream *s, size_t n, float al
     return ocl_launch(s, OCL_K_axpby, "axpby", 1, &global, &local, 5, a);
 }
 
-/* One work-group per OCL_GEMM_TILE square of C (kernels/gemm.cl). */
+/* One work-group per OCL_GEMM_TILE square of C (kernels/gemm.cl); a gate (op table version 6)
+ * then runs silu_mul over C in place. */
 static vg_status op_gemm(vg_bk_device *dev, vg_bk_stream *s, const vg_gemm_args *g)
 {
     (void)dev;
@@ -65,7 +66,11 @@ static vg_status op_gemm(vg_bk_device *dev, vg_bk_stream *s, const vg_gemm_args 
                    OA_I64(g->ldc), OA_I32(g->bias != NULL), OA_PTR(g->bias),
                    OA_I32(g->residual != NULL), OA_PTR(g->residual), OA_I64(g->ldr),
                    OA_I32(g->act), OA_F32(g->alpha)};
-    return ocl_launch(s, OCL_K_gemm, "gemm", 2, global, local, (int)(sizeof a / sizeof a[0]), a);
+    vg_status st = ocl_launch(s, OCL_K_gemm, "gemm", 2, global, local, (int)(sizeof a / sizeof a[0]), a);
+    if (st != VG_OK || g->gate != VG_GEMM_GATE_SILU) return st;
+    /* the gate as a second launch over the stored halves: silu_mul in place is safe (each
+     * work-item reads its two elements before it writes the first) */
+    return ocl_op_silu_mul(dev, s, g->dtype_c, g->c, g->ldc, g->c, g->ldc, g->m, g->n / 2);
 }
 
 static vg_status op_gather_rows(vg_bk_device *dev, vg_bk_stream *s, vg_dtype dtype, void *dst,

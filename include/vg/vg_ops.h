@@ -51,7 +51,8 @@ typedef enum vg_op_id {
     VG_OP_GATHER_WEIGHTED = 16,
     /* op table version 6: fewer kernels per decode step */
     VG_OP_ROTARY_KV_STORE = 17,
-    VG_OP_COUNT_ = 18
+    VG_OP_GEMM_SILU_GATE = 18, /* gemm with args.gate = VG_GEMM_GATE_SILU (no member of its own) */
+    VG_OP_COUNT_ = 19
 } vg_op_id;
 
 /* What a device offers for one op (vg_runtime_op_support). */
@@ -80,6 +81,13 @@ typedef enum vg_activation {
  *               B is in the Linear-weight layout [out, in]. A, B and bias share dtype_ab; C and
  *               residual share dtype_c (float dtypes). m, n, k >= 1 and below 2^31; lda, ldb >= k,
  *               ldc, ldr >= n. residual may alias c only when act is VG_ACT_NONE.
+ *               With gate = VG_GEMM_GATE_SILU (op VG_OP_GEMM_SILU_GATE, op table version 6): the
+ *               product P = alpha·A·Bᵀ + bias has n = 2·h columns, a gate half and an up half
+ *               (a gate|up projection), and C[r, j] = silu(P[r, j]) · P[r, h + j] for j < h:
+ *               the GEMM and silu_mul in one call. Columns h..n-1 of each C row are scratch the
+ *               device may overwrite (ldc >= n still), so a device may compute it as gemm then
+ *               silu_mul in place, P rounded to dtype_c in between; a fused kernel rounds once.
+ *               n even, act VG_ACT_NONE, no residual.
  *
  * gather_rows   dst[r, :] = src[idx[r], :] for r < rows, rows of `cols` elements of any dtype.
  *               dst must not alias src. Each idx[r] must lie in the rows of src (the caller's
@@ -182,6 +190,12 @@ typedef enum vg_activation {
  *               eps >= 0; theta > 0. The caches must not overlap qkv.
  */
 
+/* What gemm does with the two halves of its output (op table version 6). */
+typedef enum vg_gemm_gate {
+    VG_GEMM_GATE_NONE = 0,
+    VG_GEMM_GATE_SILU = 1 /* C = silu(first half) · second half (see gemm above) */
+} vg_gemm_gate;
+
 /* Arguments of gemm (a struct: it has too many to pass by position). */
 typedef struct vg_gemm_args {
     uint32_t struct_size; /* sizeof(vg_gemm_args) */
@@ -199,6 +213,9 @@ typedef struct vg_gemm_args {
     int64_t ldr;
     vg_activation act;
     float alpha;
+    /* appended in op table version 6: set struct_size to sizeof(vg_gemm_args) to use it; a
+     * caller built against an older header (a smaller struct_size) gets VG_GEMM_GATE_NONE */
+    vg_gemm_gate gate;
 } vg_gemm_args;
 
 /* The highest head_dim attention accepts. */

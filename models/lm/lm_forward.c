@@ -6,8 +6,8 @@
  *                    rotary on q and k, kv_store of k and v into the paged cache (the last
  *                    three as one rotary_kv_store where the device has it)
  *   layer i: attn    paged attention (the splitting piece: graph-safe for uniform steps only)
- *   layer i: out     o-proj GEMM + residual, rmsnorm, gate|up GEMM, silu·mul,
- *                    down GEMM + residual
+ *   layer i: out     o-proj GEMM + residual, rmsnorm, gate|up GEMM, silu·mul (in the gate|up
+ *                    GEMM where the device gates: gemm_silu_gate), down GEMM + residual
  *   head             gather the last new token of each sequence, final rmsnorm, lm_head GEMM
  *                    into F32 logits, argmax
  *
@@ -26,14 +26,22 @@
 
 static size_t es(const vg_lm *m) { return vg_dtype_size(m->dt); }
 
+static vg_status gemm_ld(const vg_lm *m, vg_stream *s, int64_t rows, int64_t n, int64_t k,
+                         const void *a, int64_t lda, const void *w, const void *bias, void *c,
+                         vg_dtype dtype_c, const void *residual, vg_gemm_gate gate)
+{
+    vg_gemm_args g = {.struct_size = sizeof g, .dtype_ab = m->dt, .dtype_c = dtype_c, .m = rows,
+                      .n = n, .k = k, .a = a, .lda = lda, .b = w, .ldb = k, .c = c, .ldc = n,
+                      .bias = bias, .residual = residual, .ldr = n, .act = VG_ACT_NONE,
+                      .alpha = 1.0f, .gate = gate};
+    return vg_op_gemm(s, &g);
+}
+
 static vg_status gemm(const vg_lm *m, vg_stream *s, int64_t rows, int64_t n, int64_t k,
                       const void *a, const void *w, const void *bias, void *c, vg_dtype dtype_c,
                       const void *residual)
 {
-    vg_gemm_args g = {.struct_size = sizeof g, .dtype_ab = m->dt, .dtype_c = dtype_c, .m = rows,
-                      .n = n, .k = k, .a = a, .lda = k, .b = w, .ldb = k, .c = c, .ldc = n,
-                      .bias = bias, .residual = residual, .ldr = n, .act = VG_ACT_NONE, .alpha = 1.0f};
-    return vg_op_gemm(s, &g);
+    return gemm_ld(m, s, rows, n, k, a, k, w, bias, c, dtype_c, residual, VG_GEMM_GATE_NONE);
 }
 
 static void layout(const vg_lm *m, int64_t tokens, lm_meta_layout *l)
@@ -106,6 +114,12 @@ static vg_status piece_attn_out(void *mp, vg_runner *r, const vg_piece *p, const
     int64_t T = d->num_tokens, Ip = c->inter_pad;
     TRY(gemm(m, s, T, c->hidden, lm_q_width(c), BUF(LB_ATT), L->o_w, NULL, BUF(LB_H), m->dt, BUF(LB_H)));
     TRY(vg_op_rmsnorm(s, m->dt, BUF(LB_H), L->post_norm, BUF(LB_N), T, c->hidden, c->eps));
+    if (m->gated_gu) { /* silu(gate)·up lands in the first half of each LB_GU row */
+        TRY(gemm_ld(m, s, T, 2 * Ip, c->hidden, BUF(LB_N), c->hidden, L->gu_w, NULL, BUF(LB_GU),
+                    m->dt, NULL, VG_GEMM_GATE_SILU));
+        return gemm_ld(m, s, T, c->hidden, Ip, BUF(LB_GU), 2 * Ip, L->down_w, NULL, BUF(LB_H), m->dt,
+                       BUF(LB_H), VG_GEMM_GATE_NONE);
+    }
     TRY(gemm(m, s, T, 2 * Ip, c->hidden, BUF(LB_N), L->gu_w, NULL, BUF(LB_GU), m->dt, NULL));
     TRY(vg_op_silu_mul(s, m->dt, BUF(LB_GU), 2 * Ip, BUF(LB_M), Ip, T, Ip));
     return gemm(m, s, T, c->hidden, Ip, BUF(LB_M), L->down_w, NULL, BUF(LB_H), m->dt, BUF(LB_H));
@@ -152,6 +166,7 @@ static const vg_op_id k_ops_in_qwen3[] = {VG_OP_RMSNORM, VG_OP_GEMM, VG_OP_ROTAR
 static const vg_op_id k_ops_in_fused[] = {VG_OP_RMSNORM, VG_OP_GEMM, VG_OP_ROTARY_KV_STORE};
 static const vg_op_id k_ops_attention[] = {VG_OP_PAGED_ATTENTION};
 static const vg_op_id k_ops_out[] = {VG_OP_GEMM, VG_OP_RMSNORM, VG_OP_SILU_MUL};
+static const vg_op_id k_ops_out_gated[] = {VG_OP_GEMM, VG_OP_RMSNORM, VG_OP_GEMM_SILU_GATE};
 static const vg_op_id k_ops_head[] = {VG_OP_GATHER_ROWS, VG_OP_RMSNORM, VG_OP_GEMM, VG_OP_ARGMAX};
 
 #define OPS(list) .ops_used = (list), .num_ops_used = (int)VGM_ARRAY_LEN(list)
@@ -184,6 +199,7 @@ vg_status lm_pieces_init(vg_lm *m)
         return vg_error_set(VG_ERR_UNSUPPORTED, "lm: backend '%s' has no argmax for F32",
                             vg_runtime_backend_name(m->rt));
     m->fused_qkv = has_op(m, VG_OP_ROTARY_KV_STORE, m->dt);
+    m->gated_gu = has_op(m, VG_OP_GEMM_SILU_GATE, m->dt);
     int n = 2 + 3 * c->layers;
     m->pieces = calloc((size_t)n, sizeof *m->pieces);
     if (!m->pieces) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "lm: out of memory");
@@ -202,8 +218,12 @@ vg_status lm_pieces_init(vg_lm *m)
         m->pieces[k++] = (vg_piece){.name = "attention", .run = piece_attention,
                                     .flags = VG_PIECE_SPLITTING, .arg = i,
                                     .graph_safe = attention_graph_safe, OPS(k_ops_attention)};
-        m->pieces[k++] = (vg_piece){.name = "attn_out_mlp", .run = piece_attn_out, .arg = i,
-                                    OPS(k_ops_out)};
+        if (m->gated_gu)
+            m->pieces[k++] = (vg_piece){.name = "attn_out_mlp", .run = piece_attn_out, .arg = i,
+                                        OPS(k_ops_out_gated)};
+        else
+            m->pieces[k++] = (vg_piece){.name = "attn_out_mlp", .run = piece_attn_out, .arg = i,
+                                        OPS(k_ops_out)};
     }
     m->pieces[k++] = (vg_piece){.name = "head", .run = piece_head, .graph_safe = head_graph_safe,
                                 OPS(k_ops_head)};
@@ -239,7 +259,7 @@ vg_status lm_reserve(void *mp, vg_runner *r, const vg_batch_desc *d)
         [LB_QKV] = T * (size_t)lm_qkv_width(c) * e,
         [LB_ATT] = T * (size_t)lm_q_width(c) * e,
         [LB_GU] = 2 * T * Ip * e,
-        [LB_M] = T * Ip * e,
+        [LB_M] = m->gated_gu ? 0 : T * Ip * e, /* the gated GEMM leaves the product in LB_GU */
         [LB_LAST] = S * h * e,
         [LB_LOGITS] = S * (size_t)c->vocab * sizeof(float),
         [LB_ARGMAX] = S * sizeof(int32_t),

@@ -137,6 +137,7 @@ struct vg_lm {
     lm_plan plan;
     int head_rows;     /* sequences of the step being run (the head of mixed steps) */
     int fused_qkv;     /* the device has rotary_kv_store: one op after the qkv GEMM */
+    int gated_gu;      /* the device gates a GEMM (gemm_silu_gate): no silu_mul op */
     void *meta_stage;  /* host staging of the per-step metadata */
     size_t meta_bytes;
     vg_lm_options opts;
