@@ -12,7 +12,8 @@ const char *vg_op_name(vg_op_id op)
                                                     "rmsnorm_heads", "kv_store",
                                                     "paged_attention", "argmax",
                                                     "layernorm", "gather_weighted",
-                                                    "rotary_kv_store", "gemm_silu_gate"};
+                                                    "rotary_kv_store", "gemm_silu_gate",
+                                                    "gemm_rmsnorm_a"};
     return (unsigned)op < VG_OP_COUNT_ ? names[op] : NULL;
 }
 
@@ -46,6 +47,7 @@ uint32_t vg_op_catalogue_dtypes(uint32_t op)
     case VG_OP_AXPBY: return VG_DTYPE_BIT(VG_DTYPE_F32);
     case VG_OP_GEMM:
     case VG_OP_GEMM_SILU_GATE:
+    case VG_OP_GEMM_RMSNORM_A:
     case VG_OP_RMSNORM:
     case VG_OP_ROTARY_2D:
     case VG_OP_ATTENTION:

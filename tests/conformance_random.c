@@ -263,6 +263,40 @@ static void generate(tcase *c, rng *r)
                  (long long)c->lda, (long long)c->ldb, (long long)c->ldc, c->alpha, c->bias);
         break;
     }
+    case VG_OP_GEMM_RMSNORM_A: { /* C = rmsnorm(A)·Bᵀ (+ bias, act, residual); norm_out after C */
+        c->t2 = pick_dtype(r, c->op);
+        c->m = rchance(r, 0.2) ? rint_in(r, 65, 200) : rint_in(r, 1, 64);
+        c->n = rchance(r, 0.1) ? rint_in(r, 161, 520) : rint_in(r, 1, 160);
+        c->k = rchance(r, 0.7) ? 8 * rint_in(r, 1, 140) : rint_in(r, 1, 300);
+        c->lda = c->k, c->ldb = c->k + pad(r), c->ldc = c->n + pad(r);
+        c->act = (vg_activation)rint_in(r, 0, 4);
+        c->bias = rchance(r, 0.5);
+        c->res = (int)rint_in(r, 0, 2);
+        if (c->res == 2 && c->act != VG_ACT_NONE) c->res = 1;
+        c->ldr = c->res == 2 ? c->ldc : c->n + pad(r);
+        c->alpha = rchance(r, 0.5) ? 1.0 : (float)runif(r, 0.25, 2.0);
+        c->eps = rchance(r, 0.5) ? 1e-6 : 1e-5;
+        /* norm_out: m·k elements of dtype_ab after C, 16-byte aligned, counted in C's elements */
+        size_t es_c = esize(c->t2), cn = (size_t)((c->m - 1) * c->ldc + c->n);
+        size_t at = ((cn * es_c + 15) / 16) * 16 / es_c;
+        c->count = (int64_t)at;
+        add_buf(c, r, "a", c->t, (size_t)((c->m - 1) * c->lda + c->k));
+        add_buf(c, r, "b", c->t, (size_t)((c->n - 1) * c->ldb + c->k));
+        add_buf(c, r, "c,norm_out", c->t2, at + ((size_t)(c->m * c->k) * esize(c->t) + es_c - 1) / es_c);
+        c->b[2].off = 0; /* norm_out's alignment is counted from the allocation */
+        c->b[2].cap = c->b[2].n;
+        c->out = 2;
+        add_buf(c, r, "norm_w", c->t, (size_t)c->k);
+        if (c->bias) add_buf(c, r, "bias", c->t, (size_t)c->n);
+        if (c->res == 1) add_buf(c, r, "residual", c->t2, (size_t)((c->m - 1) * c->ldr + c->n));
+        snprintf(c->shape, sizeof c->shape,
+                 "norm dtype_c=%s m=%lld n=%lld k=%lld ldb=%lld ldc=%lld act=%s alpha=%.9g eps=%g "
+                 "bias=%d residual=%s ldr=%lld", vg_dtype_name(c->t2), (long long)c->m,
+                 (long long)c->n, (long long)c->k, (long long)c->ldb, (long long)c->ldc,
+                 act_name(c->act), c->alpha, c->eps, c->bias,
+                 c->res == 0 ? "none" : c->res == 1 ? "separate" : "aliasing c", (long long)c->ldr);
+        break;
+    }
     case VG_OP_GATHER_ROWS: {
         int64_t src_rows = rint_in(r, 1, 100);
         c->rows = small_rows(r, 120), c->cols = rint_in(r, 1, 200);
@@ -628,6 +662,18 @@ static void reference(tcase *c)
             memset(o->mask + o->off + (size_t)(i * c->ldc + c->n / 2), 2, (size_t)(c->n / 2));
         break;
     }
+    case VG_OP_GEMM_RMSNORM_A: {
+        double *an = xcalloc((size_t)(c->m * c->k), sizeof *an);
+        ref_rmsnorm(b[0].h + b[0].off, b[3].h + b[3].off, an, c->m, c->k, c->eps);
+        const double *bias = c->bias ? b[4].h + b[4].off : NULL;
+        const double *res = c->res == 2 ? w : c->res == 1 ? b[c->nb - 1].h + b[c->nb - 1].off : NULL;
+        ref_gemm(c->m, c->n, c->k, c->alpha, an, c->k, b[1].h + b[1].off, c->ldb, bias, res, c->ldr,
+                 c->act, w, c->ldc);
+        free(an);
+        mark_rows(o, c->m, c->ldc, c->n);
+        memset(o->mask + c->count, 2, o->cap - (size_t)c->count); /* norm_out: the op's scratch */
+        break;
+    }
     case VG_OP_GATHER_ROWS: {
         int32_t *idx = ints_of(&b[1]);
         ref_gather_rows(w, b[0].h + b[0].off, idx, c->rows, c->cols);
@@ -767,6 +813,16 @@ static vg_status enqueue(const tcase *c)
                           .act = VG_ACT_NONE, .alpha = (float)c->alpha, .gate = VG_GEMM_GATE_SILU};
         return vg_op_gemm(s, &a);
     }
+    case VG_OP_GEMM_RMSNORM_A: {
+        vg_gemm_args a = {.struct_size = sizeof a, .dtype_ab = c->t, .dtype_c = c->t2, .m = c->m,
+                          .n = c->n, .k = c->k, .a = b[0].d, .lda = c->lda, .b = b[1].d,
+                          .ldb = c->ldb, .c = b[2].d, .ldc = c->ldc, .bias = c->bias ? b[4].d : NULL,
+                          .residual = c->res == 2 ? b[2].d : c->res == 1 ? b[c->nb - 1].d : NULL,
+                          .ldr = c->ldr, .act = c->act, .alpha = (float)c->alpha,
+                          .norm_w = b[3].d, .norm_eps = (float)c->eps,
+                          .norm_out = (char *)b[2].d + (size_t)c->count * esize(c->t2)};
+        return vg_op_gemm(s, &a);
+    }
     case VG_OP_GATHER_ROWS:
         return vg_op_gather_rows(s, c->t, b[2].d, b[0].d, b[1].d, c->rows, c->cols);
     case VG_OP_RMSNORM:
@@ -824,13 +880,16 @@ static int may_refuse(const tcase *c, vg_status st)
 {
     if (st != VG_ERR_UNSUPPORTED) return 0;
     if (c->op == VG_OP_ATTENTION || c->op == VG_OP_ATTENTION_ROTARY) return 1;
-    return (c->op == VG_OP_GEMM || c->op == VG_OP_GEMM_SILU_GATE) && c->t != c->t2;
+    return (c->op == VG_OP_GEMM || c->op == VG_OP_GEMM_SILU_GATE || c->op == VG_OP_GEMM_RMSNORM_A) &&
+           c->t != c->t2;
 }
 
 /* Tolerances: |got - want| <= atol · max|want| + rtol · |want| for each written element. */
 static void tolerance(const tcase *c, double *atol, double *rtol)
 {
     vg_dtype t = c->b[c->out].tout;
+    /* a normalised A is rounded to dtype_ab (by a device that normalises in a pass of its own) */
+    if (c->op == VG_OP_GEMM_RMSNORM_A && c->t != VG_DTYPE_F32) t = c->t;
     *atol = *rtol = 0; /* fill, gather_rows, convert: exact */
     if (c->op == VG_OP_FILL || c->op == VG_OP_GATHER_ROWS || c->op == VG_OP_CONVERT ||
         c->op == VG_OP_KV_STORE || c->op == VG_OP_ARGMAX)

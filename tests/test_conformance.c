@@ -869,6 +869,113 @@ static void test_gemm_silu_gate(void **state)
     gemm_silu_gate_check(VG_DTYPE_F32, &cases[2]);
 }
 
+/* gemm with a norm of A (op table version 6: the rmsnorm before a projection inside it), at
+ * decode shapes, with and without a gate, F32 logits, a residual: captured once and replayed on
+ * new activations, against the reference (rmsnorm then gemm) and against the rmsnorm and gemm ops
+ * run separately on the same device. */
+typedef struct norm_case {
+    int m, n, k, f32_out, gate, residual;
+} norm_case;
+
+static void gemm_rmsnorm_a_check(vg_dtype dt, const norm_case *t)
+{
+    const int M = t->m, N = t->n, K = t->k, H = t->gate ? N / 2 : N;
+    vg_dtype dc_t = t->f32_out ? VG_DTYPE_F32 : dt;
+    size_t na = (size_t)M * K, nb = (size_t)N * K, nc = (size_t)M * N;
+    float *a = malloc(na * 4), *b = malloc(nb * 4), *w = malloc((size_t)K * 4), *res = malloc(nc * 4);
+    float *out = malloc(nc * 4), *sep = malloc(nc * 4);
+    double *want = malloc(nc * sizeof(double)), *da_ = malloc(na * sizeof(double));
+    double *an = malloc(na * sizeof(double)), *db_ = malloc(nb * sizeof(double));
+    double *dw_ = malloc((size_t)K * sizeof(double)), *dres_ = malloc(nc * sizeof(double));
+    assert_true(a && b && w && res && out && sep && want && da_ && an && db_ && dw_ && dres_);
+    fill_random(b, nb, 241);
+    fill_random(w, (size_t)K, 242);
+    fill_random(a, na, 243);
+    fill_random(res, nc, 244);
+    void *da = upload_as(dt, a, na), *db = upload_as(dt, b, nb), *dw = upload_as(dt, w, (size_t)K);
+    void *dres = t->residual ? upload_as(dc_t, res, nc) : NULL;
+    void *dc = dalloc(nc * esize(dc_t)), *dn = dalloc(na * esize(dt)), *dn2 = dalloc(na * esize(dt));
+    void *ds = dalloc(nc * esize(dc_t));
+    gemm_case c;
+    memset(&c, 0, sizeof c);
+    c.args = (vg_gemm_args){.struct_size = sizeof(vg_gemm_args), .dtype_ab = dt, .dtype_c = dc_t,
+                            .m = M, .n = N, .k = K, .a = da, .lda = K, .b = db, .ldb = K, .c = dc,
+                            .ldc = N, .residual = dres, .ldr = N, .act = VG_ACT_NONE, .alpha = 1.0f,
+                            .gate = t->gate ? VG_GEMM_GATE_SILU : VG_GEMM_GATE_NONE, .norm_w = dw,
+                            .norm_eps = 1e-6f, .norm_out = dn};
+    vg_graph_exec *exec = has_graphs() ? capture(enqueue_gemm, &c) : NULL;
+    for (size_t i = 0; i < nb; i++) db_[i] = b[i];
+    for (int i = 0; i < K; i++) dw_[i] = w[i];
+    for (size_t i = 0; i < nc; i++) dres_[i] = res[i];
+    for (int round = 0; round < 3; round++) {
+        fill_random(a, na, 250 + round);
+        void *nw = upload_as(dt, a, na);
+        VG_CHECK(vg_mem_copy_d2d(g.s, da, nw, na * esize(dt)));
+        if (exec) VG_CHECK(vg_graph_exec_launch(exec, g.s));
+        else enqueue_gemm(&c);
+        download_as(dc_t, out, dc, nc);
+        /* the ops it replaces, on the same device */
+        VG_CHECK(vg_op_rmsnorm(g.s, dt, da, dw, dn2, M, K, 1e-6f));
+        vg_gemm_args plain = c.args;
+        plain.a = dn2, plain.norm_w = NULL, plain.norm_out = NULL, plain.c = ds;
+        VG_CHECK(vg_op_gemm(g.s, &plain));
+        download_as(dc_t, sep, ds, nc);
+        VG_CHECK(vg_mem_free(g.rt, nw));
+        for (size_t i = 0; i < na; i++) da_[i] = a[i];
+        ref_rmsnorm(da_, dw_, an, M, K, 1e-6);
+        double scale = 0, err = 0, err_sep = 0;
+        if (t->gate) {
+            double most = ref_gemm_silu_gate(M, N, K, 1.0, an, K, db_, K, NULL, want, N);
+            scale = most * most;
+        } else {
+            ref_gemm(M, N, K, 1.0, an, K, db_, K, NULL, t->residual ? dres_ : NULL, N, VG_ACT_NONE,
+                     want, N);
+        }
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < H; j++) {
+                size_t e = (size_t)i * N + j;
+                assert_false(isnan(out[e]));
+                scale = fmax(scale, fabs(want[e]));
+                err = fmax(err, fabs(out[e] - want[e]));
+                err_sep = fmax(err_sep, fabs(out[e] - sep[e]));
+            }
+        double tol = (dc_t == VG_DTYPE_F32 && dt == VG_DTYPE_F32 ? 1e-4 : dt == VG_DTYPE_F16 ? 4e-3 : 1.6e-2) * scale;
+        if (err > tol || err_sep > tol)
+            print_message("gemm norm %s->%s m=%d n=%d k=%d gate %d round %d: error %.3g, against the "
+                          "separate ops %.3g, bound %.3g\n", vg_dtype_name(dt), vg_dtype_name(dc_t),
+                          M, N, K, t->gate, round, err, err_sep, tol);
+        assert_true(err <= tol && err_sep <= tol);
+    }
+    if (exec) VG_CHECK(vg_graph_exec_destroy(exec));
+    void *bufs[8] = {da, db, dw, dres, dc, dn, dn2, ds};
+    for (int i = 0; i < 8; i++)
+        if (bufs[i]) VG_CHECK(vg_mem_free(g.rt, bufs[i]));
+    free(a), free(b), free(w), free(res), free(out), free(sep);
+    free(want), free(da_), free(an), free(db_), free(dw_), free(dres_);
+}
+
+static void test_gemm_rmsnorm_a(void **state)
+{
+    (void)state;
+    if (!supports(VG_OP_GEMM_RMSNORM_A)) skip();
+    static const norm_case cases[] = {
+        /* m    n     k   f32 gate res */
+        {1, 1152, 896, 0, 0, 0},  /* a qkv projection after the input norm */
+        {1, 2432, 896, 0, 1, 0},  /* gate|up after the post-attention norm, gated */
+        {1, 600, 896, 1, 0, 0},   /* logits in F32 after the final norm */
+        {5, 74, 4096, 0, 1, 0},   /* long k (split along it), an odd half */
+        {16, 96, 264, 0, 0, 1},   /* a residual */
+        {64, 128, 512, 0, 0, 0},
+        {70, 48, 128, 0, 0, 0},   /* past the decode kernels' rows */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].gate && !supports(VG_OP_GEMM_SILU_GATE)) continue;
+        gemm_rmsnorm_a_check(VG_DTYPE_BF16, &cases[i]);
+        gemm_rmsnorm_a_check(VG_DTYPE_F16, &cases[i]);
+    }
+    gemm_rmsnorm_a_check(VG_DTYPE_F32, &cases[4]);
+}
+
 /* max|got - want| / max|want|, failing on NaN */
 
 static double tol_for(vg_dtype t) { return t == VG_DTYPE_F32 ? 2e-5 : 2e-2; }
@@ -1751,6 +1858,7 @@ int main(void)
         cmocka_unit_test_teardown(test_gemm_half_io, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_decode_shapes, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_silu_gate, end_stray_capture),
+        cmocka_unit_test_teardown(test_gemm_rmsnorm_a, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_rejects_activation_with_inplace_residual, end_stray_capture),
         cmocka_unit_test_teardown(test_gather_reads_indices_at_replay, end_stray_capture),
         cmocka_unit_test_teardown(test_update, end_stray_capture),

@@ -104,6 +104,10 @@ vg_status vgc_gemm_tiled(vg_bk_stream *s, const vg_gemm_args *a);
 /* A gated GEMM's second step where the GEMM itself did not gate (vg_ops.h: args.gate): silu_mul
  * over C's halves in place. VG_OK at once without a gate. */
 vg_status vgc_gemm_gate_after(vg_bk_stream *s, const vg_gemm_args *a);
+/* A GEMM with a norm of A (args.norm_w) where the GEMM itself does not normalise: rmsnorm into
+ * norm_out, and *out = the call on it (in *normed); *out = a without a norm. */
+vg_status vgc_gemm_norm_before(vg_bk_stream *s, const vg_gemm_args *a, vg_gemm_args *normed,
+                               const vg_gemm_args **out);
 
 /* gemm.cu (cuBLASLt) on CUDA; backends/hip/hip_glue.cu (the tiled kernel) on HIP */
 vg_status vgc_gemm_device_init(vg_bk_device *dev);

@@ -23,8 +23,10 @@
  * call it can take (for testing it).
  *
  * A gated call (args.gate, op table version 6: C = silu(gate half) · up half) is one launch of
- * the skinny kernel, which gates in its epilogue, or cuBLASLt then silu_mul in place; the tuner
- * times cuBLASLt's candidates with that second launch, so the plan takes whichever is faster. */
+ * the skinny kernel, which gates in its epilogue, or cuBLASLt then silu_mul in place; a call with
+ * a norm of A (args.norm_w) is one launch of the skinny kernel, which normalises A on load, or
+ * rmsnorm into norm_out then cuBLASLt. The tuner times cuBLASLt's candidates with those extra
+ * launches, so the plan takes whichever is faster. */
 #include <cublasLt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -42,6 +44,7 @@ typedef struct gemm_key {
     int32_t dtype_ab, dtype_c, epilogue, beta;
     int32_t align_a, align_b, align_c, align_r;
     int32_t gate; /* vg_gemm_gate: timed with its silu_mul, against the skinny kernel's fused gate */
+    int32_t norm; /* a norm of A: timed with its rmsnorm, against the skinny kernel's fused norm */
 } gemm_key;
 
 typedef struct gemm_plan {
@@ -185,11 +188,16 @@ static float time_cold(tune_ctx *t, const cublasLtMatmulAlgo_t *algo, vgc_skinny
         if (own_cfg.ksplit > 0) {
             if (vgc_gemm_skinny(t->s, &own, own_cfg, (float *)t->s->gemm_workspace, t->s->counters) != VG_OK)
                 return INFINITY;
-        } else if (cublasLtMatmul(h, p->desc, &alpha, a->b, p->la, a->a, p->lb, &beta, cptr, p->lc,
-                                  t->scratch, p->ld, algo, t->s->gemm_workspace,
-                                  t->s->gemm_workspace_bytes, t->s->s) != CUBLAS_STATUS_SUCCESS ||
-                   vgc_gemm_gate_after(t->s, &own) != VG_OK) /* a gate costs cuBLASLt a launch */
-            return INFINITY;
+        } else { /* a norm and a gate cost cuBLASLt a launch each */
+            vg_gemm_args normed;
+            const vg_gemm_args *lt = &own;
+            if (vgc_gemm_norm_before(t->s, &own, &normed, &lt) != VG_OK ||
+                cublasLtMatmul(h, p->desc, &alpha, a->b, p->la, lt->a, p->lb, &beta, cptr, p->lc,
+                               t->scratch, p->ld, algo, t->s->gemm_workspace,
+                               t->s->gemm_workspace_bytes, t->s->s) != CUBLAS_STATUS_SUCCESS ||
+                vgc_gemm_gate_after(t->s, &own) != VG_OK)
+                return INFINITY;
+        }
         float ms = 0;
         if (cudaEventRecord(t->e1, t->s->s) != cudaSuccess || cudaEventSynchronize(t->e1) != cudaSuccess ||
             cudaEventElapsedTime(&ms, t->e0, t->e1) != cudaSuccess)
@@ -471,6 +479,7 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
     k.align_c = align_of(a->c, a->ldc, ec);
     k.align_r = lt_residual ? align_of(a->residual, a->ldr, ec) : k.align_c;
     k.gate = (int32_t)a->gate;
+    k.norm = a->norm_w != NULL;
     gemm_plan *p = NULL;
     vg_status st = plan_get(s, &k, a, &p);
     if (st == VG_ERR_UNSUPPORTED) {
@@ -483,16 +492,20 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
     if (st != VG_OK) return st;
     if (p->own.ksplit > 0) /* measured faster than cuBLASLt for this shape: the whole epilogue fused */
         return vgc_gemm_skinny(s, a, p->own, (float *)s->gemm_workspace, s->counters);
+    vg_gemm_args normed; /* cuBLASLt reads A normalised into norm_out by a launch before it */
+    const vg_gemm_args *call = a;
+    st = vgc_gemm_norm_before(s, a, &normed, &call);
+    if (st != VG_OK) return st;
     if (lt_bias)
         LT_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                 &a->bias, sizeof a->bias));
     float alpha = a->alpha, beta = lt_residual ? 1.0f : 0.0f;
     const void *cptr = lt_residual ? a->residual : a->c;
     cublasStatus_t ls = cublasLtMatmul((cublasLtHandle_t)s->dev->blas, p->desc, &alpha, a->b,
-                                       p->la, a->a, p->lb, &beta, cptr, p->lc, a->c, p->ld,
+                                       p->la, call->a, p->lb, &beta, cptr, p->lc, a->c, p->ld,
                                        &p->algo, s->gemm_workspace, s->gemm_workspace_bytes, s->s);
-    if (ls == CUBLAS_STATUS_NOT_SUPPORTED) /* refused at run time: nothing was enqueued */
-        return vgc_gemm_tiled(s, a);
+    if (ls == CUBLAS_STATUS_NOT_SUPPORTED) /* refused at run time: nothing of it was enqueued */
+        return vgc_gemm_tiled(s, call);
     if (ls != CUBLAS_STATUS_SUCCESS) return lt_fail(ls, "cublasLtMatmul");
     /* What was not fused: bias of another type, the activation, the residual after it. */
     vg_gemm_args rest = *a;

@@ -83,16 +83,41 @@ __device__ __forceinline__ void sk_store_gated(TC *C, int64_t ldc, const T *bias
     C[(int64_t)tok * ldc + col] = vgk_from_f<TC>(vg / (1.0f + __expf(-vg)) * vu);
 }
 
+/* Σ x² over the 8 elements of a 16-byte load. */
+template <typename T> __device__ __forceinline__ float sk_sumsq(uint4 v)
+{
+    const T *e = reinterpret_cast<const T *>(&v);
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; i++) s += vgk_to_f(e[i]) * vgk_to_f(e[i]);
+    return s;
+}
+
+/* x ⊙ w over the 8 elements of two 16-byte loads, rounded to T (the norm's weight on load). */
+template <typename T> __device__ __forceinline__ uint4 sk_scale(uint4 x, uint4 w)
+{
+    const T *xe = reinterpret_cast<const T *>(&x), *we = reinterpret_cast<const T *>(&w);
+    uint4 r;
+    T *re = reinterpret_cast<T *>(&r);
+#pragma unroll
+    for (int i = 0; i < 8; i++) re[i] = vgk_from_f<T>(vgk_to_f(xe[i]) * vgk_to_f(we[i]));
+    return r;
+}
+
 /* MT: 8-row tiles of activations (m <= 8·MT); W: warps per block. half > 0: gated (n = 2·half):
- * a block owns 8 outputs, its fragment rows g the gate rows and g + 8 the matching up rows. */
+ * a block owns 8 outputs, its fragment rows g the gate rows and g + 8 the matching up rows.
+ * norm_w: A is rmsnorm'd (vg_ops.h, gemm's norm_w): every block takes each row's 1/rms over the
+ * whole of k first (m <= 64 short rows, from L2), multiplies the activations by norm_w as it loads
+ * them, and scales the sums by 1/rms in the epilogue. */
 template <typename T, typename TC, int MT, int W>
 __global__ void __launch_bounds__(32 * W)
 k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t ldc, const T *bias,
               const TC *res, int64_t ldr, int m, int n, int k, float alpha, vg_activation act,
-              int half, int ksplit, float *part, unsigned *counters)
+              int half, const T *norm_w, float norm_eps, int ksplit, float *part, unsigned *counters)
 {
     constexpr int SK_WARPS = W, SK_THREADS = 32 * W, UNR = sk_shape<MT, W>::unroll;
     __shared__ float red[SK_WARPS][8 * MT][SK_ROWS + 1];
+    __shared__ float inv_row[8 * MT]; /* with norm_w: each row's 1/rms */
     __shared__ int last_block;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
     const int r0 = blockIdx.x * SK_ROWS, o0 = blockIdx.x * (SK_ROWS / 2); /* o0: gated outputs */
@@ -113,6 +138,16 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
         if (row1) sk_prefetch_l2(w1 + c * SK_CHUNK);
     }
     vgk_grid_sync(); /* the activations (and residual) come from the previous kernel */
+    if (norm_w) { /* read by the epilogue, after the __syncthreads before the reduction */
+        for (int t = warp; t < m; t += SK_WARPS) {
+            const T *row = A + (int64_t)t * lda;
+            float ss = 0.0f;
+            for (int c = lane * 8; c < k; c += 32 * 8) ss += sk_sumsq<T>(__ldg((const uint4 *)(row + c)));
+            for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+            if (lane == 0) inv_row[t] = rsqrtf(ss / (float)k + norm_eps);
+        }
+    }
+    const T *nw = norm_w ? norm_w + tq * 8 : nullptr;
 
     float acc[MT][4];
 #pragma unroll
@@ -121,7 +156,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
     /* UNR chunks per warp at a time: every load of a batch unconditional (addresses clamped,
      * values selected), all issued before the first mma waits for one */
     for (int c = c0 + warp; c < c1; c += SK_WARPS * UNR) {
-        uint4 wa[UNR], wb[UNR], x[UNR][MT];
+        uint4 wa[UNR], wb[UNR], x[UNR][MT], nv[UNR];
 #pragma unroll
         for (int u = 0; u < UNR; u++) {
             const int kk = (c + u * SK_WARPS) * SK_CHUNK + tq * 8;
@@ -130,6 +165,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
             wb[u] = sk_load_weight(w1 + kc);
 #pragma unroll
             for (int j = 0; j < MT; j++) x[u][j] = __ldg((const uint4 *)(x0[j] + kc));
+            if (nw) nv[u] = __ldg((const uint4 *)(nw + kc));
         }
 #pragma unroll
         for (int u = 0; u < UNR; u++) {
@@ -137,7 +173,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
             const uint4 a0 = kin && row0 ? wa[u] : zero, a1 = kin && row1 ? wb[u] : zero;
 #pragma unroll
             for (int j = 0; j < MT; j++) {
-                const uint4 xv = kin && 8 * j + g < m ? x[u][j] : zero;
+                const uint4 xv = kin && 8 * j + g < m ? (nw ? sk_scale<T>(x[u][j], nv[u]) : x[u][j]) : zero;
                 sk_mma<T>(acc[j], a0.x, a1.x, a0.y, a1.y, xv.x, xv.y);
                 sk_mma<T>(acc[j], a0.z, a1.z, a0.w, a1.w, xv.z, xv.w);
             }
@@ -160,7 +196,8 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
             float vg = 0.0f, vu = 0.0f;
 #pragma unroll
             for (int w = 0; w < SK_WARPS; w++) vg += red[w][tok][r], vu += red[w][tok][r + 8];
-            sk_store_gated(C, ldc, bias, half, tok, o0 + r, vg, vu, alpha);
+            const float sc = norm_w ? inv_row[tok] : 1.0f;
+            sk_store_gated(C, ldc, bias, half, tok, o0 + r, vg * sc, vu * sc, alpha);
         }
         return;
     }
@@ -171,7 +208,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
             float v = 0.0f;
 #pragma unroll
             for (int w = 0; w < SK_WARPS; w++) v += red[w][tok][r];
-            sk_store(C, ldc, bias, res, ldr, tok, col, v, alpha, act);
+            sk_store(C, ldc, bias, res, ldr, tok, col, norm_w ? v * inv_row[tok] : v, alpha, act);
         }
         return;
     }
@@ -199,7 +236,8 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
                 const float *ps = &part[((int64_t)s * m + tok) * n];
                 vg += __ldcg(ps + col), vu += __ldcg(ps + half + col);
             }
-            sk_store_gated(C, ldc, bias, half, tok, col, vg, vu, alpha);
+            const float sc = norm_w ? inv_row[tok] : 1.0f;
+            sk_store_gated(C, ldc, bias, half, tok, col, vg * sc, vu * sc, alpha);
         }
     }
     for (int e = threadIdx.x; e < (half ? 0 : items); e += SK_THREADS) {
@@ -208,7 +246,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
         float v = 0.0f;
 #pragma unroll 8 /* the loads in flight together, not a chain of round trips */
         for (int s = 0; s < ksplit; s++) v += __ldcg(&part[((int64_t)s * m + tok) * n + col]);
-        sk_store(C, ldc, bias, res, ldr, tok, col, v, alpha, act);
+        sk_store(C, ldc, bias, res, ldr, tok, col, norm_w ? v * inv_row[tok] : v, alpha, act);
     }
     if (threadIdx.x == 0) counters[blockIdx.x] = 0; /* ready for the next launch */
 }
@@ -218,7 +256,8 @@ int vgc_skinny_fits(const vg_gemm_args *a)
     int ab16 = a->dtype_ab == VG_DTYPE_BF16 || a->dtype_ab == VG_DTYPE_F16;
     return ab16 && a->m >= 1 && a->m <= VGC_SKINNY_MAX_M &&
            (a->dtype_c == a->dtype_ab || a->dtype_c == VG_DTYPE_F32) && a->k % 8 == 0 &&
-           a->lda % 8 == 0 && a->ldb % 8 == 0 && ((uintptr_t)a->a | (uintptr_t)a->b) % 16 == 0;
+           a->lda % 8 == 0 && a->ldb % 8 == 0 &&
+           ((uintptr_t)a->a | (uintptr_t)a->b | (uintptr_t)a->norm_w) % 16 == 0;
 }
 
 vgc_skinny_cfg vgc_skinny_split(const vg_gemm_args *a, int sms, double scale, int wide, size_t ws_bytes,
@@ -246,7 +285,7 @@ static void sk_launch(vg_bk_stream *s, const vg_gemm_args *a, int ksplit, float 
     vgc_launch(s, k_gemm_skinny<T, TC, MT, W>, grid, 32 * W, 0, (const T *)a->a, a->lda,
                (const T *)a->b, a->ldb, (TC *)a->c, a->ldc, (const T *)a->bias,
                (const TC *)a->residual, a->ldr, (int)a->m, (int)a->n, (int)a->k, a->alpha, a->act,
-               half, ksplit, ws, counters);
+               half, (const T *)a->norm_w, a->norm_eps, ksplit, ws, counters);
 }
 
 template <typename T, typename TC>

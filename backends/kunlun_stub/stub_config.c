@@ -24,7 +24,7 @@ static const char *const k_fault_names[STUB_FAULT_COUNT_] = {
 static const char *const k_op_names[STUB_OP_COUNT] = {
     "fill", "axpby", "gemm", "gather_rows", "rmsnorm", "rotary_2d", "attention", "silu_mul", "convert",
     "attention_rotary", "rotary", "rmsnorm_heads", "kv_store", "paged_attention", "argmax",
-    "layernorm", "gather_weighted", "rotary_kv_store", "gemm_silu_gate",
+    "layernorm", "gather_weighted", "rotary_kv_store", "gemm_silu_gate", "gemm_rmsnorm_a",
 };
 
 static int parse_bytes(const char *s, uint64_t *out)

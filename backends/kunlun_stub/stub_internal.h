@@ -56,7 +56,7 @@ typedef struct stub_import {
 /* The ops this stub implements: VG_OP_FILL up to VG_OP_GATHER_WEIGHTED (op table version 5).
  * Not VG_OP_COUNT_: an op appended to the catalogue is not implemented here until someone writes
  * it. */
-#define STUB_OP_COUNT (VG_OP_GEMM_SILU_GATE + 1)
+#define STUB_OP_COUNT (VG_OP_GEMM_RMSNORM_A + 1)
 
 typedef struct stub_config {
     int devices;             /* VG_STUB_DEVICES, default 1 */

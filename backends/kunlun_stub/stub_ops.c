@@ -110,9 +110,18 @@ static void run_gemm(vg_bk_stream *s, const void *p)
             }
 }
 
-static vg_status op_gemm(vg_bk_device *dev, vg_bk_stream *s, const vg_gemm_args *g)
+static vg_status op_gemm(vg_bk_device *dev, vg_bk_stream *s, const vg_gemm_args *args)
 {
-    (void)dev;
+    vg_gemm_args normed;
+    const vg_gemm_args *g = args;
+    if (args->norm_w) { /* the rmsnorm into norm_out, then the GEMM on it, as the ops in turn */
+        vg_status st = stub_op_rmsnorm(dev, s, args->dtype_ab, args->a, args->norm_w, args->norm_out,
+                                       args->m, args->k, args->norm_eps);
+        if (st != VG_OK) return st;
+        normed = *args;
+        normed.a = args->norm_out, normed.norm_w = NULL;
+        g = &normed;
+    }
     /* Reserve the scratch now so the run cannot fail later (it may be inside a graph). */
     size_t need = (size_t)g->m * (size_t)g->n +
                   (g->dtype_ab == VG_DTYPE_F32 ? 0 : ((size_t)g->m + (size_t)g->n) * (size_t)g->k);

@@ -32,6 +32,7 @@ static const ocl_kernel_id k_op_kernel[OCL_OP_COUNT] = {
     [VG_OP_GATHER_WEIGHTED] = OCL_K_gather_weighted,
     [VG_OP_ROTARY_KV_STORE] = OCL_K_rotary_kv_store,
     [VG_OP_GEMM_SILU_GATE] = OCL_K_gemm, /* and silu_mul after it */
+    [VG_OP_GEMM_RMSNORM_A] = OCL_K_gemm, /* and rms_norm before it */
 };
 
 /* The work-group size each kernel is launched with (ops.c uses the same constants). */
@@ -52,7 +53,7 @@ static size_t kernel_group(ocl_kernel_id k)
 static const char *const k_op_names[OCL_OP_COUNT] = {
     "fill", "axpby", "gemm", "gather_rows", "rmsnorm", "rotary_2d", "attention", "silu_mul",
     "convert", "attention_rotary", "rotary", "rmsnorm_heads", "kv_store", "paged_attention", "argmax",
-    "layernorm", "gather_weighted", "rotary_kv_store", "gemm_silu_gate",
+    "layernorm", "gather_weighted", "rotary_kv_store", "gemm_silu_gate", "gemm_rmsnorm_a",
 };
 
 vg_status ocl_device_count(int *count)

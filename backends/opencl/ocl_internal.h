@@ -129,7 +129,7 @@ struct vg_bk_device {
 
 /* The ops this backend implements: VG_OP_FILL up to VG_OP_GATHER_WEIGHTED (op table version 5).
  * Not VG_OP_COUNT_: an op appended to the catalogue is offered once its kernel is written. */
-#define OCL_OP_COUNT (VG_OP_GEMM_SILU_GATE + 1)
+#define OCL_OP_COUNT (VG_OP_GEMM_RMSNORM_A + 1)
 
 vg_status ocl_device_count(int *count);
 vg_status ocl_device_open(int index, vg_bk_device **out);

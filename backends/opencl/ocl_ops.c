@@ -52,11 +52,20 @@ static vg_status op_axpby(vg_bk_device *dev, vg_bk_stream *s, size_t n, float al
     return ocl_launch(s, OCL_K_axpby, "axpby", 1, &global, &local, 5, a);
 }
 
-/* One work-group per OCL_GEMM_TILE square of C (kernels/gemm.cl); a gate (op table version 6)
- * then runs silu_mul over C in place. */
-static vg_status op_gemm(vg_bk_device *dev, vg_bk_stream *s, const vg_gemm_args *g)
+/* One work-group per OCL_GEMM_TILE square of C (kernels/gemm.cl); a norm of A (op table version
+ * 6) runs rmsnorm into norm_out before it, a gate silu_mul over C in place after it. */
+static vg_status op_gemm(vg_bk_device *dev, vg_bk_stream *s, const vg_gemm_args *args)
 {
-    (void)dev;
+    vg_gemm_args normed;
+    const vg_gemm_args *g = args;
+    if (args->norm_w) { /* the rmsnorm into norm_out first (version 6), then the GEMM on it */
+        vg_status st = ocl_op_rmsnorm(dev, s, args->dtype_ab, args->a, args->norm_w, args->norm_out,
+                                      args->m, args->k, args->norm_eps);
+        if (st != VG_OK) return st;
+        normed = *args;
+        normed.a = args->norm_out, normed.norm_w = NULL;
+        g = &normed;
+    }
     size_t groups_n = ((size_t)g->n + OCL_GEMM_TILE - 1) / OCL_GEMM_TILE;
     size_t groups_m = ((size_t)g->m + OCL_GEMM_TILE - 1) / OCL_GEMM_TILE;
     size_t global[2] = {groups_n * OCL_GEMM_WG, groups_m * OCL_GEMM_WG};

@@ -138,9 +138,10 @@ typedef struct vg_op_table {
 
     /* ---- version 6: fused steps of a decode step ---- */
 
-    /* (no member) gemm honours vg_gemm_args.gate: VG_OP_GEMM_SILU_GATE. The core offers that op
-     * only for a table of version >= 6 (built knowing the field), and passes gemm a full-size,
-     * zero-extended vg_gemm_args whatever struct_size its caller set. */
+    /* (no member) gemm honours vg_gemm_args.gate (VG_OP_GEMM_SILU_GATE) and norm_w
+     * (VG_OP_GEMM_RMSNORM_A). The core offers those ops only for a table of version >= 6 (built
+     * knowing the fields), and passes gemm a full-size, zero-extended vg_gemm_args whatever
+     * struct_size its caller set. */
 
     vg_status (*rotary_kv_store)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype,
                                  void *qkv, int64_t ld, int64_t rows, int heads, int kv_heads,

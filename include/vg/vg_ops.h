@@ -52,7 +52,8 @@ typedef enum vg_op_id {
     /* op table version 6: fewer kernels per decode step */
     VG_OP_ROTARY_KV_STORE = 17,
     VG_OP_GEMM_SILU_GATE = 18, /* gemm with args.gate = VG_GEMM_GATE_SILU (no member of its own) */
-    VG_OP_COUNT_ = 19
+    VG_OP_GEMM_RMSNORM_A = 19, /* gemm with args.norm_w: A's rows rmsnorm'd first (gemm's member) */
+    VG_OP_COUNT_ = 20
 } vg_op_id;
 
 /* What a device offers for one op (vg_runtime_op_support). */
@@ -88,6 +89,14 @@ typedef enum vg_activation {
  *               device may overwrite (ldc >= n still), so a device may compute it as gemm then
  *               silu_mul in place, P rounded to dtype_c in between; a fused kernel rounds once.
  *               n even, act VG_ACT_NONE, no residual.
+ *               With norm_w set (op VG_OP_GEMM_RMSNORM_A, op table version 6): A stands for
+ *               rmsnorm(A, norm_w, norm_eps) (rmsnorm below, over its k columns): the rmsnorm
+ *               before a projection and the projection in one call. A is contiguous (lda == k);
+ *               norm_out is [m, k] of dtype_ab where a device that normalises in a separate
+ *               pass writes the normalised rows (a fused kernel leaves it as it was: its contents
+ *               are unspecified after the call); it may equal a (then A is overwritten so), and
+ *               overlaps nothing else. A fused kernel may round w ⊙ x to dtype_ab and apply the
+ *               row's 1/rms to the sums; a separate pass rounds the normalised rows once.
  *
  * gather_rows   dst[r, :] = src[idx[r], :] for r < rows, rows of `cols` elements of any dtype.
  *               dst must not alias src. Each idx[r] must lie in the rows of src (the caller's
@@ -216,6 +225,9 @@ typedef struct vg_gemm_args {
     /* appended in op table version 6: set struct_size to sizeof(vg_gemm_args) to use it; a
      * caller built against an older header (a smaller struct_size) gets VG_GEMM_GATE_NONE */
     vg_gemm_gate gate;
+    const void *norm_w; /* optional: [k] of dtype_ab; A is rmsnorm'd with it (see gemm) */
+    float norm_eps;     /* >= 0 */
+    void *norm_out;     /* with norm_w: [m, k] of dtype_ab, scratch the device may write */
 } vg_gemm_args;
 
 /* The highest head_dim attention accepts. */
