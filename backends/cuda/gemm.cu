@@ -474,7 +474,7 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
     k.m = a->m, k.n = a->n, k.k = a->k, k.lda = a->lda, k.ldb = a->ldb, k.ldc = a->ldc;
     k.ldr = lt_residual ? a->ldr : 0;
     k.dtype_ab = a->dtype_ab, k.dtype_c = a->dtype_c, k.epilogue = (int32_t)epi, k.beta = lt_residual;
-    k.align_a = align_of(a->a, a->lda, eab);
+    k.align_a = align_of(a->norm_w ? a->norm_out : a->a, a->lda, eab); /* what cuBLASLt reads */
     k.align_b = align_of(a->b, a->ldb, eab);
     k.align_c = align_of(a->c, a->ldc, ec);
     k.align_r = lt_residual ? align_of(a->residual, a->ldr, ec) : k.align_c;
