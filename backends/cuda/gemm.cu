@@ -167,6 +167,7 @@ typedef struct tune_ctx {
     gemm_plan *p;
     const vg_gemm_args *a;
     void *scratch, *cold;
+    void *norm_scratch; /* a norm's rows while timing: norm_out may be A itself (normalised in place) */
     size_t flush;
     cudaEvent_t e0, e1;
 } tune_ctx;
@@ -182,6 +183,7 @@ static float time_cold(tune_ctx *t, const cublasLtMatmulAlgo_t *algo, vgc_skinny
     cublasLtHandle_t h = (cublasLtHandle_t)t->s->dev->blas;
     vg_gemm_args own = *a;
     own.c = t->scratch;
+    own.norm_out = t->norm_scratch;
     for (int rep = 0; rep <= reps; rep++) {
         if (rep > 0) cudaMemsetAsync(t->cold, rep, t->flush, t->s->s);
         cudaEventRecord(t->e0, t->s->s);
@@ -354,9 +356,11 @@ static void tune(vg_bk_stream *s, gemm_plan *p, const cublasLtMatmulHeuristicRes
         (void)cudaGetLastError();
         return;
     }
-    tune_ctx t = {s, p, a, NULL, NULL, 2 * (size_t)dev->prop.l2CacheSize, NULL, NULL};
+    tune_ctx t = {s, p, a, NULL, NULL, NULL, 2 * (size_t)dev->prop.l2CacheSize, NULL, NULL};
     size_t bytes = (size_t)a->m * (size_t)a->ldc * (a->dtype_c == VG_DTYPE_F32 ? 4 : 2);
+    size_t norm_bytes = a->norm_w ? (size_t)a->m * (size_t)a->k * (a->dtype_ab == VG_DTYPE_F32 ? 4 : 2) : 0;
     if (cudaMalloc(&t.scratch, bytes) == cudaSuccess && cudaMalloc(&t.cold, t.flush) == cudaSuccess &&
+        (!norm_bytes || cudaMalloc(&t.norm_scratch, norm_bytes) == cudaSuccess) &&
         cudaEventCreate(&t.e0) == cudaSuccess && cudaEventCreate(&t.e1) == cudaSuccess) {
         if (p->key.epilogue == CUBLASLT_EPILOGUE_BIAS || p->key.epilogue == CUBLASLT_EPILOGUE_GELU_BIAS)
             cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a->bias, sizeof a->bias);
@@ -380,6 +384,7 @@ static void tune(vg_bk_stream *s, gemm_plan *p, const cublasLtMatmulHeuristicRes
     if (t.e1) cudaEventDestroy(t.e1);
     cudaFree(t.scratch); /* the stream is synchronised: nothing still uses them */
     cudaFree(t.cold);
+    cudaFree(t.norm_scratch);
 }
 
 static vg_status plan_build(vg_bk_stream *s, gemm_plan *p, const gemm_key *k, const vg_gemm_args *a)
