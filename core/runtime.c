@@ -36,6 +36,9 @@ static const size_t k_op_member[] = {
     [VG_OP_ARGMAX] = offsetof(vg_op_table, argmax),
     [VG_OP_LAYERNORM] = offsetof(vg_op_table, layernorm),
     [VG_OP_GATHER_WEIGHTED] = offsetof(vg_op_table, gather_weighted),
+    [VG_OP_ROTARY_KV_STORE] = offsetof(vg_op_table, rotary_kv_store),
+    [VG_OP_GEMM_SILU_GATE] = offsetof(vg_op_table, gemm), /* an option of gemm */
+    [VG_OP_GEMM_RMSNORM_A] = offsetof(vg_op_table, gemm), /* an option of gemm */
 };
 _Static_assert(sizeof k_op_member / sizeof k_op_member[0] == VG_OP_COUNT_,
                "k_op_member needs one op table member per op id");
@@ -71,6 +74,10 @@ static vg_status build_op_table(vg_runtime *rt, const char *origin)
                                 "member for it: not offered", origin, vg_op_name((vg_op_id)op));
             c.flags = 0;
         }
+        /* an option of a member (gemm's gate, its norm) is offered only by a table built
+         * knowing it */
+        if ((op == VG_OP_GEMM_SILU_GATE || op == VG_OP_GEMM_RMSNORM_A) && rt->ops.version < 6)
+            c.flags = 0;
         if (!(c.flags & VG_OP_SUPPORTED) || !graphs) c.flags &= ~VG_OP_CAPTURABLE;
         if (!(c.flags & VG_OP_SUPPORTED)) c.flags = 0;
         rt->op[op].flags = c.flags;

@@ -458,6 +458,45 @@ static void test_op_table_v4_plugin(void **state)
     VG_CHECK(vg_runtime_close(rt));
 }
 
+/* A version 5 op table (built before gemm had a gate and a norm of A): the core offers neither
+ * option, whatever op_caps says, nor rotary_kv_store (past its struct_size); a plain gemm runs and
+ * a gated one is refused naming the option. The stub's own table (version 6) offers all three. */
+static void test_op_table_v5_plugin(void **state)
+{
+    (void)state;
+    vg_backend_iface copy = *stub_table();
+    vg_runtime *rt = NULL;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    const vg_op_id v6[] = {VG_OP_ROTARY_KV_STORE, VG_OP_GEMM_SILU_GATE, VG_OP_GEMM_RMSNORM_A};
+    for (size_t i = 0; i < sizeof v6 / sizeof v6[0]; i++)
+        assert_true(vg_runtime_op_support(rt, v6[i], NULL) & VG_OP_SUPPORTED);
+    VG_CHECK(vg_runtime_close(rt));
+    vg_op_table v5 = *copy.ops;
+    v5.version = 5;
+    v5.struct_size = (uint32_t)offsetof(vg_op_table, rotary_kv_store);
+    copy.ops = &v5;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    for (size_t i = 0; i < sizeof v6 / sizeof v6[0]; i++) assert_int_equal(vg_runtime_op_support(rt, v6[i], NULL), 0);
+    assert_true(vg_runtime_op_support(rt, VG_OP_GEMM, NULL) & VG_OP_SUPPORTED);
+    vg_stream *s = NULL;
+    VG_CHECK(vg_stream_create(rt, &s));
+    float *f = NULL;
+    VG_CHECK(vg_mem_alloc(rt, 64 * sizeof(float), (void **)&f));
+    VG_CHECK(vg_op_fill(s, f, VG_DTYPE_F32, 64, 1.0));
+    vg_gemm_args a = {.struct_size = sizeof a, .dtype_ab = VG_DTYPE_F32, .dtype_c = VG_DTYPE_F32,
+                      .m = 2, .n = 2, .k = 2, .a = f, .lda = 2, .b = f + 4, .ldb = 2, .c = f + 8,
+                      .ldc = 2, .act = VG_ACT_NONE, .alpha = 1.0f};
+    VG_CHECK(vg_op_gemm(s, &a));
+    a.gate = VG_GEMM_GATE_SILU;
+    VG_CHECK_FAILS_ALL(vg_op_gemm(s, &a), VG_ERR_UNSUPPORTED, "gemm_silu_gate", "not implemented");
+    a.gate = VG_GEMM_GATE_NONE, a.norm_w = f, a.norm_out = f + 16;
+    VG_CHECK_FAILS_ALL(vg_op_gemm(s, &a), VG_ERR_UNSUPPORTED, "gemm_rmsnorm_a", "not implemented");
+    VG_CHECK(vg_stream_sync(s));
+    VG_CHECK(vg_mem_free(rt, f));
+    VG_CHECK(vg_stream_destroy(s));
+    VG_CHECK(vg_runtime_close(rt));
+}
+
 /* ---- ABI 1.2: the IPC section ------------------------------------------------------------------- */
 
 #define IPCNULL_PATH TEST_PLUGIN_DIR "/abi/libvg_ipcnull.so"
@@ -594,6 +633,7 @@ int main(void)
         cmocka_unit_test_setup(test_open_iface_as_abi10, reset_env),
         cmocka_unit_test_setup(test_op_table_v3_plugin, reset_env),
         cmocka_unit_test_setup(test_op_table_v4_plugin, reset_env),
+        cmocka_unit_test_setup(test_op_table_v5_plugin, reset_env),
         cmocka_unit_test_setup(test_ipc_claimed_by_old_plugins, reset_env),
         cmocka_unit_test_setup(test_ipc_members_missing, reset_env),
         cmocka_unit_test_setup(test_ipc_section_of_the_stub, reset_env),

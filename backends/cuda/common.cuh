@@ -101,6 +101,13 @@ static inline void vgc_launch(vg_bk_stream *s, void (*kern)(KArgs...), dim3 grid
 /* gemm_tiled.cu: the portable GEMM kernel. Like every op, GEMM receives arguments the core has
  * validated against the catalogue (vg_ops.h); a backend checks only its own limits. */
 vg_status vgc_gemm_tiled(vg_bk_stream *s, const vg_gemm_args *a);
+/* A gated GEMM's second step where the GEMM itself did not gate (vg_ops.h: args.gate): silu_mul
+ * over C's halves in place. VG_OK at once without a gate. */
+vg_status vgc_gemm_gate_after(vg_bk_stream *s, const vg_gemm_args *a);
+/* A GEMM with a norm of A (args.norm_w) where the GEMM itself does not normalise: rmsnorm into
+ * norm_out, and *out = the call on it (in *normed); *out = a without a norm. */
+vg_status vgc_gemm_norm_before(vg_bk_stream *s, const vg_gemm_args *a, vg_gemm_args *normed,
+                               const vg_gemm_args **out);
 
 /* gemm.cu (cuBLASLt) on CUDA; backends/hip/hip_glue.cu (the tiled kernel) on HIP */
 vg_status vgc_gemm_device_init(vg_bk_device *dev);
@@ -156,6 +163,10 @@ vg_status vgc_op_rmsnorm_heads(vg_bk_device *, vg_bk_stream *, vg_dtype, void *,
 vg_status vgc_op_kv_store(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                           const void *, int64_t, void *, void *, const int32_t *, int64_t, int,
                           int);
+/* op table version 6 */
+vg_status vgc_op_rotary_kv_store(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, int64_t, int64_t,
+                                 int, int, int, const void *, const void *, float, const int32_t *,
+                                 float, void *, void *, const int32_t *);
 vg_status vgc_op_paged_attention(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                                  void *, int64_t, int64_t, const void *, const void *,
                                  const int32_t *, int, const int32_t *, const int32_t *, int, int,

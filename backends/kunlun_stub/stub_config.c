@@ -5,7 +5,7 @@
  *   VG_STUB_POISON=1            fill fresh and freed memory with NaN bytes; keep freed memory
  *                               mapped (quarantined, up to VG_STUB_QUARANTINE, default 256M)
  *   VG_STUB_LAUNCH_US=N         simulated host cost of each launch (eager op or graph launch)
- *   VG_STUB_CAPS=tok,...        nograph | noupdate | noipc | nocapture:<op name>
+ *   VG_STUB_CAPS=tok,...        nograph | noupdate | noipc | nocapture:<op name> | noop:<op name>
  *   VG_STUB_FAULT=point[:n[+]],...  fail the n-th call (n+ : and all later ones) of a point:
  *                               device_open mem_alloc capture_begin capture_end instantiate
  *                               launch update ipc_open   (no :n means every call) */
@@ -25,7 +25,7 @@ static const char *const k_fault_names[STUB_FAULT_COUNT_] = {
 static const char *const k_op_names[STUB_OP_COUNT] = {
     "fill", "axpby", "gemm", "gather_rows", "rmsnorm", "rotary_2d", "attention", "silu_mul", "convert",
     "attention_rotary", "rotary", "rmsnorm_heads", "kv_store", "paged_attention", "argmax",
-    "layernorm", "gather_weighted",
+    "layernorm", "gather_weighted", "rotary_kv_store", "gemm_silu_gate", "gemm_rmsnorm_a",
 };
 
 /* The configuration is read at every device_count and device_open (vg info reads it half a
@@ -83,14 +83,17 @@ static void parse_caps(stub_config *cfg, const char *spec)
             cfg->caps &= ~VG_CAP_IPC;
         } else if (strcmp(tok, "noupdate") == 0) {
             cfg->caps &= ~VG_CAP_GRAPH_UPDATE;
-        } else if (strncmp(tok, "nocapture:", 10) == 0) {
-            int found = 0;
+        } else if (strncmp(tok, "nocapture:", 10) == 0 || strncmp(tok, "noop:", 5) == 0) {
+            /* nocapture: the op is not capturable; noop: not offered at all (a device without it) */
+            int noop = tok[2] == 'o', found = 0;
+            const char *name = tok + (noop ? 5 : 10);
             for (int i = 0; i < STUB_OP_COUNT; i++)
-                if (strcmp(tok + 10, k_op_names[i]) == 0) {
-                    cfg->nocapture[i] = 1;
+                if (strcmp(name, k_op_names[i]) == 0) {
+                    if (noop) cfg->noop[i] = 1;
+                    else cfg->nocapture[i] = 1;
                     found = 1;
                 }
-            if (!found) warn_once("kunlun_stub: VG_STUB_CAPS: unknown op '%s'", tok + 10);
+            if (!found) warn_once("kunlun_stub: VG_STUB_CAPS: unknown op '%s'", name);
         } else {
             warn_once("kunlun_stub: VG_STUB_CAPS: unknown token '%s'", tok);
         }

@@ -70,7 +70,8 @@ int stub_op_capturable(const vg_bk_device *dev, int op)
     return op >= 0 && op < STUB_OP_COUNT && !dev->cfg.nocapture[op];
 }
 
-/* ABI 1.1: per-op capabilities. Every op the stub implements is supported; it is capturable
+/* ABI 1.1: per-op capabilities. Every op the stub implements is supported unless VG_STUB_CAPS
+ * says noop:<op> (a device without it: the models' fallbacks are tested so); it is capturable
  * when the device has graphs and VG_STUB_CAPS did not say nocapture:<op>. The core asks once per
  * op when it opens the device. */
 vg_status stub_op_caps(vg_bk_device *dev, uint32_t op, vg_op_caps *out)
@@ -80,7 +81,7 @@ vg_status stub_op_caps(vg_bk_device *dev, uint32_t op, vg_op_caps *out)
      * catalogue is not offered until it is written), in every dtype the catalogue allows */
     out->flags = 0;
     out->dtypes = 0;
-    if (op < STUB_OP_COUNT) {
+    if (op < STUB_OP_COUNT && !dev->cfg.noop[op]) {
         out->flags = VG_OP_SUPPORTED;
         if ((dev->cfg.caps & VG_CAP_GRAPH) && stub_op_capturable(dev, (int)op))
             out->flags |= VG_OP_CAPTURABLE;

@@ -56,7 +56,7 @@ typedef struct stub_import {
 /* The ops this stub implements: VG_OP_FILL up to VG_OP_GATHER_WEIGHTED (op table version 5).
  * Not VG_OP_COUNT_: an op appended to the catalogue is not implemented here until someone writes
  * it. */
-#define STUB_OP_COUNT (VG_OP_GATHER_WEIGHTED + 1)
+#define STUB_OP_COUNT (VG_OP_GEMM_RMSNORM_A + 1)
 
 typedef struct stub_config {
     int devices;             /* VG_STUB_DEVICES, default 1 */
@@ -66,6 +66,7 @@ typedef struct stub_config {
     long long launch_ns;     /* VG_STUB_LAUNCH_US: simulated host cost per launch */
     uint64_t caps;           /* after VG_STUB_CAPS */
     unsigned char nocapture[STUB_OP_COUNT]; /* VG_STUB_CAPS nocapture:<op>, per op */
+    unsigned char noop[STUB_OP_COUNT];      /* VG_STUB_CAPS noop:<op>: not offered */
     stub_fault faults[STUB_FAULT_COUNT_];
 } stub_config;
 
@@ -211,6 +212,9 @@ vg_status stub_op_rmsnorm_heads(vg_bk_device *, vg_bk_stream *, vg_dtype, void *
 vg_status stub_op_kv_store(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                            const void *, int64_t, void *, void *, const int32_t *, int64_t, int,
                            int);
+vg_status stub_op_rotary_kv_store(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, int64_t, int64_t,
+                                  int, int, int, const void *, const void *, float, const int32_t *,
+                                  float, void *, void *, const int32_t *);
 vg_status stub_op_paged_attention(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                                   void *, int64_t, int64_t, const void *, const void *,
                                   const int32_t *, int, const int32_t *, const int32_t *, int, int,

@@ -30,6 +30,9 @@ static const ocl_kernel_id k_op_kernel[OCL_OP_COUNT] = {
     [VG_OP_ARGMAX] = OCL_K_argmax,
     [VG_OP_LAYERNORM] = OCL_K_layer_norm,
     [VG_OP_GATHER_WEIGHTED] = OCL_K_gather_weighted,
+    [VG_OP_ROTARY_KV_STORE] = OCL_K_rotary_kv_store,
+    [VG_OP_GEMM_SILU_GATE] = OCL_K_gemm, /* and silu_mul after it */
+    [VG_OP_GEMM_RMSNORM_A] = OCL_K_gemm, /* and rms_norm before it */
 };
 
 /* The work-group size each kernel is launched with (ops.c uses the same constants). */
@@ -39,6 +42,7 @@ static size_t kernel_group(ocl_kernel_id k)
     case OCL_K_gemm: return OCL_GEMM_WG * OCL_GEMM_WG;
     case OCL_K_rms_norm:
     case OCL_K_layer_norm:
+    case OCL_K_rotary_kv_store:
     case OCL_K_argmax: return OCL_WG_REDUCE;
     case OCL_K_attention:
     case OCL_K_paged_attention: return OCL_WG_ATTN;
@@ -49,7 +53,7 @@ static size_t kernel_group(ocl_kernel_id k)
 static const char *const k_op_names[OCL_OP_COUNT] = {
     "fill", "axpby", "gemm", "gather_rows", "rmsnorm", "rotary_2d", "attention", "silu_mul",
     "convert", "attention_rotary", "rotary", "rmsnorm_heads", "kv_store", "paged_attention", "argmax",
-    "layernorm", "gather_weighted",
+    "layernorm", "gather_weighted", "rotary_kv_store", "gemm_silu_gate", "gemm_rmsnorm_a",
 };
 
 vg_status ocl_device_count(int *count)

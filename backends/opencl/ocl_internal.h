@@ -129,7 +129,7 @@ struct vg_bk_device {
 
 /* The ops this backend implements: VG_OP_FILL up to VG_OP_GATHER_WEIGHTED (op table version 5).
  * Not VG_OP_COUNT_: an op appended to the catalogue is offered once its kernel is written. */
-#define OCL_OP_COUNT (VG_OP_GATHER_WEIGHTED + 1)
+#define OCL_OP_COUNT (VG_OP_GEMM_RMSNORM_A + 1)
 
 vg_status ocl_device_count(int *count);
 vg_status ocl_device_open(int index, vg_bk_device **out);
@@ -274,6 +274,9 @@ vg_status ocl_op_rmsnorm_heads(vg_bk_device *, vg_bk_stream *, vg_dtype, void *,
                                int, int, const void *, float);
 vg_status ocl_op_kv_store(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                           const void *, int64_t, void *, void *, const int32_t *, int64_t, int, int);
+vg_status ocl_op_rotary_kv_store(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, int64_t, int64_t,
+                                 int, int, int, const void *, const void *, float, const int32_t *,
+                                 float, void *, void *, const int32_t *);
 vg_status ocl_op_paged_attention(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                                  void *, int64_t, int64_t, const void *, const void *,
                                  const int32_t *, int, const int32_t *, const int32_t *, int, int,

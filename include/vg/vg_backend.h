@@ -135,9 +135,22 @@ typedef struct vg_op_table {
                                  void *dst, const void *src, int64_t src_rows,
                                  const int32_t *idx, const float *w, int64_t rows, int64_t cols,
                                  int taps);
+
+    /* ---- version 6: fused steps of a decode step ---- */
+
+    /* (no member) gemm honours vg_gemm_args.gate (VG_OP_GEMM_SILU_GATE) and norm_w
+     * (VG_OP_GEMM_RMSNORM_A). The core offers those ops only for a table of version >= 6 (built
+     * knowing the fields), and passes gemm a full-size, zero-extended vg_gemm_args whatever
+     * struct_size its caller set. */
+
+    vg_status (*rotary_kv_store)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype,
+                                 void *qkv, int64_t ld, int64_t rows, int heads, int kv_heads,
+                                 int head_dim, const void *q_norm, const void *k_norm, float eps,
+                                 const int32_t *pos, float theta, void *k_cache, void *v_cache,
+                                 const int32_t *slots);
 } vg_op_table;
 
-#define VG_OP_TABLE_VERSION 5
+#define VG_OP_TABLE_VERSION 6
 
 /* ---- the interface table ------------------------------------------------------------------- */
 

@@ -137,6 +137,11 @@ struct vg_lm {
     vg_model_iface iface;
     lm_plan plan;
     int head_rows;     /* sequences of the step being run (the head of mixed steps) */
+    int fused_qkv;     /* the device has rotary_kv_store: one op after the qkv GEMM */
+    int gated_gu;      /* the device gates a GEMM (gemm_silu_gate): no silu_mul op */
+    int norm_gemm;     /* the device normalises a GEMM's A (gemm_rmsnorm_a): no rmsnorm op */
+    vg_op_id ops_in[6], ops_out[4], ops_head[4]; /* the ops each piece runs, for its capture */
+    int nops_in, nops_out, nops_head;
     void *meta_stage;  /* host staging of the per-step metadata */
     size_t meta_bytes;
     vg_lm_options opts;
