@@ -20,7 +20,8 @@
 # output in BUILD_DIR/build.log and show its tail if the build fails.
 # Environment: VG_BUILD_DIR (default: build), VG_CMAKE_ARGS (extra cmake arguments, applied
 #              last: -DVG_BUILD_HIP=OFF there wins), VG_JOBS (parallel build jobs, default:
-#              nproc), VG_SKIP_DEPS=1 (no apt-get), CUDA_HOME.
+#              nproc), VG_SKIP_DEPS=1 (no apt-get), CUDA_HOME, VG_KERNEL_LIBS=AUTO|ON|OFF (the
+#              CUDA backend's kernel libraries: scripts/fetch-kernel-libs.sh, cmake/VgKernelLibs.cmake).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -78,9 +79,14 @@ configure() {
     backend_toolchains
     mkdir -p "$build"
     local log=$build/build.log
+    # the CUDA backend's kernel libraries (FlashInfer's headers): fetched when nvcc is here and
+    # VG_KERNEL_LIBS is not OFF; a failed fetch (no network) leaves vg's own kernels, as OFF does
+    if command -v nvcc >/dev/null && [ "${VG_KERNEL_LIBS:-AUTO}" != OFF ]; then
+        "$root/scripts/fetch-kernel-libs.sh" "$build/_deps/kernel-libs" || true
+    fi
     # shellcheck disable=SC2086
     if ! cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${backend_flags[@]}" \
-        ${VG_CMAKE_ARGS:-} >"$log" 2>&1; then
+        "-DVG_KERNEL_LIBS=${VG_KERNEL_LIBS:-AUTO}" ${VG_CMAKE_ARGS:-} >"$log" 2>&1; then
         say "configuring failed"
         log_tail "$log"
         return 1
@@ -105,6 +111,9 @@ configure() {
     local line="backends built: ${on[*]:-none}"
     [ ${#off[@]} -gt 0 ] && line+="; not built: $(printf '%s, ' "${off[@]}" | sed 's/, $//')"
     say "$line"
+    verdict=$(grep -m1 '^-- cuda kernels:' "$log" || true)
+    [ -n "$verdict" ] && say "${verdict#-- }"
+    return 0
 }
 
 # Build $build with the compiler's output in build.log; one progress line instead.
