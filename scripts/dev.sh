@@ -81,8 +81,13 @@ configure() {
     local log=$build/build.log
     # the CUDA backend's kernel libraries (FlashInfer's headers): fetched when nvcc is here and
     # VG_KERNEL_LIBS is not OFF; a failed fetch (no network) leaves vg's own kernels, as OFF does
-    if command -v nvcc >/dev/null && [ "${VG_KERNEL_LIBS:-AUTO}" != OFF ]; then
-        "$root/scripts/fetch-kernel-libs.sh" "$build/_deps/kernel-libs" || true
+    local fetch_err=""
+    if command -v nvcc >/dev/null && [ "${VG_KERNEL_LIBS:-AUTO}" != OFF ] &&
+        ! fetch_err=$("$root/scripts/fetch-kernel-libs.sh" "$build/_deps/kernel-libs" 2>&1 >/dev/null); then
+        fetch_err=$(tail -n 1 <<<"$fetch_err")
+        fetch_err=${fetch_err#fetch-kernel-libs: }
+    else
+        fetch_err=""
     fi
     # shellcheck disable=SC2086
     if ! cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${backend_flags[@]}" \
@@ -110,10 +115,13 @@ configure() {
     done
     local line="backends built: ${on[*]:-none}"
     [ ${#off[@]} -gt 0 ] && line+="; not built: $(printf '%s, ' "${off[@]}" | sed 's/, $//')"
-    say "$line"
+    # and which CUDA kernels (CMake's "-- cuda kernels: ..."; a failed fetch says why)
     verdict=$(grep -m1 '^-- cuda kernels:' "$log" || true)
-    [ -n "$verdict" ] && say "${verdict#-- }"
-    return 0
+    if [ -n "$verdict" ] && [ -n "$fetch_err" ] && [[ $verdict == *"vg's own"* ]]; then
+        verdict="-- cuda kernels: vg's own (kernel libraries not fetched: $fetch_err)"
+    fi
+    [ -n "$verdict" ] && line+="; ${verdict#-- }"
+    say "$line"
 }
 
 # Build $build with the compiler's output in build.log; one progress line instead.
