@@ -375,6 +375,7 @@ int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c, fi_own_fn own
         std::lock_guard<std::mutex> g(fi_lock);
         for (int i = 0; i < fi_nchoices; i++)
             if (!memcmp(&fi_choices[i].key, &key, sizeof key)) return fi_choices[i].pick;
+        if (fi_nchoices == FI_CHOICES) return 0; /* the table is full: vg's kernel, unmeasured */
     }
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(s->s, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) {
