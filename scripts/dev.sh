@@ -23,7 +23,8 @@
 # terminal: percent and seconds) and the log's tail if the build fails.
 # Environment: VG_BUILD_DIR (default: build), VG_CMAKE_ARGS (extra cmake arguments, applied
 #              last: -DVG_BUILD_HIP=OFF there wins), VG_JOBS (parallel build jobs, default:
-#              nproc), VG_SKIP_DEPS=1 (no apt-get), CUDA_HOME.
+#              nproc), VG_SKIP_DEPS=1 (no apt-get), CUDA_HOME, VG_KERNEL_LIBS=AUTO|ON|OFF (the
+#              CUDA backend's kernel libraries: scripts/fetch-kernel-libs.sh, cmake/VgKernelLibs.cmake).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -109,9 +110,19 @@ configure() {
     backend_toolchains
     mkdir -p "$build"
     local log=$build/build.log
+    # the CUDA backend's kernel libraries (FlashInfer's headers): fetched when nvcc is here and
+    # VG_KERNEL_LIBS is not OFF; a failed fetch (no network) leaves vg's own kernels, as OFF does
+    local fetch_err=""
+    if command -v nvcc >/dev/null && [ "${VG_KERNEL_LIBS:-AUTO}" != OFF ] &&
+        ! fetch_err=$("$root/scripts/fetch-kernel-libs.sh" "$build/_deps/kernel-libs" 2>&1 >/dev/null); then
+        fetch_err=$(tail -n 1 <<<"$fetch_err")
+        fetch_err=${fetch_err#fetch-kernel-libs: }
+    else
+        fetch_err=""
+    fi
     # shellcheck disable=SC2086
     if ! cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${backend_flags[@]}" \
-        ${VG_CMAKE_ARGS:-} >"$log" 2>&1; then
+        "-DVG_KERNEL_LIBS=${VG_KERNEL_LIBS:-AUTO}" ${VG_CMAKE_ARGS:-} >"$log" 2>&1; then
         say "configuring failed"
         log_tail "$log"
         return 1
@@ -137,6 +148,12 @@ configure() {
     backends_built=("${on[@]}")
     local line="backends built: ${on[*]:-none}"
     [ ${#off[@]} -gt 0 ] && line+="; not built: $(printf '%s, ' "${off[@]}" | sed 's/, $//')"
+    # and which CUDA kernels (CMake's "-- cuda kernels: ..."; a failed fetch says why)
+    verdict=$(grep -m1 '^-- cuda kernels:' "$log" || true)
+    if [ -n "$verdict" ] && [ -n "$fetch_err" ] && [[ $verdict == *"vg's own"* ]]; then
+        verdict="-- cuda kernels: vg's own (kernel libraries not fetched: $fetch_err)"
+    fi
+    [ -n "$verdict" ] && line+="; ${verdict#-- }"
     say "$line"
 }
 

@@ -438,9 +438,14 @@ static void generate(tcase *c, rng *r)
         break;
     }
     case VG_OP_PAGED_ATTENTION: {
+        /* a third shaped as decoders are (group sizes and head_dims of common checkpoints, packed
+         * outputs, aligned buffers): what a backend's kernel library may take */
+        static const int groups[] = {1, 2, 3, 4, 6, 7, 8};
+        const int lib_shaped = rchance(r, 0.35);
         c->kv_heads = (int)rint_in(r, 1, 4);
-        c->heads = c->kv_heads * (int)rint_in(r, 1, 4);
-        c->hd = 8 * (rchance(r, 0.5) ? (int)rint_in(r, 1, 32) : (int)(2 * rint_in(r, 1, 8)));
+        c->heads = c->kv_heads * (lib_shaped ? groups[rint_in(r, 0, 6)] : (int)rint_in(r, 1, 4));
+        c->hd = lib_shaped ? (rchance(r, 0.5) ? 64 : 128)
+                           : 8 * (rchance(r, 0.5) ? (int)rint_in(r, 1, 32) : (int)(2 * rint_in(r, 1, 8)));
         c->block_size = rchance(r, 0.5) ? (int)rint_in(r, 1, 9) : rchance(r, 0.5) ? 16 : 32;
         c->nseg = (int)rint_in(r, 1, 5); /* num_seqs */
         c->rows = c->nseg + rint_in(r, 0, rchance(r, 0.3) ? 40 : 4); /* a query row per sequence or more */
@@ -451,6 +456,7 @@ static void generate(tcase *c, rng *r)
         int64_t hidden = (int64_t)c->heads * c->hd, width = (int64_t)c->kv_heads * c->hd;
         c->ld = hidden + pad(r), c->ld2 = hidden + pad(r);
         c->scale = (float)(runif(r, 0.5, 2.0) / sqrt((double)c->hd));
+        if (lib_shaped) c->ld = hidden + 8 * rint_in(r, 0, 2), c->ld2 = hidden;
         add_buf(c, r, "q", c->t, (size_t)((c->rows - 1) * c->ld + hidden));
         add_buf(c, r, "k_cache", c->t, (size_t)((int64_t)c->nslots * width));
         add_buf(c, r, "v_cache", c->t, (size_t)((int64_t)c->nslots * width));
@@ -459,6 +465,8 @@ static void generate(tcase *c, rng *r)
         add_buf(c, r, "query_start", VG_DTYPE_I32, (size_t)c->nseg + 1);
         add_buf(c, r, "out", c->t, (size_t)((c->rows - 1) * c->ld2 + hidden));
         c->out = 6;
+        if (lib_shaped)
+            for (int i = 0; i < 7; i++) c->b[i].off = 0; /* every buffer at its allocation's start */
         snprintf(c->shape, sizeof c->shape, "rows=%lld num_seqs=%d heads=%d kv_heads=%d head_dim=%d "
                  "block_size=%d max_blocks=%d blocks=%d ld_q=%lld ld_out=%lld scale=%.9g",
                  (long long)c->rows, c->nseg, c->heads, c->kv_heads, c->hd, c->block_size,

@@ -1546,6 +1546,8 @@ typedef struct paged_case {
     int num_seqs;
     int ctx[4], newq[4];
     int pad_rows, heads, kv_heads, hd, block_size;
+    int tight; /* out rows packed (ld_out = heads·head_dim), as a decoder has them: the shape the
+                * cuda backend's kernel library takes (VG_CUDA_DECODE=flashinfer forces it) */
 } paged_case;
 
 typedef struct paged_call {
@@ -1583,7 +1585,7 @@ static void paged_case_run(vg_dtype t, const paged_case *pc)
     int32_t *bt = malloc((size_t)pc->num_seqs * (size_t)maxb * sizeof(int32_t));
     assert_non_null(bt);
     for (int i = 0; i < pc->num_seqs * maxb; i++) bt[i] = (int32_t)((i * 7 + 3) % nblocks); /* a permutation */
-    int64_t ld_q = hidden + 8, ld_out = hidden + 4;
+    int64_t ld_q = hidden + 8, ld_out = pc->tight ? hidden : hidden + 4;
     size_t nq = (size_t)rows * (size_t)ld_q, nout = (size_t)rows * (size_t)ld_out;
     size_t ncache = (size_t)nslots * (size_t)width;
     float *q = malloc(nq * 4), *kc = malloc(ncache * 4), *vc = malloc(ncache * 4), *got = malloc(nout * 4);
@@ -1636,11 +1638,17 @@ static void paged_case_run(vg_dtype t, const paged_case *pc)
 
 static const paged_case paged_cases[] = {
     /* seqs  contexts           new tokens    pad heads kv hd  block */
-    {3, {37, 1, 70, 0}, {1, 1, 5, 0}, 2, 4, 1, 16, 16},   /* one KV head (multi-query) */
-    {2, {16, 33, 0, 0}, {16, 2, 0, 0}, 0, 4, 2, 48, 16},  /* a whole block of prefill; GQA 2 */
-    {4, {5, 200, 9, 64}, {5, 1, 3, 1}, 3, 2, 2, 64, 5},   /* block size 5: boundaries everywhere */
-    {1, {300, 0, 0, 0}, {1, 0, 0, 0}, 1, 8, 2, 128, 32},  /* a long decode */
-    {2, {3, 40, 0, 0}, {3, 1, 0, 0}, 0, 2, 1, 256, 16},   /* the largest head_dim */
+    {3, {37, 1, 70, 0}, {1, 1, 5, 0}, 2, 4, 1, 16, 16, 0},   /* one KV head (multi-query) */
+    {2, {16, 33, 0, 0}, {16, 2, 0, 0}, 0, 4, 2, 48, 16, 0},  /* a whole block of prefill; GQA 2 */
+    {4, {5, 200, 9, 64}, {5, 1, 3, 1}, 3, 2, 2, 64, 5, 0},   /* block size 5: boundaries everywhere */
+    {1, {300, 0, 0, 0}, {1, 0, 0, 0}, 1, 8, 2, 128, 32, 0},  /* a long decode */
+    {2, {3, 40, 0, 0}, {3, 1, 0, 0}, 0, 2, 1, 256, 16, 0},   /* the largest head_dim */
+    /* packed outputs, as a decoder has them */
+    {3, {37, 1, 570, 0}, {1, 1, 1, 0}, 2, 14, 2, 64, 16, 1},  /* Qwen2.5-0.5B's heads: group 7 */
+    {4, {5, 200, 9, 64}, {5, 1, 3, 1}, 3, 16, 8, 128, 5, 1},  /* Qwen3-0.6B's: group 2, prefill too */
+    {2, {160, 1000, 0, 0}, {150, 1, 0, 0}, 1, 8, 2, 128, 16, 1}, /* many rows: no split-KV */
+    {1, {3000, 0, 0, 0}, {1, 0, 0, 0}, 0, 28, 4, 128, 16, 1}, /* a long decode, group 7 */
+    {2, {16, 33, 0, 0}, {16, 2, 0, 0}, 0, 4, 2, 48, 16, 1},   /* head_dim 48: vg's kernel only */
 };
 
 static void test_paged_attention(void **state)

@@ -12,6 +12,7 @@
 
 #include "cli_args.h"
 #include "cli_progress.h"
+#include "lm_bench_peer.h"
 #include "vg/vg_lm.h"
 #include "vg_cli.h"
 
@@ -223,6 +224,10 @@ int vg_cmd_lm_bench(int argc, char **argv)
     peer_line peer[MAX_PEER];
     int npeer = 0;
     if (a.peer && (npeer = read_peer(a.peer, peer, MAX_PEER)) < 0) return 1;
+    lm_fast_peer fast = {0}; /* the fast peer's lines (peer_lm_fast.py) of the same file */
+    if (a.peer && lm_fast_peer_read(CMD, a.peer, &fast)) return 1;
+    int hf_peer = 0;
+    for (int p = 0; p < npeer; p++) hf_peer |= peer[p].eager_ms > 0 || peer[p].compiled_ms > 0;
     for (int p = 0; p < npeer; p++)
         if (peer[p].prompt && peer[p].prompt != a.prompt)
             fprintf(stderr, "vg " CMD ": note: the peer measured batch %lld with a prompt of %lld tokens, "
@@ -267,7 +272,8 @@ int vg_cmd_lm_bench(int argc, char **argv)
         bench_row *r = &rows[i];
         r->batch = a.batch[i];
         for (int p = 0; p < npeer; p++)
-            if (peer[p].batch == r->batch) r->peer_eager_ms = peer[p].eager_ms, r->peer_compiled_ms = peer[p].compiled_ms;
+            if (peer[p].batch == r->batch && (peer[p].eager_ms > 0 || peer[p].compiled_ms > 0)) /* not a fast-peer line */
+                r->peer_eager_ms = peer[p].eager_ms, r->peer_compiled_ms = peer[p].compiled_ms;
         for (int g = 0; !rc && g < (a.pieces ? 3 : 2); g++) {
             /* 0: eager, 1: graphs, 2: eager with piece timing */
             o.mode = g == 1 ? VG_MODE_FULL_AND_PIECEWISE : VG_MODE_NONE;
@@ -329,6 +335,7 @@ int vg_cmd_lm_bench(int argc, char **argv)
                 cJSON_AddNumberToObject(e, "peer_static_compiled_ms_per_step", rows[i].peer_compiled_ms);
                 cJSON_AddNumberToObject(e, "speedup_vs_peer_compiled", rows[i].peer_compiled_ms / rows[i].graph_ms);
             }
+            lm_fast_peer_json(&fast, rows[i].batch, rows[i].graph_ms, e);
             if (a.pieces) {
                 cJSON *pa = cJSON_AddArrayToObject(e, "pieces");
                 cJSON_AddNumberToObject(e, "pieces_ms_per_step", rows[i].pieces_ms);
@@ -362,7 +369,7 @@ int vg_cmd_lm_bench(int argc, char **argv)
                 printf("  %-14s %4dx  %8.3f ms  %5.1f%%\n", r->pieces[g].name, r->pieces[g].count,
                        r->pieces[g].ms, r->pieces_ms > 0 ? 100 * r->pieces[g].ms / r->pieces_ms : 0.0);
         }
-        if (a.peer) {
+        if (a.peer && (hf_peer || !fast.n)) {
             char pe[24], pc[24], re[24], rcmp[24];
             printf("\nbeside the peer (%s; ms per decode step; speed-up = peer / vg graph):\n", a.peer);
             printf("  batch   vg graph   peer compiled   speed-up   peer eager   speed-up\n");
@@ -374,6 +381,10 @@ int vg_cmd_lm_bench(int argc, char **argv)
                        ms_text(r->peer_eager_ms, pe, sizeof pe), ratio_text(r->peer_eager_ms, r->graph_ms, re, sizeof re));
             }
         }
+    }
+    if (!rc && !a.json && fast.n) {
+        lm_fast_peer_print_head(a.peer);
+        for (int i = 0; i < a.nbatch; i++) lm_fast_peer_print_row(&fast, rows[i].batch, rows[i].graph_ms);
     }
     free(ids), free(toks), free(rows), free(warm);
     vg_lm_free(lm);

@@ -7,6 +7,9 @@
  * query starts) is read when the kernel runs, so one capture serves any contents, and values no
  * op could follow (a query row beyond its table, say) are clamped or skipped, as kunlun_stub does. */
 #include "kernels.cuh"
+#ifdef VG_HAVE_KERNEL_LIBS
+#include "decode_lib.cuh"
+#endif
 
 /* 32-lane groups (vendor.h: wave64 runs them as two halves). */
 __device__ __forceinline__ float vgk_warp_sum(float v)
@@ -771,6 +774,19 @@ static vg_status pd_run(vg_bk_stream *s, const T *q, int64_t ld_q, T *out, int64
     return VG_OK;
 }
 
+#ifdef VG_HAVE_KERNEL_LIBS
+/* vg's split kernel for a call the kernel library could also take, for the timed choice */
+static vg_status pd_own(vg_bk_stream *s, const vgc_decode_call *c)
+{
+    VGK_FLOAT_DISPATCH(c->t, T, return pd_run<T>(s, (const T *)c->q, c->ld_q, (T *)c->out, c->ld_out, c->rows,
+                                                 (const T *)c->k_cache, (const T *)c->v_cache,
+                                                 c->block_tables, c->max_blocks, c->context_lens,
+                                                 c->query_start, c->num_seqs, c->heads, c->kv_heads,
+                                                 c->head_dim, c->block_size, c->scale));
+    return VG_ERR_INTERNAL;
+}
+#endif
+
 vg_status vgc_op_paged_attention(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void *q,
                                  int64_t ld_q, void *out, int64_t ld_out, int64_t rows,
                                  const void *k_cache, const void *v_cache,
@@ -790,6 +806,13 @@ vg_status vgc_op_paged_attention(vg_bk_device *, vg_bk_stream *s, vg_dtype t, co
     size_t vec = 8 * (t == VG_DTYPE_F32 ? 4 : 2);
     int split_ok = !s->dev->simple_attention && ((uintptr_t)k_cache | (uintptr_t)v_cache) % vec == 0;
     if (split_ok) {
+#ifdef VG_HAVE_KERNEL_LIBS /* FlashInfer's batch decode where it was compiled and measures faster */
+        const vgc_decode_call c = {t, q, ld_q, out, ld_out, rows, k_cache, v_cache, block_tables,
+                                   max_blocks, context_lens, query_start, num_seqs, heads, kv_heads,
+                                   head_dim, block_size, scale};
+        const int nsplit = vgc_decode_lib_takes(s, &c) ? vgc_decode_lib_pick(s, &c, pd_own) : 0;
+        if (nsplit) return vgc_decode_lib(s, &c, nsplit);
+#endif
         VGK_FLOAT_DISPATCH(t, T, return pd_run<T>(s, (const T *)q, ld_q, (T *)out, ld_out, rows,
                                                   (const T *)k_cache, (const T *)v_cache,
                                                   block_tables, max_blocks, context_lens,
