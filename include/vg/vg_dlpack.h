@@ -31,6 +31,10 @@
 extern "C" {
 #endif
 
+/* DLPack declares the versioned tensor as a struct tag only; C11 and C++ allow this typedef
+ * even where another header repeats it. */
+typedef struct DLManagedTensorVersioned DLManagedTensorVersioned;
+
 #define VG_DLPACK_MAX_DIMS 8
 
 /* A device tensor as vg sees it: what export reads and import writes. */
@@ -66,8 +70,9 @@ VG_API vg_status vg_dlpack_export(vg_runtime *rt, const vg_dlpack_tensor *t,
                                   DLManagedTensorVersioned **out);
 
 /* Adopt a tensor of another framework for use by vg ops and graphs. On success vg owns `in` until
- * vg_dlpack_release, and out->ptr is a vg device address (the memory is registered with rt when
- * it is not vg's own, so VG_DEBUG_ADDRESSES covers it). Refused with VG_ERR_INVALID_ARG (the
+ * vg_dlpack_release, and out->ptr is a vg device address: the range the tensor spans is
+ * registered with rt (vg_mem_register, which checks it is this device's memory), so
+ * VG_DEBUG_ADDRESSES covers it. Refused with VG_ERR_INVALID_ARG (the
  * message names the field): another device type or device id than rt's, a major version other
  * than 1, a dtype vg has no vg_dtype for (float64, bool, complex, lanes != 1), ndim above
  * VG_DLPACK_MAX_DIMS, negative or zero strides, strides other than row-major with an optional
