@@ -150,10 +150,16 @@ static void choose_mode(vg_runner *r)
             if (!r->piece_ops_capturable[i]) {
                 int op = uncapturable_op(r->rt, p);
                 const char *opn = vg_op_name((vg_op_id)op);
-                vg_log(VG_LOG_WARN, "runner: piece '%s' uses op '%s' that backend '%s' cannot "
-                                    "capture: mode full downgraded to piecewise (the piece runs "
-                                    "eagerly)", p->name ? p->name : "?", opn ? opn : "unknown",
-                       vg_runtime_backend_name(r->rt));
+                if (op < 0) /* not its ops: its foreign work */
+                    vg_log(VG_LOG_WARN, "runner: piece '%s' enqueues foreign work, which backend "
+                                        "'%s' cannot capture: mode full downgraded to piecewise "
+                                        "(the piece runs eagerly)", p->name ? p->name : "?",
+                           vg_runtime_backend_name(r->rt));
+                else
+                    vg_log(VG_LOG_WARN, "runner: piece '%s' uses op '%s' that backend '%s' "
+                                        "cannot capture: mode full downgraded to piecewise (the "
+                                        "piece runs eagerly)", p->name ? p->name : "?",
+                           opn ? opn : "unknown", vg_runtime_backend_name(r->rt));
                 r->mode = VG_MODE_PIECEWISE;
                 return;
             }
@@ -201,10 +207,15 @@ vg_status vg_runner_create(vg_runtime *rt, const vg_model_iface *model,
             st = vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_runner_create: out of memory");
     }
     if (st == VG_OK) {
-        /* capturability from ops_used, asked once: the device's answers do not change */
+        /* capturability from ops_used and the foreign flag, asked once: the device's answers
+         * do not change */
         int graphs = (vg_runtime_caps(rt) & VG_CAP_GRAPH) != 0;
-        for (int i = 0; i < model->num_pieces; i++)
-            r->piece_ops_capturable[i] = graphs && uncapturable_op(rt, &model->pieces[i]) < 0;
+        int foreign_ok = (vg_runtime_caps(rt) & VG_CAP_FOREIGN_CAPTURE) != 0;
+        for (int i = 0; i < model->num_pieces; i++) {
+            const vg_piece *p = &model->pieces[i];
+            r->piece_ops_capturable[i] = graphs && uncapturable_op(rt, p) < 0 &&
+                                         (!(p->flags & VG_PIECE_FOREIGN) || foreign_ok);
+        }
         choose_mode(r);
         if (opts->stream) {
             if (vg_stream_runtime(opts->stream) != rt)
@@ -428,13 +439,16 @@ int vg_runner_piece_times(vg_runner *r, double *ms, int max)
     return r->model.num_pieces;
 }
 
-static int record_addresses(vg_runner *r, const void **out)
+/* The addresses graphs use now, and for each the registration holding it (0: vg's own memory),
+ * so that a registration dropped or made anew at the same address is caught too. */
+static int record_addresses(vg_runner *r, const void **out, uint64_t *reg_ids)
 {
     int n = 0;
     for (int i = 0; i < VG_RUNNER_MAX_BUFFERS && n < VG_RUNNER_MAX_ADDRS; i++)
         if (r->graph_set[i].ptr) out[n++] = r->graph_set[i].ptr;
     if (r->model.addresses)
         n += r->model.addresses(r->model.model, r, out + n, VG_RUNNER_MAX_ADDRS - n);
+    for (int i = 0; i < n; i++) reg_ids[i] = out[i] ? vg_registration_id(r->rt, out[i]) : 0;
     return n;
 }
 
@@ -442,10 +456,23 @@ static int record_addresses(vg_runner *r, const void **out)
 static vg_status check_addresses(vg_runner *r, const graph_entry *e)
 {
     const void *now[VG_RUNNER_MAX_ADDRS];
-    int n = record_addresses(r, now);
+    uint64_t ids[VG_RUNNER_MAX_ADDRS];
+    int n = record_addresses(r, now, ids);
     for (int i = 0; i < n || i < e->naddrs; i++) {
         const void *was = i < e->naddrs ? e->addrs[i] : NULL, *is = i < n ? now[i] : NULL;
-        if (was == is) continue;
+        if (was == is && (i >= n || ids[i] == e->reg_ids[i])) continue;
+        if (was == is) {
+            vg_log(VG_LOG_ERROR, "runner: address check failed for the graph of %lld tokens "
+                                 "(pieces %d-%d): the registered memory at %p (address %d) was "
+                                 "unregistered or registered anew since the capture; refusing to "
+                                 "replay", (long long)e->key.num_tokens, e->first, e->last, was, i);
+            return vg_error_set(VG_ERR_STATE, "runner: address check failed: the graph of %lld "
+                                              "tokens was captured over registered memory at %p "
+                                              "(address %d), which is %s now (invalidate the "
+                                              "runner after changing registrations)",
+                                (long long)e->key.num_tokens, was, i,
+                                ids[i] ? "another registration" : "no longer registered");
+        }
         vg_log(VG_LOG_ERROR, "runner: address check failed for the graph of %lld tokens "
                              "(pieces %d-%d): address %d was %p at capture and is %p now; "
                              "refusing to replay", (long long)e->key.num_tokens, e->first,
@@ -528,7 +555,7 @@ static vg_status capture(vg_runner *r, graph_entry *e, double *ms)
         stats_graphs(r, e->bucket, (int64_t)e->bytes, 1);
     }
     e->state = ENTRY_READY;
-    e->naddrs = r->debug_addresses ? record_addresses(r, e->addrs) : 0;
+    e->naddrs = r->debug_addresses ? record_addresses(r, e->addrs, e->reg_ids) : 0;
     evict_for_budget(r, e);
     return VG_OK;
 }

@@ -143,11 +143,19 @@ static vg_status open_device(vg_runtime *rt, int index, const char *origin)
     return VG_OK;
 }
 
-static vg_status open_plugin(const char *req, int index, vg_runtime *rt)
+/* Load a plugin and open its device with the application's backend options (checked against
+ * the names the plugin lists, then seen by it through host->option while the device opens). */
+static vg_status open_plugin(const char *req, int index, const vg_option *opts, int nopts,
+                             vg_runtime *rt)
 {
     vg_status st = vg_plugin_load(req, &rt->plugin, &rt->iface, &rt->ops);
     if (st != VG_OK) return st;
-    st = open_device(rt, index, rt->plugin.path);
+    st = vg_options_check(&rt->iface, opts, nopts, rt->plugin.path);
+    if (st == VG_OK) {
+        vg_options_set_pending(opts, nopts);
+        st = open_device(rt, index, rt->plugin.path);
+        vg_options_set_pending(NULL, 0);
+    }
     if (st != VG_OK) vg_plugin_unload(&rt->plugin);
     return st;
 }
@@ -167,7 +175,7 @@ static vg_status shut(vg_runtime *rt)
 
 /* Auto-selection: every candidate is loaded and its device opened; the usable one with the
  * highest score wins, ties going to the earlier. Every refusal is kept for the message. */
-static vg_status open_auto(int index, vg_runtime **out)
+static vg_status open_auto(int index, const vg_option *opts, int nopts, vg_runtime **out)
 {
     char **cand = NULL;
     int n = vg_candidates_list(&cand);
@@ -182,7 +190,7 @@ static vg_status open_auto(int index, vg_runtime **out)
             st = VG_ERR_OUT_OF_MEMORY;
             break;
         }
-        if (open_plugin(cand[i], index, rt) != VG_OK) {
+        if (open_plugin(cand[i], index, opts, nopts, rt) != VG_OK) {
             /* a path candidate's message repeats its path: "[path] reason" is enough */
             const char *msg = vg_last_error(), *tried = strstr(msg, "; tried:\n  ");
             size_t clen = strlen(cand[i]);
@@ -243,18 +251,27 @@ vg_status vg_runtime_open(const vg_runtime_options *opts, vg_runtime **out)
     if (opts->struct_size < sizeof(uint32_t) * 2)
         return vg_error_set(VG_ERR_INVALID_ARG, "vg_runtime_open: options.struct_size not set "
                                                 "(call vg_runtime_options_init)");
+    /* the options are members appended to the struct: an older caller's struct has none */
+    const vg_option *bopts = NULL;
+    int nopts = 0;
+    if (opts->struct_size >= offsetof(vg_runtime_options, num_options) + sizeof(int)) {
+        bopts = opts->options;
+        nopts = opts->num_options;
+    }
     const char *req = opts->backend;
     if (!req || !*req) req = getenv("VG_BACKEND");
-    if (!req || !*req) return open_auto(opts->device, out);
-    vg_runtime *rt = calloc(1, sizeof *rt);
-    if (!rt) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_runtime_open: out of host memory");
-    vg_status st = open_plugin(req, opts->device, rt);
-    if (st != VG_OK) {
-        free(rt);
-        return st;
+    vg_status st;
+    if (!req || !*req) {
+        st = open_auto(opts->device, bopts, nopts, out);
+    } else {
+        vg_runtime *rt = calloc(1, sizeof *rt);
+        if (!rt) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_runtime_open: out of host memory");
+        st = open_plugin(req, opts->device, bopts, nopts, rt);
+        if (st != VG_OK) free(rt);
+        else *out = rt;
     }
-    *out = rt;
-    return VG_OK;
+    if (st == VG_OK) vg_native_runtime_init(*out);
+    return st;
 }
 
 vg_status vg_runtime_open_iface(const vg_backend_iface *iface, int device, vg_runtime **out)
@@ -269,6 +286,7 @@ vg_status vg_runtime_open_iface(const vg_backend_iface *iface, int device, vg_ru
         free(rt);
         return st;
     }
+    vg_native_runtime_init(rt);
     *out = rt;
     return VG_OK;
 }
@@ -277,6 +295,7 @@ vg_status vg_runtime_close(vg_runtime *rt)
 {
     if (!rt) return VG_OK;
     vg_ipc_runtime_closing(rt);
+    vg_native_runtime_fini(rt);
     vg_status st = shut(rt);
     free(rt);
     return st;

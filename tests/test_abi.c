@@ -6,7 +6,9 @@
  *    ids past 64 neither crash nor leak into answers the core cannot give;
  *  - vg_runtime_open_iface validates a caller's table like a plugin's;
  *  - the IPC section (ABI 1.2) is used only from 1.2 tables whose devices report VG_CAP_IPC,
- *    and then must be complete.
+ *    and then must be complete;
+ *  - the native section (ABI 1.3) likewise with VG_CAP_NATIVE: a 1.2 table still loads and runs,
+ *    and native calls and backend options are refused with a message naming the ABI.
  * An ABI test: the only kind of test that includes vg_backend.h. */
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -16,6 +18,7 @@
 #include "vg/vg_backend.h"
 #include "vg/vg_device.h"
 #include "vg/vg_ipc.h"
+#include "vg/vg_native.h"
 
 #ifndef TEST_PLUGIN_DIR
 #error "TEST_PLUGIN_DIR must point at the built test plugins"
@@ -289,8 +292,10 @@ static void host_set_error(vg_status st, const char *fmt, ...)
     vg_error_set(st, "%s", buf);
 }
 
-static const vg_host_services k_host = {VG_BACKEND_ABI_MAJOR, VG_BACKEND_ABI_MINOR,
-                                        sizeof(vg_host_services), host_log, host_set_error};
+/* A host of ABI 1.2 (no option member): plugins read their knobs from the environment. */
+static const vg_host_services k_host = {VG_BACKEND_ABI_MAJOR, 2,
+                                        offsetof(vg_host_services, option), host_log,
+                                        host_set_error, NULL};
 
 /* kunlun_stub's own table, as a program embedding a backend would hold it. */
 static const vg_backend_iface *stub_table(void)
@@ -578,6 +583,107 @@ static void test_ipc_section_of_the_stub(void **state)
     VG_CHECK(vg_runtime_close(rt));
 }
 
+/* ---- ABI 1.3: native handles and backend options ------------------------------------------------ */
+
+#define ABI12_PATH TEST_PLUGIN_DIR "/abi/libvg_abi12.so"
+
+/* rt has no native handles: every vg_native.h call says so, naming the plugin's ABI. */
+static void expect_no_native(vg_runtime *rt, const char *why)
+{
+    assert_false(vg_runtime_caps(rt) & (VG_CAP_NATIVE | VG_CAP_FOREIGN_CAPTURE));
+    assert_false(vg_runtime_foreign_capture(rt));
+    vg_native_device nd = {.struct_size = sizeof nd};
+    VG_CHECK_FAILS(vg_runtime_native_device(rt, &nd), VG_ERR_UNSUPPORTED, why);
+    vg_stream *s = NULL;
+    VG_CHECK(vg_stream_create(rt, &s));
+    void *native = (void *)1;
+    VG_CHECK_FAILS(vg_stream_native(s, &native), VG_ERR_UNSUPPORTED, why);
+    assert_null(native);
+    vg_stream *w = (vg_stream *)1;
+    VG_CHECK_FAILS(vg_stream_wrap(rt, s, &w), VG_ERR_UNSUPPORTED, why);
+    assert_null(w);
+    float host[4];
+    void *reg = (void *)1;
+    VG_CHECK_FAILS(vg_mem_register(rt, host, sizeof host, &reg), VG_ERR_UNSUPPORTED, why);
+    assert_null(reg);
+    void *d = NULL;
+    VG_CHECK(vg_mem_alloc(rt, 64, &d));
+    vg_native_mem nm = {.struct_size = sizeof nm};
+    VG_CHECK_FAILS(vg_mem_native(rt, d, &nm), VG_ERR_UNSUPPORTED, why);
+    /* and the device still works */
+    VG_CHECK(vg_op_fill(s, d, VG_DTYPE_F32, 4, 2.0));
+    VG_CHECK(vg_stream_sync(s));
+    VG_CHECK(vg_mem_free(rt, d));
+    VG_CHECK(vg_stream_destroy(s));
+}
+
+/* An ABI 1.2 plugin whose device claims the 1.3 capabilities: loads, runs, has no native handles
+ * (the core never reads past its struct_size: the fixture poisons what lies beyond), and takes
+ * no backend options. */
+static void test_abi12_plugin_has_no_native(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_path(ABI12_PATH);
+    expect_no_native(rt, "its plugin is ABI 1.2, native handles are ABI 1.3");
+    assert_int_equal(vg_runtime_option_names(rt, NULL, 0), 0);
+    VG_CHECK(vg_runtime_close(rt));
+    vg_runtime_options o;
+    vg_runtime_options_init(&o);
+    o.backend = ABI12_PATH;
+    vg_option opt = {"VG_CUDA_GEMM", "tiled"};
+    o.options = &opt;
+    o.num_options = 1;
+    VG_CHECK_FAILS(vg_runtime_open(&o, &rt), VG_ERR_INVALID_ARG,
+                   "unknown backend option 'VG_CUDA_GEMM': backend 'abi12' (ABI 1.2) takes no "
+                   "options");
+    assert_null(rt);
+    vg_probe_report r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    assert_int_equal(vg_backend_probe(ABI12_PATH, &r), VG_OK);
+    assert_int_equal(r.abi_minor, 2);
+    assert_false(r.devices[0].caps & (VG_CAP_NATIVE | VG_CAP_FOREIGN_CAPTURE));
+}
+
+static vg_status poisoned_stream_native(vg_bk_device *d, vg_bk_stream *s, void **out)
+{
+    (void)d, (void)s, (void)out;
+    fail_msg("the core called stream_native beyond a 1.2 table's struct_size");
+    return VG_ERR_INTERNAL;
+}
+
+/* The stub's table cut to 1.2, to 1.3 without a member, and whole. */
+static void test_native_section_of_the_stub(void **state)
+{
+    (void)state;
+    const vg_backend_iface *stub = stub_table();
+    vg_runtime *rt = NULL;
+    vg_backend_iface copy = *stub;
+    copy.abi_minor = 2;
+    copy.struct_size = (uint32_t)VG_BACKEND_IFACE_SIZE_1_2;
+    copy.stream_native = poisoned_stream_native;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    expect_no_native(rt, "native handles are ABI 1.3");
+    VG_CHECK(vg_runtime_close(rt));
+    copy = *stub;
+    copy.struct_size = (uint32_t)VG_BACKEND_IFACE_SIZE_1_2;
+    VG_CHECK_FAILS(vg_runtime_open_iface(&copy, 0, &rt), VG_ERR_ABI,
+                   "interface table too small for its version");
+    copy = *stub;
+    copy.mem_register = NULL;
+    VG_CHECK_FAILS(vg_runtime_open_iface(&copy, 0, &rt), VG_ERR_ABI,
+                   "device reports native handles but mandatory member 'mem_register' is NULL");
+    copy = *stub;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    assert_true(vg_runtime_caps(rt) & VG_CAP_NATIVE);
+    assert_false(vg_runtime_foreign_capture(rt)); /* the stub records only its own commands */
+    vg_native_device nd = {.struct_size = sizeof nd};
+    VG_CHECK(vg_runtime_native_device(rt, &nd));
+    assert_int_equal(nd.api, VG_NATIVE_HOST);
+    assert_string_equal(vg_native_api_name(nd.api), "host");
+    VG_CHECK(vg_runtime_close(rt));
+}
+
 int main(void)
 {
     unsetenv("VG_BACKEND_PATH");
@@ -597,6 +703,8 @@ int main(void)
         cmocka_unit_test_setup(test_ipc_claimed_by_old_plugins, reset_env),
         cmocka_unit_test_setup(test_ipc_members_missing, reset_env),
         cmocka_unit_test_setup(test_ipc_section_of_the_stub, reset_env),
+        cmocka_unit_test_setup(test_abi12_plugin_has_no_native, reset_env),
+        cmocka_unit_test_setup(test_native_section_of_the_stub, reset_env),
     };
     return cmocka_run_group_tests_name("abi", tests, NULL, NULL);
 }

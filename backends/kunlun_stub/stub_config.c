@@ -45,7 +45,7 @@ static int parse_bytes(const char *s, uint64_t *out)
 
 static void env_bytes(const char *name, uint64_t *dst)
 {
-    const char *v = getenv(name);
+    const char *v = stub_option(name);
     if (v && *v && parse_bytes(v, dst) != 0)
         STUB_LOG(VG_LOG_WARN, "kunlun_stub: %s=%s is not a size (e.g. 512M); ignored", name, v);
 }
@@ -112,8 +112,8 @@ void stub_config_load(stub_config *cfg)
     cfg->devices = 1;
     cfg->capacity = 8ull << 30;
     cfg->quarantine_cap = 256ull << 20;
-    cfg->caps = VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_IPC;
-    const char *v = getenv("VG_STUB_DEVICES");
+    cfg->caps = VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_IPC | VG_CAP_NATIVE;
+    const char *v = stub_option("VG_STUB_DEVICES");
     if (v && *v) {
         char *end = NULL;
         long n = strtol(v, &end, 10);
@@ -124,9 +124,9 @@ void stub_config_load(stub_config *cfg)
     }
     env_bytes("VG_STUB_MEM_CAPACITY", &cfg->capacity);
     env_bytes("VG_STUB_QUARANTINE", &cfg->quarantine_cap);
-    v = getenv("VG_STUB_POISON");
+    v = stub_option("VG_STUB_POISON");
     cfg->poison = v && *v && strcmp(v, "0") != 0;
-    v = getenv("VG_STUB_LAUNCH_US");
+    v = stub_option("VG_STUB_LAUNCH_US");
     if (v && *v) {
         char *end = NULL;
         double us = strtod(v, &end);
@@ -135,9 +135,9 @@ void stub_config_load(stub_config *cfg)
         else
             cfg->launch_ns = (long long)(us * 1000.0);
     }
-    v = getenv("VG_STUB_CAPS");
+    v = stub_option("VG_STUB_CAPS");
     if (v && *v) parse_caps(cfg, v);
-    v = getenv("VG_STUB_FAULT");
+    v = stub_option("VG_STUB_FAULT");
     if (v && *v) parse_faults(cfg, v);
 }
 

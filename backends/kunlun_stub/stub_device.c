@@ -57,6 +57,11 @@ vg_status stub_device_close(vg_bk_device *dev)
                               "closing them", dev->index, dev->nimports);
     while (dev->nimports) stub_ipc_close(dev, dev->imports[dev->nimports - 1].ptr);
     free(dev->imports);
+    if (dev->nregs)
+        STUB_LOG(VG_LOG_WARN, "kunlun_stub: device %d closed with %zu registrations of caller "
+                              "memory; forgetting them", dev->index, dev->nregs);
+    free(dev->regs);
+    free(dev->streams);
     for (size_t i = 0; i < dev->nquarantine; i++) free(dev->quarantine[i].ptr);
     free(dev->allocs);
     free(dev->quarantine);

@@ -18,6 +18,8 @@ extern const vg_host_services *stub_host;
 
 #define STUB_ERR(status, ...) (stub_host->set_error((status), __VA_ARGS__), (status))
 #define STUB_LOG(level, ...) stub_host->log((level), __VA_ARGS__)
+/* A knob's value: the application's backend option of that name, else the environment. */
+#define stub_option(name) vg_backend_option(stub_host, (name))
 
 /* Fault injection points (VG_STUB_FAULT), so callers' failure paths can be tested. */
 typedef enum stub_fault_point {
@@ -58,6 +60,12 @@ typedef struct stub_import {
  * it. */
 #define STUB_OP_COUNT (VG_OP_GATHER_WEIGHTED + 1)
 
+/* Caller-owned memory registered with mem_register (ABI 1.3): host memory on this device. */
+typedef struct stub_region {
+    void *ptr;
+    size_t bytes;
+} stub_region;
+
 typedef struct stub_config {
     int devices;             /* VG_STUB_DEVICES, default 1 */
     uint64_t capacity;       /* VG_STUB_MEM_CAPACITY, bytes */
@@ -81,6 +89,10 @@ struct vg_bk_device {
     uint64_t quarantine_bytes;
     stub_import *imports; /* ipc_open's mappings */
     size_t nimports, cap_imports;
+    struct vg_bk_stream **streams; /* the streams stream_create made: what stream_wrap accepts */
+    size_t nstreams, cap_streams;
+    stub_region *regs; /* mem_register's */
+    size_t nregs, cap_regs;
 };
 
 /* One enqueued unit of work: a function and a private copy of its arguments. */
@@ -106,6 +118,11 @@ struct vg_bk_stream {
     stub_cmd_list recording;
     float *scratch; /* per-stream host scratch for kernels (format conversion) */
     size_t scratch_elems;
+    /* stream_wrap: the caller's stream this one wraps (its native handle), NULL for a stream
+     * stream_create made. The stub's native stream object is its stream: a wrapper is a stream
+     * of its own that reports the wrapped one as its native handle and is not listed in
+     * dev->streams. */
+    struct vg_bk_stream *wraps;
 };
 
 struct vg_bk_event {
@@ -163,6 +180,16 @@ vg_status stub_ipc_alloc(vg_bk_device *dev, size_t bytes, void **out);
 vg_status stub_ipc_export(vg_bk_device *dev, void *base, vg_ipc_handle *out);
 vg_status stub_ipc_open(vg_bk_device *dev, const vg_ipc_handle *h, void **out, size_t *bytes);
 vg_status stub_ipc_close(vg_bk_device *dev, void *ptr);
+/* stub_native.c: ABI 1.3, native handles (the host), wrapped streams, registered memory */
+vg_status stub_native_device(vg_bk_device *dev, vg_native_device *out);
+vg_status stub_stream_native(vg_bk_device *dev, vg_bk_stream *s, void **out);
+vg_status stub_stream_wrap(vg_bk_device *dev, void *native, vg_bk_stream **out);
+vg_status stub_mem_native(vg_bk_device *dev, const void *ptr, vg_native_mem *out);
+vg_status stub_mem_register(vg_bk_device *dev, void *native, size_t bytes, void **out);
+vg_status stub_mem_unregister(vg_bk_device *dev, void *ptr);
+/* Forget a stream stream_create listed (stream_destroy). */
+void stub_stream_unlist(vg_bk_device *dev, vg_bk_stream *s);
+extern const char *const stub_option_names[];
 /* Unmap a shared allocation (mem_free, device_close). */
 void stub_ipc_release(stub_alloc *a);
 /* Grow an array of `elem`-byte items to hold `need`; 0 or -1 when out of memory. */

@@ -14,6 +14,8 @@
 #ifndef VG_BACKEND_H
 #define VG_BACKEND_H
 
+#include <stdlib.h>
+
 #include "vg_ops.h"
 #include "vg_types.h"
 
@@ -22,7 +24,7 @@ extern "C" {
 #endif
 
 #define VG_BACKEND_ABI_MAJOR 1
-#define VG_BACKEND_ABI_MINOR 2
+#define VG_BACKEND_ABI_MINOR 3
 #define VG_BACKEND_ENTRY_NAME "vg_backend_query"
 
 /* Opaque handles. Each backend defines these structs privately. */
@@ -51,7 +53,22 @@ typedef struct vg_host_services {
     /* Set the calling thread's last-error message. A failing member should call this once
      * with a message naming what failed (including the vendor's error name and text). */
     void (*set_error)(vg_status status, const char *fmt, ...) VG_PRINTF(2, 3);
+    /* ---- host ABI 1.3 ---- */
+    /* The value of backend option `name` for the device being opened: the one the application
+     * passed in vg_runtime_options.options, else getenv(name). Meaningful inside device_count and
+     * device_open (read every knob there and keep it in the device); elsewhere it is getenv.
+     * Reach it through vg_backend_option(), which falls back to getenv on older hosts. */
+    const char *(*option)(const char *name);
 } vg_host_services;
+
+/* A backend option's value: host->option on a 1.3 host, getenv on an older one. */
+static inline const char *vg_backend_option(const vg_host_services *host, const char *name)
+{
+    if (host && host->struct_size >= offsetof(vg_host_services, option) + sizeof(void *) &&
+        host->option)
+        return host->option(name);
+    return getenv(name);
+}
 
 /* ---- graph update result ---------------------------------------------------------------- */
 
@@ -231,6 +248,31 @@ typedef struct vg_backend_iface {
                           size_t *bytes);
     /* Unmap an address from ipc_open. The exporter's memory is untouched. */
     vg_status (*ipc_close)(vg_bk_device *dev, void *ptr);
+
+    /* ---- ABI 1.3: native handles, adopted streams and memory, backend options ---- */
+
+    /* The six native members are mandatory when a device reports VG_CAP_NATIVE, else may be
+     * NULL; a table older than 1.3 has none, and the core clears VG_CAP_NATIVE and
+     * VG_CAP_FOREIGN_CAPTURE for it. docs/plugin-abi.md has the contracts. */
+
+    /* The native objects behind dev (vg_native_device, vg_types.h), filled up to struct_size. */
+    vg_status (*native_device)(vg_bk_device *dev, vg_native_device *out);
+    /* The native stream behind a stream of this backend (owned or wrapped). */
+    vg_status (*stream_native)(vg_bk_device *dev, vg_bk_stream *stream, void **out);
+    /* A stream over the caller's native stream, which the backend checks (device, context) and
+     * must never destroy: stream_destroy of it waits for the stream's work, then frees only the
+     * backend's wrapper. */
+    vg_status (*stream_wrap)(vg_bk_device *dev, void *native, vg_bk_stream **out);
+    /* The native memory behind a device address (inside an allocation or a registration). */
+    vg_status (*mem_native)(vg_bk_device *dev, const void *ptr, vg_native_mem *out);
+    /* Check that `native` holds at least `bytes` of this device's memory and give it a device
+     * address (*out) usable by copies, ops and graphs; freed never, forgotten by mem_unregister.
+     * Forbidden while capturing. */
+    vg_status (*mem_register)(vg_bk_device *dev, void *native, size_t bytes, void **out);
+    vg_status (*mem_unregister)(vg_bk_device *dev, void *ptr);
+    /* Optional. The option names the backend reads through host->option, NULL-terminated (NULL:
+     * none). The core refuses an application's option whose name is not listed. */
+    const char *const *option_names;
 } vg_backend_iface;
 
 typedef const vg_backend_iface *(*vg_backend_query_fn)(const vg_host_services *host);
@@ -239,6 +281,7 @@ typedef const vg_backend_iface *(*vg_backend_query_fn)(const vg_host_services *h
 #define VG_BACKEND_IFACE_SIZE_1_0 (offsetof(vg_backend_iface, ops) + sizeof(void *))
 #define VG_BACKEND_IFACE_SIZE_1_1 (offsetof(vg_backend_iface, score) + sizeof(void *))
 #define VG_BACKEND_IFACE_SIZE_1_2 (offsetof(vg_backend_iface, ipc_close) + sizeof(void *))
+#define VG_BACKEND_IFACE_SIZE_1_3 (offsetof(vg_backend_iface, option_names) + sizeof(void *))
 
 /* Open a runtime on an interface table the caller owns (an in-process or wrapped backend, or a
  * test). The table is validated like a plugin's and must outlive the runtime. */

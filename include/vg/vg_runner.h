@@ -38,6 +38,11 @@ typedef struct vg_batch_desc {
 typedef struct vg_runner vg_runner;
 
 #define VG_PIECE_SPLITTING (1u << 0) /* run eagerly in PIECEWISE mode */
+/* The piece enqueues work vg did not launch (an engine's own kernel, a library call) on the
+ * stream's native stream (vg_stream_native). Where the device captures foreign work
+ * (VG_CAP_FOREIGN_CAPTURE) it is captured like any other piece; elsewhere it runs eagerly
+ * between graphs, and FULL downgrades to PIECEWISE (logged once). */
+#define VG_PIECE_FOREIGN (1u << 1)
 
 typedef struct vg_piece vg_piece;
 struct vg_piece {
@@ -47,7 +52,7 @@ struct vg_piece {
      * not depend on per-request host data: that goes into device buffers in `prepare`. */
     vg_status (*run)(void *model, vg_runner *runner, const vg_piece *piece,
                      const vg_batch_desc *padded, vg_stream *stream);
-    uint32_t flags;           /* VG_PIECE_SPLITTING */
+    uint32_t flags;           /* VG_PIECE_SPLITTING, VG_PIECE_FOREIGN */
     const vg_op_id *ops_used; /* every op the piece enqueues: one the device cannot capture
                                  makes the piece not graph-safe (checked once, at create) */
     int num_ops_used;
