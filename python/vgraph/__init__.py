@@ -8,7 +8,7 @@ from ._errors import VgError
 from .dlpack import Tensor, from_dlpack
 from .graph import BatchDescriptor, CUDAGraphMode, GraphWrapper, Piece, default_capture_sizes
 from .lm import LanguageModel, StepOutput
-from .runtime import Runtime, BackendReport, backends, backend_candidates, builtin_backends, probe, version
+from .runtime import Runtime, BackendReport, backends, backend_candidates, builtin_backends, probe, selected_backend, version
 from .vit import VisionEncoder, VisionOutput
 from ._native import Stream, native_device, option_names
 from . import safetensors
@@ -17,5 +17,5 @@ __version__ = "0.1.0"
 
 __all__ = ["VgError", "Tensor", "from_dlpack", "BatchDescriptor", "CUDAGraphMode", "GraphWrapper", "Piece",
            "default_capture_sizes", "LanguageModel", "StepOutput", "Runtime", "BackendReport", "backends",
-           "backend_candidates", "builtin_backends", "probe", "version", "VisionEncoder", "VisionOutput",
+           "backend_candidates", "builtin_backends", "probe", "selected_backend", "version", "VisionEncoder", "VisionOutput",
            "Stream", "native_device", "option_names"]

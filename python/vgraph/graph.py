@@ -235,7 +235,7 @@ class GraphWrapper:
             msg = (f"vgraph.GraphWrapper: the {self.runtime.backend} backend does not capture work "
                    "enqueued by others (PyTorch, NumPy) into its graphs: the wrapped callable runs "
                    "eagerly, with vg's bucketing, padding and statistics")
-            warnings.warn(msg, RuntimeWarning, stacklevel=3)
+            warnings.warn(msg, RuntimeWarning, stacklevel=4)
 
     def _ensure_runner(self, args):
         native = None

@@ -1,14 +1,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """The runtime: one backend, one open device (vg.h)."""
 import ctypes
-import os
 
 from . import _types as T
 from ._errors import check, raise_python, ERR_INVALID_ARG, ERR_UNSUPPORTED
 from ._lib import libvg, has
 
+# names for capability bits a libvg may not name yet (vg_cap_name knows its own)
 CAPS = {T.CAP_GRAPH: "graph", T.CAP_GRAPH_UPDATE: "graph_update", T.CAP_IPC: "ipc",
-        T.CAP_PINNED_HOST: "pinned_host"}
+        T.CAP_PINNED_HOST: "pinned_host", T.CAP_NATIVE: "native", T.CAP_FOREIGN_CAPTURE: "foreign_capture"}
 
 
 def version():
@@ -45,7 +45,7 @@ def caps_names(bits):
     for i in range(64):
         if bits & (1 << i):
             n = vg.vg_cap_name(1 << i)
-            out.append(n.decode() if n else f"bit{i}")
+            out.append(n.decode() if n else CAPS.get(1 << i, f"bit{i}"))
     return out
 
 
@@ -174,6 +174,8 @@ class Runtime:
         return f"<vgraph.Runtime {self.backend} caps={self.caps}>" if self._handle else "<vgraph.Runtime closed>"
 
 
-def default_backend():
-    """The backend a Runtime() would take now: $VG_BACKEND, else auto-selection."""
-    return os.environ.get("VG_BACKEND") or None
+def selected_backend(backend=None):
+    """The backend Runtime(backend) would open: the argument, else $VG_BACKEND, else the usable
+    backend with the highest score (opened and closed to find out)."""
+    with Runtime(backend) as rt:
+        return rt.backend

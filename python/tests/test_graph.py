@@ -1,0 +1,115 @@
+# SPDX-License-Identifier: Apache-2.0
+"""GraphWrapper with NumPy on the CPU backends: bucketing, padding, threshold, modes, pieces,
+statistics, errors and the once-only eager notice. (Capture of torch work: tests/gpu.)"""
+import warnings
+
+import numpy as np
+import pytest
+
+import vgraph
+from vgraph import BatchDescriptor, CUDAGraphMode, GraphWrapper, Piece
+
+SIZES = [4, 8, 16]
+
+
+def _layer(seen):
+    w = np.random.default_rng(0).standard_normal((8, 8)).astype(np.float32)
+
+    def f(x, scale=1.0):
+        seen.append(x.shape[0])
+        return np.tanh(x @ w) * scale, x.shape[0]
+    return f
+
+
+@pytest.mark.parametrize("mode", list(CUDAGraphMode))
+def test_results_equal_eager_for_hit_pad_and_exceed(runtime, mode):
+    seen = []
+    f = _layer(seen)
+    g = GraphWrapper(f, runtime, mode, capture_sizes=SIZES)
+    rng = np.random.default_rng(1)
+    for n in (4, 3, 9, 16, 17, 40):
+        x = rng.standard_normal((n, 8)).astype(np.float32)
+        y, rows = g(x, scale=0.5)
+        ref, _ = f(x, 0.5)
+        assert y.shape == (n, 8) and np.allclose(y, ref, rtol=1e-5, atol=1e-6)  # BLAS may block a padded batch differently
+        bucketed = mode != CUDAGraphMode.NONE and n <= SIZES[-1]
+        padded = min(s for s in SIZES if s >= n) if bucketed else n
+        assert rows == padded  # the callable saw the padded batch
+        assert g.last_run["padded_tokens"] == padded and g.last_run["path"] == "eager"
+    rows, total = g.stats()
+    assert total["hits"] == 6
+    if mode != CUDAGraphMode.NONE:
+        assert total["padded_tokens"] == (4 - 3) + (16 - 9)
+    g.close()
+
+
+def test_padding_rows_are_zero_and_inputs_untouched(stub):
+    got = {}
+
+    def f(x, bias):
+        got["x"] = x.copy()
+        return x + bias
+
+    g = GraphWrapper(f, stub, "full", capture_sizes=[8])
+    x = np.ones((5, 3), np.float32)
+    bias = np.full(3, 2, np.float32)  # not token-indexed: passed as it is
+    y = g(x, bias)
+    assert got["x"].shape == (8, 3) and (got["x"][5:] == 0).all() and (got["x"][:5] == 1).all()
+    assert y.shape == (5, 3) and (y == 3).all() and (x == 1).all()
+
+
+def test_batch_descriptor_decides_the_bucket(stub):
+    g = GraphWrapper(lambda x: x * 2, stub, capture_sizes=[4, 8])
+    x = np.arange(6, dtype=np.float32).reshape(6, 1)  # 6 rows, but the descriptor says 3 tokens
+    y = g(x, batch_descriptor=BatchDescriptor(num_tokens=3, uniform=True))
+    assert g.last_run["padded_tokens"] == 4 and g.last_run["bucket"] == 0
+    assert y.shape == (6, 1)  # only token-indexed arrays (3 rows) are padded and cut
+    with pytest.raises(vgraph.VgError):
+        g(x, batch_descriptor=BatchDescriptor(num_tokens=0))
+    with pytest.raises(vgraph.VgError):
+        g(3)  # no array to count tokens in
+
+
+def test_pieces_chain_with_splitting_ops(runtime):
+    g = GraphWrapper(pieces=[lambda x: x + 1, Piece(lambda x: x * 3, splitting=True, name="attn"), lambda x: x - 2],
+                     runtime=runtime, runtime_mode="piecewise", capture_sizes=[4])
+    y = g(np.ones((3, 2), np.float32))
+    assert (y == 4).all() and y.shape == (3, 2)
+    assert g.last_run["eager_pieces"] == 3
+
+
+def test_threshold_and_capture_sizes(stub):
+    g = GraphWrapper(lambda x: x, stub, capture_sizes=[2, 4, 8], max_capture_size=4)
+    g(np.zeros((1, 1)))
+    assert g.capture_sizes()[:2] == [2, 4]
+    g(np.zeros((6, 1)))
+    assert g.last_run["bucket"] == -1 and g.last_run["padded_tokens"] == 6
+    assert len(vgraph.default_capture_sizes()) > 0
+
+
+def test_errors_of_the_callable_propagate(stub):
+    def bad(x):
+        raise KeyError("boom")
+
+    g = GraphWrapper(bad, stub, capture_sizes=[4])
+    with pytest.raises(KeyError):
+        g(np.zeros((2, 2)))
+    with pytest.raises(vgraph.VgError):
+        GraphWrapper(runtime=stub)  # neither a runnable nor pieces
+
+
+def test_eager_notice_said_once(stub):
+    from vgraph import graph
+    graph._warned_backends.discard(stub.backend)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            GraphWrapper(lambda x: x, stub, capture_sizes=[4])(np.zeros((2, 2)))
+    notes = [x for x in w if "does not capture work" in str(x.message)]
+    assert len(notes) == 1 and issubclass(notes[0].category, RuntimeWarning)
+
+
+def test_mode_after_downgrade(stub):
+    g = GraphWrapper(lambda x: x, stub, "full", capture_sizes=[4])
+    g(np.zeros((2, 2)))
+    assert g.mode == "piecewise"  # the callable's work cannot be captured here: vg says so
