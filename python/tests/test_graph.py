@@ -113,3 +113,19 @@ def test_mode_after_downgrade(stub):
     g = GraphWrapper(lambda x: x, stub, "full", capture_sizes=[4])
     g(np.zeros((2, 2)))
     assert g.mode == "piecewise"  # the callable's work cannot be captured here: vg says so
+
+
+def test_token_args_name_what_is_padded(stub):
+    got = {}
+
+    def f(x, cache):
+        got["shapes"] = (x.shape[0], cache.shape[0])
+        return x
+
+    cache = np.zeros((3, 2), np.float32)  # as many rows as the call has tokens, by chance
+    g = GraphWrapper(f, stub, capture_sizes=[4], token_args=[0])
+    g(np.ones((3, 2), np.float32), cache)
+    assert got["shapes"] == (4, 3)
+    g = GraphWrapper(f, stub, capture_sizes=[4])  # the default pads both
+    g(np.ones((3, 2), np.float32), cache)
+    assert got["shapes"] == (4, 4)

@@ -149,10 +149,14 @@ class GraphWrapper:
     CUDAGraphMode or its name. capture_sizes: ascending token counts (None: vg's default ladder);
     max_capture_size: calls above run eagerly (0: the largest size); memory_budget: bytes of graph
     memory before vg evicts the least recently used graph (0: unlimited); eager_first: serve a
-    bucket's first call eagerly, then capture (torch's lazy initialisations stay out of graphs)."""
+    bucket's first call eagerly, then capture (torch's lazy initialisations stay out of graphs).
+    token_args: the positions (ints) and keyword names (strs) of the token-indexed arguments;
+    None: every array argument whose first dimension is the token count (give it when another
+    argument, a cache of max-batch rows say, may happen to have that many rows)."""
 
     def __init__(self, runnable=None, runtime=None, runtime_mode=CUDAGraphMode.FULL_AND_PIECEWISE, *,
-                 pieces=None, capture_sizes=None, max_capture_size=0, memory_budget=0, eager_first=True):
+                 pieces=None, capture_sizes=None, max_capture_size=0, memory_budget=0, eager_first=True,
+                 token_args=None):
         if (runnable is None) == (pieces is None):
             raise_python(ERR_INVALID_ARG, "GraphWrapper: give a runnable or pieces, not both")
         self.runnable = runnable
@@ -169,6 +173,7 @@ class GraphWrapper:
         self._max_capture_size = int(max_capture_size)
         self._budget = int(memory_budget)
         self._eager_first = int(bool(eager_first))
+        self._token_args = None if token_args is None else set(token_args)
         self.foreign_capture = runtime.captures_foreign_work and runtime.can_graph
         self._runner = None
         self._stream = None       # the vg stream over torch's stream (cuda), or None
@@ -284,7 +289,8 @@ class GraphWrapper:
             bufs = st["buffers"]
 
             def pad(path, x):
-                if _is_array(x) and x.shape[0] == n:
+                chosen = self._token_args is None or path[1] in self._token_args
+                if chosen and _is_array(x) and x.shape[0] == n:
                     b = bufs.get(path)
                     if b is None or tuple(b.shape[1:]) != tuple(x.shape[1:]) or b.dtype != x.dtype:
                         b = bufs[path] = _zeros_like_rows(x, pn)
@@ -340,7 +346,11 @@ class GraphWrapper:
 
     def __call__(self, *args, batch_descriptor=None, **kwargs):
         if batch_descriptor is None:
-            first = next((x for x in list(args) + list(kwargs.values()) if _is_array(x)), None)
+            cands = list(args) + list(kwargs.values())
+            if self._token_args is not None:
+                cands = [x for i, x in enumerate(args) if i in self._token_args] + \
+                    [x for k, x in kwargs.items() if k in self._token_args]
+            first = next((x for x in cands if _is_array(x)), None)
             if first is None:
                 raise_python(ERR_INVALID_ARG, "GraphWrapper: no batch_descriptor and no array argument to "
                              "take the token count from")
