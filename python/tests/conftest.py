@@ -1,7 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Shared fixtures: the repository's test data and a runtime per CPU backend (kunlun_stub, and
 opencl where PoCL or another OpenCL device is there)."""
-import os
 import pathlib
 
 import pytest

@@ -18,4 +18,4 @@ __version__ = "0.1.0"
 __all__ = ["VgError", "Tensor", "from_dlpack", "BatchDescriptor", "CUDAGraphMode", "GraphWrapper", "Piece",
            "default_capture_sizes", "LanguageModel", "StepOutput", "Runtime", "BackendReport", "backends",
            "backend_candidates", "builtin_backends", "probe", "selected_backend", "version", "VisionEncoder", "VisionOutput",
-           "Stream", "native_device", "option_names"]
+           "Stream", "native_device", "option_names", "safetensors"]

@@ -80,9 +80,10 @@ class Stream:
     """A vg stream: vg's own (Stream(rt)) or a wrap of the caller's native stream
     (Stream.wrap(rt, torch.cuda.current_stream().cuda_stream)), which vg never destroys."""
 
-    def __init__(self, rt, handle=None, wrapped=False):
+    def __init__(self, rt, handle=None, wrapped=False, owned=True):
         self.rt = rt
         self.wrapped = wrapped
+        self.owned = owned  # False: a stream of vg's (a runner's), borrowed, never destroyed here
         if handle is None:
             from ._lib import libvg
             h = ctypes.c_void_p()
@@ -113,7 +114,8 @@ class Stream:
         if self.handle is not None:
             from ._lib import libvg
             h, self.handle = self.handle, None
-            check(libvg().vg_stream_destroy(h))
+            if self.owned:
+                check(libvg().vg_stream_destroy(h))
 
     def __del__(self):
         try:

@@ -178,6 +178,7 @@ class GraphWrapper:
         self._runner = None
         self._stream = None       # the vg stream over torch's stream (cuda), or None
         self._stream_native = None
+        self._side = None          # torch side stream when the caller is on the default stream
         self._static = {}          # key -> {"in": [...], "out": {piece: output}, "pool": MemPool}
         self._call = None          # per-call state, set by __call__ and read by the callbacks
         self._error = None
@@ -242,11 +243,22 @@ class GraphWrapper:
                    "eagerly, with vg's bucketing, padding and statistics")
             warnings.warn(msg, RuntimeWarning, stacklevel=4)
 
-    def _ensure_runner(self, args):
+    def _torch_stream(self):
+        """The torch stream the runner works on: torch's current one, or, when that is the legacy
+        default stream (which cannot be captured), a side stream of the wrapper's that waits for
+        it and that it waits for (as torch.cuda.graph captures on a side stream)."""
+        import torch
+        cur = torch.cuda.current_stream()
+        if cur.cuda_stream != 0:
+            return cur, None
+        if self._side is None:
+            self._side = torch.cuda.Stream()
+        return self._side, cur
+
+    def _ensure_runner(self):
         native = None
         if self.foreign_capture:
-            import torch
-            native = torch.cuda.current_stream().cuda_stream
+            native = self._torch_stream()[0].cuda_stream
         if self._runner is not None and native != self._stream_native:
             log.info("vgraph.GraphWrapper: torch's current stream changed: graphs are captured anew")
             self._destroy_runner()
@@ -358,14 +370,25 @@ class GraphWrapper:
         bd = batch_descriptor
         if bd.num_tokens < 1:
             raise_python(ERR_INVALID_ARG, f"GraphWrapper: num_tokens is {bd.num_tokens} (must be >= 1)")
-        self._ensure_runner(args)
+        self._ensure_runner()
         desc = T.BatchDesc(int(bd.num_tokens), int(bd.num_requests), int(bool(bd.uniform)))
         desc.variant = int(bd.variant)
         info = T.RunInfo()
         self._call = {"real_args": args, "real_kwargs": kwargs}
         self._error = None
+        side = caller = None
+        if self.foreign_capture:
+            import torch
+            side, caller = self._torch_stream()
+            if caller is not None:
+                side.wait_stream(caller)
         try:
-            st = libvg().vg_runner_run(self._runner, ctypes.byref(desc), None, ctypes.byref(info))
+            if caller is not None:
+                with torch.cuda.stream(side):
+                    st = libvg().vg_runner_run(self._runner, ctypes.byref(desc), None, ctypes.byref(info))
+                caller.wait_stream(side)
+            else:
+                st = libvg().vg_runner_run(self._runner, ctypes.byref(desc), None, ctypes.byref(info))
             if self._error is not None:
                 raise self._error
             check(st)
@@ -374,6 +397,8 @@ class GraphWrapper:
             out = c["current"][last] if last in c["current"] else c["static"]["out"][last]
         finally:
             self._call = None
+        if caller is not None:  # made on the side stream, used on the caller's from now on
+            _map(out, lambda x: x.record_stream(caller) if _is_torch(x) and hasattr(x, "record_stream") else x)
         self.last_run = run_info_dict(info)
         n, pn = bd.num_tokens, info.padded_tokens
         if pn != n:

@@ -3,8 +3,8 @@
 import ctypes
 
 from . import _types as T
-from ._errors import check, raise_python, ERR_INVALID_ARG, ERR_UNSUPPORTED
-from ._lib import libvg, has
+from ._errors import check, raise_python
+from ._lib import libvg
 
 # names for capability bits a libvg may not name yet (vg_cap_name knows its own)
 CAPS = {T.CAP_GRAPH: "graph", T.CAP_GRAPH_UPDATE: "graph_update", T.CAP_IPC: "ipc",

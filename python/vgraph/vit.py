@@ -6,7 +6,7 @@ from . import _types as T
 from . import dlpack as D
 from ._arrays import VgAllocation, flavor, host_tensor, int_rows, like
 from ._errors import check, raise_python, ERR_INVALID_ARG, ERR_STATE
-from ._lib import libmodels, has
+from ._lib import libmodels, libvg
 from .graph import MODES, run_info_dict
 
 _PIXEL_DTYPES = {"float32": T.F32, "float16": T.F16, "bfloat16": T.BF16}
@@ -127,7 +127,7 @@ class VisionEncoder:
                                   garr, len(grid), ctypes.byref(out)))
         else:
             from ._native import Imported
-            with Imported(self.runtime, pixel_values, stream=_consumer_stream(pixel_values)) as imp:
+            with Imported(self.runtime, pixel_values, stream=self._consumer_stream()) as imp:
                 dt = {T.F32: "float32", T.F16: "float16", T.BF16: "bfloat16"}.get(imp.dtype)
                 rows, cols = self._shape(imp.shape, dt)
                 if len(imp.shape) == 2 and imp.strides[0] != cols and rows > 1:
@@ -155,6 +155,13 @@ class VisionEncoder:
         return VisionOutput(like(emb, kind, device), [like(x, kind, device) for x in deep],
                             run_info_dict(out.run), out.device_ms, out.total_ms)
 
+    def _consumer_stream(self):
+        """The native stream vg reads the input on (the runner's): a DLPack producer orders its
+        pending work before it (torch: an event on its current stream that this stream waits for)."""
+        from ._native import Stream
+        s = Stream(self.runtime, libvg().vg_runner_stream(libmodels().vg_vit_runner(self.handle)), owned=False)
+        return s.native
+
     def close(self):
         if self._h is not None:
             h, self._h = self._h, None
@@ -165,12 +172,3 @@ class VisionEncoder:
 
     def __exit__(self, *exc):
         self.close()
-
-
-def _consumer_stream(obj):
-    """The stream DLPack producers order their work before: torch's current stream for a CUDA
-    tensor (vg reads it after that stream's work), None otherwise."""
-    if flavor(obj) == "torch" and obj.is_cuda:
-        import torch
-        return torch.cuda.current_stream(obj.device).cuda_stream
-    return None
