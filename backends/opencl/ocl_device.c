@@ -85,7 +85,7 @@ int32_t ocl_score(void)
 /* The command-buffer entry points, or graphs off with the reason logged. */
 static void probe_command_buffers(vg_bk_device *dev)
 {
-    const char *env = getenv("VG_OPENCL_COMMAND_BUFFER");
+    const char *env = ocl_option("VG_OPENCL_COMMAND_BUFFER");
     if (env && strcmp(env, "0") == 0) {
         snprintf(dev->cb_version, sizeof dev->cb_version, "turned off");
         return;
@@ -266,7 +266,7 @@ vg_status ocl_device_info(vg_bk_device *dev, vg_device_info *info)
     full.mem_total = dev->mem_total;
     full.mem_free = dev->mem_total > dev->used ? dev->mem_total - dev->used : 0;
     pthread_rwlock_unlock(&dev->mem_lock);
-    full.caps = dev->graphs ? VG_CAP_GRAPH : 0;
+    full.caps = (dev->graphs ? VG_CAP_GRAPH : 0) | VG_CAP_NATIVE; /* never FOREIGN_CAPTURE */
     for (uint32_t op = 0; op < 64; op++) { /* for ABI 1.0 consumers; op_caps says the same */
         vg_op_caps c = {sizeof c, 0, 0};
         if (ocl_op_caps(dev, op, &c) == VG_OK && (c.flags & VG_OP_CAPTURABLE))

@@ -102,6 +102,7 @@ typedef struct ocl_alloc {
     uintptr_t addr;
     size_t bytes;
     cl_mem mem;
+    int registered; /* caller memory (mem_register): vg holds a reference, not the buffer */
 } ocl_alloc;
 
 struct vg_bk_device {
@@ -147,6 +148,22 @@ vg_status ocl_resolve(vg_bk_device *dev, const void *p, size_t bytes, const char
 /* The same without a message: 1 when p lies in a live allocation. */
 int ocl_find(vg_bk_device *dev, const void *p, cl_mem *mem, size_t *offset);
 void ocl_mem_release_all(vg_bk_device *dev);
+/* Give buffer `mem` of `bytes` a fresh address range in the table (the table then holds the
+ * reference the caller had); *out is its first byte. */
+vg_status ocl_mem_name(vg_bk_device *dev, cl_mem mem, size_t bytes, int registered, void **out);
+/* Take the range starting at ptr out of the table, if it is of the kind asked (*x gets it). */
+vg_status ocl_mem_unname(vg_bk_device *dev, void *ptr, int registered, ocl_alloc *x);
+
+/* ocl_native.c: ABI 1.3 */
+vg_status ocl_native_device(vg_bk_device *dev, vg_native_device *out);
+vg_status ocl_stream_native(vg_bk_device *dev, vg_bk_stream *s, void **out);
+vg_status ocl_stream_wrap(vg_bk_device *dev, void *native, vg_bk_stream **out);
+vg_status ocl_mem_native(vg_bk_device *dev, const void *ptr, vg_native_mem *out);
+vg_status ocl_mem_register(vg_bk_device *dev, void *native, size_t bytes, void **out);
+vg_status ocl_mem_unregister(vg_bk_device *dev, void *ptr);
+extern const char *const ocl_option_names[];
+/* A knob's value: the application's backend option of that name, else the environment. */
+#define ocl_option(name) vg_backend_option(ocl_host, (name))
 
 vg_status ocl_mem_alloc(vg_bk_device *dev, size_t bytes, void **out);
 vg_status ocl_mem_free(vg_bk_device *dev, void *ptr);

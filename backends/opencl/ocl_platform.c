@@ -207,7 +207,7 @@ static int platforms_of(const ocl_devref *devs, int n, cl_platform_id *out, int 
 
 int ocl_default_device(const ocl_devref *devs, int n)
 {
-    const char *penv = getenv("VG_OPENCL_PLATFORM"), *denv = getenv("VG_OPENCL_DEVICE");
+    const char *penv = ocl_option("VG_OPENCL_PLATFORM"), *denv = ocl_option("VG_OPENCL_DEVICE");
     cl_platform_id plats[MAX_PLATFORMS], chosen = NULL;
     int np = platforms_of(devs, n, plats, MAX_PLATFORMS);
     char label[300], list[2048];
