@@ -65,3 +65,11 @@ def test_vg_refuses_what_it_cannot_use(stub):
     with pytest.raises(vgraph.VgError) as e:
         Imported(stub, np.ones((2, 2), np.float64))
     assert e.value.status_name == "VG_ERR_INVALID_ARG"
+
+
+def test_host_arrays_refused_on_opencl(runtime, backend):
+    if backend != "opencl":
+        pytest.skip("the stub's device memory is host memory")
+    with pytest.raises(vgraph.VgError) as e:  # kDLCPU is not this runtime's kDLOpenCL device
+        Imported(runtime, np.ones((2, 2), np.float32))
+    assert e.value.status_name == "VG_ERR_INVALID_ARG"

@@ -92,3 +92,20 @@ def test_refusals(stub):
             lm.generate(["hello"], 2)
         lm.free_sequence(s)
         assert lm.tokenizer is None
+
+
+class _Tokenizer:
+    """A stand-in for a Hugging Face tokenizer: one token per character."""
+
+    def __call__(self, text):
+        return {"input_ids": [ord(c) % 500 for c in text]}
+
+    def decode(self, ids, skip_special_tokens=True):
+        return "".join(chr(97 + i % 26) for i in ids)
+
+
+def test_text_in_and_out_through_a_tokenizer(stub):
+    with _lm(stub, "qwen2_tiny", tokenizer=_Tokenizer()) as lm:
+        texts = lm.generate(["hello", "vg"], 4)
+        ids = lm.generate([_Tokenizer()("hello")["input_ids"], _Tokenizer()("vg")["input_ids"]], 4)
+    assert texts == [_Tokenizer().decode(x) for x in ids] and all(len(t) == 4 for t in texts)

@@ -73,3 +73,10 @@ def test_closed_runtime_refuses():
     with pytest.raises(vgraph.VgError) as e:
         rt.device_info()
     assert e.value.status_name == "VG_ERR_STATE"
+
+
+def test_native_device_of_the_runtime(runtime, backend):
+    d = vgraph.native_device(runtime)
+    assert d["api"] == {"kunlun_stub": "host", "opencl": "opencl"}[backend]
+    if backend == "opencl":  # the cl_platform_id, cl_device_id and cl_context behind vg's device
+        assert d["platform"] and d["device"] and d["context"]
