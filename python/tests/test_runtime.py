@@ -80,3 +80,14 @@ def test_native_device_of_the_runtime(runtime, backend):
     assert d["api"] == {"kunlun_stub": "host", "opencl": "opencl"}[backend]
     if backend == "opencl":  # the cl_platform_id, cl_device_id and cl_context behind vg's device
         assert d["platform"] and d["device"] and d["context"]
+
+
+def test_close_frees_what_was_built_on_it():
+    import numpy as np
+    rt = vgraph.Runtime("kunlun_stub")
+    g = vgraph.GraphWrapper(lambda x: x, rt, capture_sizes=[4])
+    g(np.zeros((2, 1)))
+    enc = vgraph.VisionEncoder.synthetic(rt, "qwen2.5-vl-tiny")
+    rt.close()  # the encoder and the wrapper go first, then the device
+    with pytest.raises(vgraph.VgError):
+        enc.encode(np.zeros((4, enc.info["patch_dim"]), np.float32), [[1, 2, 2]])

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The runtime: one backend, one open device (vg.h)."""
 import ctypes
+import weakref
 
 from . import _types as T
 from ._errors import check, raise_python
@@ -146,14 +147,17 @@ class Runtime:
         return bool(bits & 1), bool(bits & 2)
 
     def _adopt(self, child):
-        self._children.append(child)
+        # weakly: a model or wrapper the caller dropped is freed then, not at close
+        self._children.append(weakref.ref(child))
 
     def close(self):
         """Close the device. Models and graph wrappers built on it are closed first."""
         if self._handle is None:
             return
-        for c in reversed(self._children):
-            c.close()
+        for ref in reversed(self._children):
+            c = ref()
+            if c is not None:
+                c.close()
         self._children = []
         h, self._handle = self._handle, None
         check(libvg().vg_runtime_close(h))
