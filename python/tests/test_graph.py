@@ -129,3 +129,9 @@ def test_token_args_name_what_is_padded(stub):
     g = GraphWrapper(f, stub, capture_sizes=[4])  # the default pads both
     g(np.ones((3, 2), np.float32), cache)
     assert got["shapes"] == (4, 4)
+
+
+def test_changing_row_shapes_get_new_static_buffers(stub):
+    g = GraphWrapper(lambda x: x.sum(axis=1), stub, capture_sizes=[4])
+    assert g(np.ones((3, 2), np.float32)).tolist() == [2, 2, 2]
+    assert g(np.ones((3, 5), np.float32)).tolist() == [5, 5, 5]  # nothing captured here: re-made

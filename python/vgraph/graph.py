@@ -179,7 +179,7 @@ class GraphWrapper:
         self._stream = None       # the vg stream over torch's stream (cuda), or None
         self._stream_native = None
         self._side = None          # torch side stream when the caller is on the default stream
-        self._static = {}          # key -> {"in": [...], "out": {piece: output}, "pool": MemPool}
+        self._static = {}          # key -> {"buffers": {arg: static input}, "out": {piece: output}, "pool": MemPool}
         self._call = None          # per-call state, set by __call__ and read by the callbacks
         self._error = None
         self._make_callbacks()
@@ -305,6 +305,11 @@ class GraphWrapper:
                 if chosen and _is_array(x) and x.shape[0] == n:
                     b = bufs.get(path)
                     if b is None or tuple(b.shape[1:]) != tuple(x.shape[1:]) or b.dtype != x.dtype:
+                        if b is not None and st["pool"] is not None:
+                            # a graph of this key reads the old buffer: it cannot move under it
+                            raise ValueError(f"argument {path[1]!r} changed from {tuple(b.shape[1:])} {b.dtype} "
+                                             f"to {tuple(x.shape[1:])} {x.dtype} for one batch descriptor; "
+                                             "give such calls another BatchDescriptor.variant")
                         b = bufs[path] = _zeros_like_rows(x, pn)
                     _copy_rows(b, x, n)
                     return b
