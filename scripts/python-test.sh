@@ -18,9 +18,27 @@ log=$build/python-test.log
 mkdir -p "$build"
 say() { echo "python-test.sh: $*" >&2; }
 
+# Debian's python3 makes virtual environments only with python3-venv (installed here as dev.sh
+# installs the build's packages: unless VG_SKIP_DEPS=1)
+venv_deps() {
+    [ "${VG_SKIP_DEPS:-0}" = 1 ] && return 1
+    command -v apt-get >/dev/null || return 1
+    local sudo=()
+    [ "$(id -u)" -ne 0 ] && sudo=(sudo)
+    say "installing python3-venv"
+    "${sudo[@]}" apt-get update -qq && DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq \
+        --no-install-recommends python3-venv python3-pip >/dev/null
+}
 if [ ! -x "$venv/bin/python" ]; then
     say "creating $venv"
-    python3 -m venv "$venv" || { say "python3 -m venv failed (Debian: apt-get install python3-venv)"; exit 1; }
+    if ! python3 -m venv "$venv" 2>"$build/python-venv.log"; then
+        rm -rf "$venv"
+        if ! { venv_deps && python3 -m venv "$venv"; }; then
+            say "python3 -m venv failed (Debian: apt-get install python3-venv):"
+            cat "$build/python-venv.log" >&2
+            exit 1
+        fi
+    fi
 fi
 py=$venv/bin/python
 # shellcheck disable=SC2086
