@@ -49,10 +49,16 @@ class VgVisual(torch.nn.Module):
 
     def __init__(self, hf_visual, encoder, like):
         super().__init__()
+        object.__setattr__(self, "_hf", hf_visual)  # not a submodule: only its attributes are read
         self.encoder = encoder
-        self.dtype = hf_visual.dtype if hasattr(hf_visual, "dtype") else torch.float32
         self.like = like  # what HF's tower returned: a tensor or a ModelOutput with pooler_output
         self.calls = 0
+
+    def __getattr__(self, name):  # spatial_merge_size, dtype, config, ...: the HF tower's
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.__dict__["_hf"], name)
 
     def forward(self, hidden_states, grid_thw=None, **kwargs):
         self.calls += 1

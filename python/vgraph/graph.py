@@ -323,6 +323,7 @@ class GraphWrapper:
             return self._fail(e)
 
     def _run_piece(self, model, runner, piece, padded, stream):
+        capturing = False
         try:
             c = self._call
             i = piece.contents.arg
@@ -350,6 +351,11 @@ class GraphWrapper:
             c["current"][i] = out
             return 0
         except BaseException as e:  # noqa: B902
+            if capturing:
+                # vg ends the capture and runs the piece eagerly: only that run's error is the call's
+                log.warning("vgraph.GraphWrapper: capturing %s failed (%s: %s); it runs eagerly",
+                            self.pieces[piece.contents.arg].name, type(e).__name__, e)
+                return libvg().vg_error_set(ERR_STATE, b"%s", f"capture: {type(e).__name__}: {e}".encode(errors="replace"))
             return self._fail(e)
 
     def _captured(self, st, call):
