@@ -135,3 +135,80 @@ def test_changing_row_shapes_get_new_static_buffers(stub):
     g = GraphWrapper(lambda x: x.sum(axis=1), stub, capture_sizes=[4])
     assert g(np.ones((3, 2), np.float32)).tolist() == [2, 2, 2]
     assert g(np.ones((3, 5), np.float32)).tolist() == [5, 5, 5]  # nothing captured here: re-made
+
+
+class _EmulatedGraphs:
+    """Drives GraphWrapper's callbacks in the order vg's runner calls them for a PIECEWISE forward
+    [graphed, splitting, graphed] with eager_first, where capture records each graphed piece and a
+    replay recomputes it from the same input arrays into the same output arrays (what a CUDA graph
+    does). The CPU backends cannot capture Python work: this checks the wrapper's bookkeeping of
+    static inputs and outputs that the GPU relies on."""
+
+    def __init__(self, g, monkeypatch):
+        import ctypes
+        from vgraph import _types as T
+        from vgraph import graph as G
+        self.g, self.T, self.ctypes = g, T, ctypes
+        self.capturing = False
+        self.graphs = {}
+        real = G.libvg()
+
+        class Proxy:
+            def __getattr__(_, name):
+                if name == "vg_stream_is_capturing":
+                    return lambda s: int(self.capturing)
+                return getattr(real, name)
+        monkeypatch.setattr(G, "libvg", lambda: Proxy())
+
+        def captured(st, call):
+            out = call()
+            self.graphs.setdefault(self.key, []).append((call, out))
+            return out
+        monkeypatch.setattr(g, "_captured", captured)
+
+    def call(self, x):
+        T, ctypes, g = self.T, self.ctypes, self.g
+        n = x.shape[0]
+        pn = g.capture_sizes()[g.capture_sizes().index(min(s for s in g.capture_sizes() if s >= n))]
+        real, padded = T.BatchDesc(n), T.BatchDesc(pn)
+        self.key = pn
+        g._call = {"real_args": (x,), "real_kwargs": {}}
+        g._error = None
+        assert g._prepare(None, g._runner, ctypes.pointer(real), ctypes.pointer(padded), None, None) == 0, g._error
+        pieces = g._pieces_c
+
+        def run(i):
+            assert g._run_piece(None, g._runner, ctypes.pointer(pieces[i]), ctypes.pointer(padded), 1) == 0, g._error
+        first = self.key not in self.graphs
+        for seg in ([0], [1], [2]):
+            i = seg[0]
+            if g.pieces[i].splitting:
+                run(i)
+            elif first:  # eager_first: served eagerly, then captured
+                run(i)
+                self.capturing = True
+                run(i)
+                self.capturing = False
+            else:  # replay: the recorded piece, same arrays in and out
+                call, out = self.graphs[self.key][i // 2]
+                out[...] = call()
+        c = g._call
+        out = c["current"][2] if 2 in c["current"] else c["static"]["out"][2]
+        g._call = None
+        return out[:n]
+
+
+def test_static_buffers_carry_graphs_across_calls(stub, monkeypatch):
+    w = np.random.default_rng(3).standard_normal((4, 4)).astype(np.float32)
+    f0, f1, f2 = (lambda x: x @ w), (lambda x: np.sin(x)), (lambda x: x * 3 + 1)
+    g = GraphWrapper(pieces=[f0, Piece(f1, splitting=True), f2], runtime=stub, runtime_mode="piecewise",
+                     capture_sizes=[4, 8])
+    g(np.zeros((2, 4), np.float32))  # builds the runner (eagerly, as the stub must)
+    g.foreign_capture = True         # from here on: as on a device that captures Python's work
+    g._static = {}
+    em = _EmulatedGraphs(g, monkeypatch)
+    rng = np.random.default_rng(4)
+    for n in (3, 4, 2, 7, 5, 3):     # first calls of buckets 4 and 8, then replays with new data
+        x = rng.standard_normal((n, 4)).astype(np.float32)
+        assert np.allclose(em.call(x), f2(f1(f0(x))), rtol=1e-5, atol=1e-6), n
+    assert sorted(em.graphs) == [4, 8] and all(len(v) == 2 for v in em.graphs.values())
