@@ -11,18 +11,19 @@ CASES = [("qwen2_5_vl_tiny", "two_images"), ("qwen2_5_vl_tiny", "video"), ("qwen
 
 
 @pytest.mark.parametrize("model,case", CASES)
-def test_encode_matches_reference(runtime, model, case):
+def test_encode_matches_reference(runtime, backend, model, case):
+    tol = 1e-4 if backend == "kunlun_stub" else 1e-3  # the fixtures' tolerances: CPU, and a GPU's
     inp = load(DATA / model / f"{case}.input.safetensors")
     exp = load(DATA / model / f"{case}.expected.safetensors")
     with vgraph.VisionEncoder(runtime, DATA / model / "model") as enc:
         for _ in range(2):  # the first call of a bucket, then the one after it (a replay where graphs run)
             out = enc.encode(inp["pixel_values"], inp["grid_thw"])
             assert isinstance(out.embeddings, np.ndarray) and out.embeddings.shape == exp["embeddings"].shape
-            assert rel_err(out.embeddings, exp["embeddings"]) < 1e-4
+            assert rel_err(out.embeddings, exp["embeddings"]) < tol
             ks = sorted(k for k in exp if k.startswith("deepstack."))
             assert len(out.deepstack) == len(ks) == enc.info["num_deepstack"]
             for k, name in enumerate(ks):
-                assert rel_err(out.deepstack[k], exp[name]) < 1e-4
+                assert rel_err(out.deepstack[k], exp[name]) < tol
         rows, total = enc.runner_stats()
         assert total["hits"] == 2
 
