@@ -684,6 +684,73 @@ static void test_native_section_of_the_stub(void **state)
     VG_CHECK(vg_runtime_close(rt));
 }
 
+/* Backend options reach the plugin through host->option while its device opens, win over the
+ * environment, leave it the default, and are checked against the plugin's option_names. */
+static vg_runtime *open_stub_with(const vg_option *opts, int n)
+{
+    vg_runtime_options o;
+    vg_runtime_options_init(&o);
+    o.backend = STUB_PLUGIN_PATH;
+    o.options = opts;
+    o.num_options = n;
+    vg_runtime *rt = NULL;
+    VG_CHECK(vg_runtime_open(&o, &rt));
+    return rt;
+}
+
+static int stub_has_graphs(const vg_option *opts, int n)
+{
+    vg_runtime *rt = open_stub_with(opts, n);
+    int graphs = (vg_runtime_caps(rt) & VG_CAP_GRAPH) != 0;
+    VG_CHECK(vg_runtime_close(rt));
+    return graphs;
+}
+
+static void test_backend_options(void **state)
+{
+    (void)state;
+    vg_option nograph = {"VG_STUB_CAPS", "nograph"}, plain = {"VG_STUB_CAPS", ""};
+    assert_true(stub_has_graphs(NULL, 0));
+    assert_false(stub_has_graphs(&nograph, 1)); /* the option reaches the backend */
+    assert_true(stub_has_graphs(NULL, 0));      /* and only the runtime it was given to */
+    setenv("VG_STUB_CAPS", "nograph", 1);
+    assert_false(stub_has_graphs(NULL, 0)); /* the environment stays the default */
+    assert_true(stub_has_graphs(&plain, 1)); /* an option wins over it */
+    vg_option both[2] = {nograph, plain};
+    assert_true(stub_has_graphs(both, 2)); /* the last one given wins */
+    unsetenv("VG_STUB_CAPS");
+    vg_runtime *rt = open_stub_with(NULL, 0);
+    const char *names[16];
+    int n = vg_runtime_option_names(rt, names, 16), caps = 0;
+    assert_true(n >= 7 && n <= 16);
+    for (int i = 0; i < n; i++) caps += strcmp(names[i], "VG_STUB_CAPS") == 0;
+    assert_int_equal(caps, 1);
+    VG_CHECK(vg_runtime_close(rt));
+    vg_runtime_options o;
+    vg_runtime_options_init(&o);
+    o.backend = STUB_PLUGIN_PATH;
+    vg_option bad = {"VG_STUB_NOPE", "1"};
+    o.options = &bad;
+    o.num_options = 1;
+    VG_CHECK_FAILS(vg_runtime_open(&o, &rt), VG_ERR_INVALID_ARG,
+                   "unknown backend option 'VG_STUB_NOPE' (backend 'kunlun_stub' knows: "
+                   "VG_STUB_DEVICES, ");
+    assert_null(rt);
+    bad.name = "VG_STUB_CAPS", bad.value = NULL;
+    VG_CHECK_FAILS(vg_runtime_open(&o, &rt), VG_ERR_INVALID_ARG, "backend option 0 has no value");
+    o.options = NULL;
+    VG_CHECK_FAILS(vg_runtime_open(&o, &rt), VG_ERR_INVALID_ARG, "1 backend options but the list "
+                                                                 "is NULL");
+    /* a caller built before the options were appended: its struct ends at `device` */
+    vg_runtime_options old;
+    vg_runtime_options_init(&old);
+    old.backend = STUB_PLUGIN_PATH;
+    old.struct_size = offsetof(vg_runtime_options, options);
+    old.options = &bad; /* beyond its struct_size: never read */
+    VG_CHECK(vg_runtime_open(&old, &rt));
+    VG_CHECK(vg_runtime_close(rt));
+}
+
 int main(void)
 {
     unsetenv("VG_BACKEND_PATH");
@@ -705,6 +772,7 @@ int main(void)
         cmocka_unit_test_setup(test_ipc_section_of_the_stub, reset_env),
         cmocka_unit_test_setup(test_abi12_plugin_has_no_native, reset_env),
         cmocka_unit_test_setup(test_native_section_of_the_stub, reset_env),
+        cmocka_unit_test_setup(test_backend_options, reset_env),
     };
     return cmocka_run_group_tests_name("abi", tests, NULL, NULL);
 }

@@ -160,7 +160,10 @@ static void test_register_memory(void **state)
     vg_native_mem nm = {.struct_size = sizeof nm};
     VG_CHECK(vg_mem_native(g_rt, reg + 10, &nm));
     assert_true(nm.registered);
-    assert_int_equal(nm.bytes, (N - 10) * sizeof(float));
+    if (g_impl->api == VG_NATIVE_HOST || g_impl->api == VG_NATIVE_OPENCL)
+        assert_int_equal(nm.bytes, (N - 10) * sizeof(float));
+    else /* the driver's allocation may be rounded up; 0 where it cannot tell */
+        assert_true(nm.bytes == 0 || nm.bytes >= (N - 10) * sizeof(float));
     if (g_impl->api == VG_NATIVE_OPENCL) { /* the caller's cl_mem, at the element's offset */
         assert_ptr_equal(nm.handle, native);
         assert_int_equal(nm.offset, 10 * sizeof(float));

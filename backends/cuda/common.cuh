@@ -21,6 +21,10 @@ vg_status vgc_fail(cudaError_t err, const char *what, const char *file, int line
 /* After a kernel launch: launch-configuration errors surface here. */
 #define VGC_CHECK_LAUNCH(name) VGC_CHECK(cudaGetLastError())
 #define VGC_ERR(status, ...) (vgc_host->set_error((status), __VA_ARGS__), (status))
+/* A knob's value: the application's backend option of that name, else the environment. Read at
+ * device_open (native.cu lists the names). */
+#define vgc_option(name) vg_backend_option(vgc_host, (name))
+extern const char *const vgc_option_names[];
 
 struct vgc_gemm_cache;
 
@@ -42,6 +46,7 @@ struct vg_bk_device {
     int decode_heads;     /* VG_CUDA_DECODE_HEADS=1..8: query heads per paged-attention block (0: chosen per call) */
     int attention_rows;   /* VG_CUDA_ATTENTION_ROWS=64|128: rows per tensor-core attention block (0: chosen per call) */
     int pdl;              /* VGC_PDL_*: where kernels use programmatic dependent launch (VG_CUDA_PDL) */
+    char gemm_choice[16]; /* VG_CUDA_GEMM, as given at open ("" when unset) */
     cudaDeviceProp prop;
     cudaStream_t upload_stream; /* for graph uploads at instantiate */
     void *blas;                 /* cublasLtHandle_t (hipBLASLt or none under HIP) */
@@ -60,6 +65,7 @@ struct vg_bk_stream {
     size_t gemm_workspace_bytes;
     struct vgc_gemm_cache *gemm_cache;
     unsigned *counters; /* VGC_COUNTERS words of device memory, or NULL (HIP): see above */
+    int wrapped;        /* stream_wrap: `s` is the caller's, never destroyed here */
 };
 
 struct vg_bk_event {

@@ -107,7 +107,7 @@ vg_status vgc_gemm_stream_init(vg_bk_stream *s)
         return vgc_fail(e, "cudaMalloc(gemm workspace)", __FILE__, __LINE__);
     }
     s->gemm_workspace_bytes = VGC_GEMM_WORKSPACE;
-    const char *g = getenv("VG_CUDA_GEMM");
+    const char *g = s->dev->gemm_choice; /* VG_CUDA_GEMM, read at open */
     s->gemm_cache->own = g && strcmp(g, "cublaslt") == 0      ? OWN_NEVER
                          : g && strcmp(g, "skinny") == 0      ? OWN_ALWAYS
                          : g && strcmp(g, "skinny_wide") == 0 ? OWN_ALWAYS_WIDE : OWN_TUNED;
