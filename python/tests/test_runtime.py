@@ -91,3 +91,29 @@ def test_close_frees_what_was_built_on_it():
     rt.close()  # the encoder and the wrapper go first, then the device
     with pytest.raises(vgraph.VgError):
         enc.encode(np.zeros((4, enc.info["patch_dim"]), np.float32), [[1, 2, 2]])
+
+
+def test_interpreter_exit_without_closing():
+    """Nothing closed by hand: at exit the garbage collector finalizes runtime, models and wrappers
+    in any order, and vg's objects must still be freed before their device."""
+    import subprocess
+    import sys
+    code = """if True:
+        import warnings
+        import numpy as np
+        import vgraph
+        warnings.simplefilter("ignore")
+        rt = vgraph.Runtime("kunlun_stub")
+        f = lambda v: v
+        g = vgraph.GraphWrapper(f, rt, "none", capture_sizes=[8])
+        x = np.ones((8, 4), np.float32)
+        for mode in ("none", "full"):
+            g = vgraph.GraphWrapper(f, rt, mode, capture_sizes=[8])
+            for _ in range(3000):
+                g(x)
+        enc = vgraph.VisionEncoder.synthetic(rt, "qwen2.5-vl-tiny")
+        stream = vgraph.Stream(rt)
+        print("ok")
+    """
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr[-2000:])

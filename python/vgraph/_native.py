@@ -81,15 +81,16 @@ class Stream:
     (Stream.wrap(rt, torch.cuda.current_stream().cuda_stream)), which vg never destroys."""
 
     def __init__(self, rt, handle=None, wrapped=False, owned=True):
+        from ._lib import libvg
         self.rt = rt
         self.wrapped = wrapped
-        self.owned = owned  # False: a stream of vg's (a runner's), borrowed, never destroyed here
         if handle is None:
-            from ._lib import libvg
             h = ctypes.c_void_p()
             check(libvg().vg_stream_create(rt.handle, ctypes.byref(h)))
             handle = h
         self.handle = handle
+        # owned=False: a stream of vg's (a runner's), borrowed, never destroyed here
+        self._res = rt._own(libvg().vg_stream_destroy, handle) if owned else None
 
     @classmethod
     def wrap(cls, rt, native):
@@ -111,11 +112,9 @@ class Stream:
         check(libvg().vg_stream_sync(self.handle))
 
     def close(self):
-        if self.handle is not None:
-            from ._lib import libvg
-            h, self.handle = self.handle, None
-            if self.owned:
-                check(libvg().vg_stream_destroy(h))
+        self.handle = None
+        if self._res is not None:
+            self._res.close()
 
     def __del__(self):
         try:

@@ -183,7 +183,6 @@ class GraphWrapper:
         self._call = None          # per-call state, set by __call__ and read by the callbacks
         self._error = None
         self._make_callbacks()
-        runtime._adopt(self)
 
     def unwrap(self):
         return self.runnable if self.runnable is not None else self.pieces
@@ -234,6 +233,7 @@ class GraphWrapper:
             o.stream = self._stream.handle
         h = ctypes.c_void_p()
         check(vg.vg_runner_create(self.runtime.handle, ctypes.byref(self._iface), ctypes.byref(o), ctypes.byref(h)))
+        self._runner_res = self.runtime._own(vg.vg_runner_destroy, h)
         self._runner = h
         if not self.foreign_capture and self.runtime_mode != CUDAGraphMode.NONE and \
                 self.runtime.backend not in _warned_backends:
@@ -267,8 +267,8 @@ class GraphWrapper:
 
     def _destroy_runner(self):
         if self._runner is not None:
-            h, self._runner = self._runner, None
-            check(libvg().vg_runner_destroy(h))
+            self._runner = None
+            self._runner_res.close()
         if self._stream is not None:
             self._stream.close()
             self._stream = None

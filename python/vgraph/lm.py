@@ -47,7 +47,7 @@ class LanguageModel:
                  warmup=False, dtype=None, block_size=0, num_blocks=0, kv_memory_fraction=0.0, max_seqs=0,
                  max_seq_len=0, tokenizer=None, _synthetic=None):
         self.runtime = runtime
-        self._h = None
+        self._res = None
         o, keep = self._options(mode, capture_sizes, max_capture_size, warmup, dtype)
         o.block_size, o.num_blocks, o.kv_memory_fraction = int(block_size), int(num_blocks), float(kv_memory_fraction)
         o.max_seqs, o.max_seq_len = int(max_seqs), int(max_seq_len)
@@ -60,8 +60,7 @@ class LanguageModel:
         else:
             check(m.vg_lm_load(runtime.handle, str(model_dir).encode(), ctypes.byref(o), ctypes.byref(h)))
         del keep
-        self._h = h
-        runtime._adopt(self)
+        self._res = runtime._own(libmodels().vg_lm_free, h)
         self.model_dir = model_dir
         self.info = self.get_info()
         self.vocab = self.info["vocab"]
@@ -120,9 +119,9 @@ class LanguageModel:
 
     @property
     def handle(self):
-        if self._h is None:
+        if self._res is None or self._res.handle is None:
             raise_python(ERR_STATE, "LanguageModel: closed")
-        return self._h
+        return self._res.handle
 
     def get_info(self):
         i = T.LmInfo()
@@ -254,9 +253,8 @@ class LanguageModel:
         return last
 
     def close(self):
-        if self._h is not None:
-            h, self._h = self._h, None
-            check(libmodels().vg_lm_free(h))
+        if self._res is not None:
+            self._res.close()
 
     def __enter__(self):
         return self

@@ -1,7 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """The runtime: one backend, one open device (vg.h)."""
 import ctypes
-import weakref
 
 from . import _types as T
 from ._errors import check, raise_python
@@ -86,6 +85,19 @@ def backends(usable_only=False):
     return [r for r in reports if r.usable] if usable_only else reports
 
 
+class _Owned:
+    """A C handle and the function that frees it; closed once, by its owner or by the runtime."""
+
+    def __init__(self, destroy, handle):
+        self.destroy = destroy
+        self.handle = handle
+
+    def close(self):
+        if self.handle is not None:
+            h, self.handle = self.handle, None
+            check(self.destroy(h))
+
+
 class Runtime:
     """One backend and one open device. backend: a name ("cuda", "kunlun_stub") or a plugin path;
     None takes $VG_BACKEND, else the usable backend with the highest score. device: an index, or
@@ -146,18 +158,20 @@ class Runtime:
         bits = libvg().vg_runtime_op_support(self.handle, int(op_id), None)
         return bool(bits & 1), bool(bits & 2)
 
-    def _adopt(self, child):
-        # weakly: a model or wrapper the caller dropped is freed then, not at close
-        self._children.append(weakref.ref(child))
+    def _own(self, destroy, handle):
+        """Register a C object made on this runtime (a model, a runner, a stream): closed with the
+        runtime, before the device, whichever of the two Python objects goes first (at interpreter
+        exit the garbage collector finalizes them in any order)."""
+        r = _Owned(destroy, handle)
+        self._children = [c for c in self._children if c.handle is not None] + [r]
+        return r
 
     def close(self):
-        """Close the device. Models and graph wrappers built on it are closed first."""
+        """Close the device. Models, graph wrappers and streams made on it are freed first."""
         if self._handle is None:
             return
-        for ref in reversed(self._children):
-            c = ref()
-            if c is not None:
-                c.close()
+        for r in reversed(self._children):
+            r.close()
         self._children = []
         h, self._handle = self._handle, None
         check(libvg().vg_runtime_close(h))

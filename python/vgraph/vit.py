@@ -45,7 +45,7 @@ class VisionEncoder:
     def __init__(self, runtime, model_dir=None, *, mode="full_and_piecewise", capture_sizes=None,
                  max_capture_size=0, warmup=False, dtype=None, _synthetic=None):
         self.runtime = runtime
-        self._h = None
+        self._res = None
         o, keep = self._options(mode, capture_sizes, max_capture_size, warmup, dtype)
         h = ctypes.c_void_p()
         m = libmodels()
@@ -56,8 +56,7 @@ class VisionEncoder:
         else:
             check(m.vg_vit_load(runtime.handle, str(model_dir).encode(), ctypes.byref(o), ctypes.byref(h)))
         del keep
-        self._h = h
-        runtime._adopt(self)
+        self._res = runtime._own(libmodels().vg_vit_free, h)
         self.info = self._info()
 
     @classmethod
@@ -91,9 +90,9 @@ class VisionEncoder:
 
     @property
     def handle(self):
-        if self._h is None:
+        if self._res is None or self._res.handle is None:
             raise_python(ERR_STATE, "VisionEncoder: closed")
-        return self._h
+        return self._res.handle
 
     def _info(self):
         i = T.VitInfo()
@@ -163,9 +162,8 @@ class VisionEncoder:
         return s.native
 
     def close(self):
-        if self._h is not None:
-            h, self._h = self._h, None
-            check(libmodels().vg_vit_free(h))
+        if self._res is not None:
+            self._res.close()
 
     def __enter__(self):
         return self
