@@ -127,12 +127,14 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
     auto wrow = [&](int r) { return half ? (r < 8 ? o0 + r : half + o0 + r - 8) : r0 + r; };
     auto wvalid = [&](int r) { return half ? o0 + (r & 7) < half : r0 + r < n; };
     const bool row0 = wvalid(g), row1 = wvalid(g + 8);
-    /* rows past n and activation rows past m read a valid row (clamped) and are zeroed after */
-    const T *w0 = B + (int64_t)(row0 ? wrow(g) : n - 1) * ldb + tq * 8;
-    const T *w1 = B + (int64_t)(row1 ? wrow(g + 8) : n - 1) * ldb + tq * 8;
+    /* rows past n and activation rows past m read a valid row (clamped) and are zeroed after;
+     * so do lanes whose 8 columns start past k (k < 32): their loads stay inside the row */
+    const int tk = tq * 8 < k ? tq * 8 : 0;
+    const T *w0 = B + (int64_t)(row0 ? wrow(g) : n - 1) * ldb + tk;
+    const T *w1 = B + (int64_t)(row1 ? wrow(g + 8) : n - 1) * ldb + tk;
     const T *x0[MT];
 #pragma unroll
-    for (int j = 0; j < MT; j++) x0[j] = A + (int64_t)(8 * j + g < m ? 8 * j + g : m - 1) * lda + tq * 8;
+    for (int j = 0; j < MT; j++) x0[j] = A + (int64_t)(8 * j + g < m ? 8 * j + g : m - 1) * lda + tk;
     for (int c = c0 + warp; c < c1 && c * SK_CHUNK + tq * 8 < k; c += SK_WARPS) {
         if (row0) sk_prefetch_l2(w0 + c * SK_CHUNK);
         if (row1) sk_prefetch_l2(w1 + c * SK_CHUNK);
@@ -147,7 +149,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
             if (lane == 0) inv_row[t] = rsqrtf(ss / (float)k + norm_eps);
         }
     }
-    const T *nw = norm_w ? norm_w + tq * 8 : nullptr;
+    const T *nw = norm_w ? norm_w + tk : nullptr;
 
     float acc[MT][4];
 #pragma unroll
