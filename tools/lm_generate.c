@@ -502,6 +502,22 @@ static int pick_eos(gen_args *a, const vg_lm_info *info)
     return 0;
 }
 
+/* --expected, before the compute: the file opens and holds every prompt's sequence.b, logits.b and
+ * margin.b, long enough for at least one new token (compare checks the lengths generated). 0, or
+ * 1 after the message. */
+static int check_expected(const gen_args *a, const prompts *p, int vocab)
+{
+    vg_st_file *f = NULL;
+    if (vg_st_open(a->expected, &f) != VG_OK) return vg_cli_fail(CMD, "%s", vg_last_error());
+    int ok = 1;
+    for (int b = 0; ok && b < p->B; b++)
+        ok = find_ref(f, "sequence", b, VG_DTYPE_I64, p->lens[b] + 1, 0) &&
+             find_ref(f, "logits", b, VG_DTYPE_F32, p->lens[b], vocab) &&
+             find_ref(f, "margin", b, VG_DTYPE_F32, p->lens[b], 0);
+    vg_st_close(f);
+    return !ok;
+}
+
 /* Every prompt and N new tokens fit in max_position_embeddings, and the KV pool holds them all:
  * checked before the model is loaded, naming the user's numbers. *blocks: what the prompts
  * need. 0, or 1 (the input file's max_new_tokens) or 2 (--max-new-tokens, --kv-blocks) after
@@ -556,6 +572,7 @@ int vg_cmd_lm_generate(int argc, char **argv)
     if (!rc && a.output) rc = vg_out_check_distinct(CMD, a.output, "--expected", a.expected);
     if (!rc && a.output) rc = vg_out_check_distinct(CMD, a.output, "--input", a.input);
     if (!rc && a.output) rc = vg_out_check(CMD, a.output);
+    if (!rc && a.expected) rc = check_expected(&a, &p, info.vocab);
     if (!rc) rc = run(&a, &p, blocks);
     vg_lm_prompts_free(&p);
     return rc;
