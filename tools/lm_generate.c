@@ -571,6 +571,7 @@ int vg_cmd_lm_generate(int argc, char **argv)
     if (!rc) rc = check_lengths(&a, &p, &info, &blocks);
     if (!rc && a.output) rc = vg_out_check_distinct(CMD, a.output, "--expected", a.expected);
     if (!rc && a.output) rc = vg_out_check_distinct(CMD, a.output, "--input", a.input);
+    if (!rc && a.output) rc = vg_out_check_not_in(CMD, a.output, a.model);
     if (!rc && a.output) rc = vg_out_check(CMD, a.output);
     if (!rc && a.expected) rc = check_expected(&a, &p, info.vocab);
     if (!rc) rc = run(&a, &p, blocks);
