@@ -502,9 +502,24 @@ static int pick_eos(gen_args *a, const vg_lm_info *info)
     return 0;
 }
 
+/* A reference F32 tensor holds only finite values (a NaN would drop out of the maximum error
+ * and pass any tolerance): 1, or 0 after the message. */
+static int ref_finite(const vg_st_file *f, const vg_st_tensor *t)
+{
+    for (uint64_t i = 0; t && i < t->numel; i++) {
+        float v = ref_f32(t, (int64_t)i);
+        if (!isfinite(v)) {
+            vg_cli_fail(CMD, "%s: '%s' element %llu is %g: a reference must be finite", vg_st_path(f), t->name,
+                        (unsigned long long)i, (double)v);
+            return 0;
+        }
+    }
+    return t != NULL;
+}
+
 /* --expected, before the compute: the file opens and holds every prompt's sequence.b, logits.b and
- * margin.b, long enough for at least one new token (compare checks the lengths generated). 0, or
- * 1 after the message. */
+ * margin.b, long enough for at least one new token (compare checks the lengths generated), the
+ * last two finite. 0, or 1 after the message. */
 static int check_expected(const gen_args *a, const prompts *p, int vocab)
 {
     vg_st_file *f = NULL;
@@ -512,8 +527,8 @@ static int check_expected(const gen_args *a, const prompts *p, int vocab)
     int ok = 1;
     for (int b = 0; ok && b < p->B; b++)
         ok = find_ref(f, "sequence", b, VG_DTYPE_I64, p->lens[b] + 1, 0) &&
-             find_ref(f, "logits", b, VG_DTYPE_F32, p->lens[b], vocab) &&
-             find_ref(f, "margin", b, VG_DTYPE_F32, p->lens[b], 0);
+             ref_finite(f, find_ref(f, "logits", b, VG_DTYPE_F32, p->lens[b], vocab)) &&
+             ref_finite(f, find_ref(f, "margin", b, VG_DTYPE_F32, p->lens[b], 0));
     vg_st_close(f);
     return !ok;
 }
