@@ -40,6 +40,7 @@ static const char k_help[] =
     "  --output OUT        per prompt b: sequence.b I64 [L_b + n_b] (the prompt and its n_b <= N\n"
     "                      generated tokens) and logits.b F32 [n_b, vocab] (row j: the logits\n"
     "                      token j was chosen from); OUT may not be the --input or --expected file\n"
+    "                      nor a file of the model directory\n"
     "  --eos ID[,ID]       the EOS token ids (repeatable); default: eos_token_id of the model's\n"
     "                      generation_config.json, else of its config.json (an id or a list)\n"
     "  --ignore-eos        always generate N tokens\n"
