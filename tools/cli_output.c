@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "cli_output.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <fcntl.h>
@@ -170,6 +171,25 @@ int vg_out_check_distinct(const char *cmd, const char *path, const char *opt, co
         return 0;
     return vg_cli_usage(cmd, "--output %s is the same file as %s %s: it would be replaced; write the "
                              "output elsewhere", path, opt, other);
+}
+
+int vg_out_check_not_in(const char *cmd, const char *path, const char *dir)
+{
+    struct stat a, b;
+    DIR *d = path && dir && stat(path, &a) == 0 && S_ISREG(a.st_mode) ? opendir(dir) : NULL;
+    if (!d) return 0;
+    int rc = 0;
+    for (struct dirent *e; !rc && (e = readdir(d));) {
+        char *p = malloc(strlen(dir) + strlen(e->d_name) + 2);
+        if (!p) break;
+        sprintf(p, "%s/%s", dir, e->d_name);
+        if (stat(p, &b) == 0 && S_ISREG(b.st_mode) && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+            rc = vg_cli_usage(cmd, "--output %s is the model's file %s: it would be replaced; write the "
+                                   "output elsewhere", path, p);
+        free(p);
+    }
+    closedir(d);
+    return rc;
 }
 
 int vg_out_divert_stdout(const char *path)

@@ -32,6 +32,9 @@ int vg_out_check(const char *cmd, const char *path);
 /* 0, or 2 after a usage message when path and `other` (an input, given with option opt; may be
  * NULL) are one file, by device and inode: through links too. */
 int vg_out_check_distinct(const char *cmd, const char *path, const char *opt, const char *other);
+/* 0, or 2 after a usage message when path is one of the regular files of directory dir (the
+ * model's weights or configuration), by device and inode. */
+int vg_out_check_not_in(const char *cmd, const char *path, const char *dir);
 /* When path is this process's standard output (/dev/stdout, /dev/fd/1, the file or pipe stdout
  * is), point stdout at stderr: the text printed after the binary output must not follow it
  * there. Call after the output is committed. 1 when diverted. */

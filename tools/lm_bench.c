@@ -83,9 +83,10 @@ static double positive(const cJSON *j, const char *key)
  * printing why it is unusable. */
 static int read_peer(const char *path, peer_line *out, int max)
 {
-    FILE *fp = fopen(path, "r");
+    char why[96];
+    FILE *fp = vg_cli_open_text(CMD, path, why, sizeof why);
     if (!fp) {
-        vg_cli_fail(CMD, "cannot read the peer file %s: %s", path, strerror(errno));
+        vg_cli_fail(CMD, "cannot read the peer file %s: %s", path, why);
         return -1;
     }
     char *line = NULL;

@@ -40,6 +40,7 @@ static const char k_help[] =
     "  --output OUT        per prompt b: sequence.b I64 [L_b + n_b] (the prompt and its n_b <= N\n"
     "                      generated tokens) and logits.b F32 [n_b, vocab] (row j: the logits\n"
     "                      token j was chosen from); OUT may not be the --input or --expected file\n"
+    "                      nor a file of the model directory\n"
     "  --eos ID[,ID]       the EOS token ids (repeatable); default: eos_token_id of the model's\n"
     "                      generation_config.json, else of its config.json (an id or a list)\n"
     "  --ignore-eos        always generate N tokens\n"
@@ -502,6 +503,37 @@ static int pick_eos(gen_args *a, const vg_lm_info *info)
     return 0;
 }
 
+/* A reference F32 tensor holds only finite values (a NaN would drop out of the maximum error
+ * and pass any tolerance): 1, or 0 after the message. */
+static int ref_finite(const vg_st_file *f, const vg_st_tensor *t)
+{
+    for (uint64_t i = 0; t && i < t->numel; i++) {
+        float v = ref_f32(t, (int64_t)i);
+        if (!isfinite(v)) {
+            vg_cli_fail(CMD, "%s: '%s' element %llu is %g: a reference must be finite", vg_st_path(f), t->name,
+                        (unsigned long long)i, (double)v);
+            return 0;
+        }
+    }
+    return t != NULL;
+}
+
+/* --expected, before the compute: the file opens and holds every prompt's sequence.b, logits.b and
+ * margin.b, long enough for at least one new token (compare checks the lengths generated), the
+ * last two finite. 0, or 1 after the message. */
+static int check_expected(const gen_args *a, const prompts *p, int vocab)
+{
+    vg_st_file *f = NULL;
+    if (vg_st_open(a->expected, &f) != VG_OK) return vg_cli_fail(CMD, "%s", vg_last_error());
+    int ok = 1;
+    for (int b = 0; ok && b < p->B; b++)
+        ok = find_ref(f, "sequence", b, VG_DTYPE_I64, p->lens[b] + 1, 0) &&
+             ref_finite(f, find_ref(f, "logits", b, VG_DTYPE_F32, p->lens[b], vocab)) &&
+             ref_finite(f, find_ref(f, "margin", b, VG_DTYPE_F32, p->lens[b], 0));
+    vg_st_close(f);
+    return !ok;
+}
+
 /* Every prompt and N new tokens fit in max_position_embeddings, and the KV pool holds them all:
  * checked before the model is loaded, naming the user's numbers. *blocks: what the prompts
  * need. 0, or 1 (the input file's max_new_tokens) or 2 (--max-new-tokens, --kv-blocks) after
@@ -555,7 +587,9 @@ int vg_cmd_lm_generate(int argc, char **argv)
     if (!rc) rc = check_lengths(&a, &p, &info, &blocks);
     if (!rc && a.output) rc = vg_out_check_distinct(CMD, a.output, "--expected", a.expected);
     if (!rc && a.output) rc = vg_out_check_distinct(CMD, a.output, "--input", a.input);
+    if (!rc && a.output) rc = vg_out_check_not_in(CMD, a.output, a.model);
     if (!rc && a.output) rc = vg_out_check(CMD, a.output);
+    if (!rc && a.expected) rc = check_expected(&a, &p, info.vocab);
     if (!rc) rc = run(&a, &p, blocks);
     vg_lm_prompts_free(&p);
     return rc;

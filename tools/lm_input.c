@@ -48,7 +48,10 @@ static vg_status read_all(const vg_st_file *f, int vocab, vg_lm_prompts *p)
     int64_t total = 0;
     for (int b = 0; b < p->B; b++) {
         p->lens[b] = get_i64(pl, b);
-        if (p->lens[b] < 1 || p->lens[b] > ids->shape[0] - total)
+        if (p->lens[b] < 1)
+            return vg_error_set(VG_ERR_FORMAT, "%s: prompt_lens[%d] is %lld; every prompt needs at least 1 "
+                                               "token", path, b, (long long)p->lens[b]);
+        if (p->lens[b] > ids->shape[0] - total)
             return vg_error_set(VG_ERR_FORMAT, "%s: prompt_lens[%d] = %lld does not fit in input_ids (%lld "
                                                "tokens)", path, b, (long long)p->lens[b], (long long)ids->shape[0]);
         total += p->lens[b];

@@ -32,6 +32,10 @@ int vg_cmd_bench_ipc(int argc, char **argv);
 int vg_cli_fail(const char *cmd, const char *fmt, ...) VG_PRINTF(2, 3);
 int vg_cli_usage(const char *cmd, const char *fmt, ...) VG_PRINTF(2, 3);
 int vg_cli_is_help(const char *arg);
+/* A text file to read line by line: a regular file, or a FIFO or pipe (after saying on stderr
+ * that vg waits when nothing has been written to it yet); NULL with the reason in why (a
+ * directory, a device) otherwise. */
+FILE *vg_cli_open_text(const char *cmd, const char *path, char *why, size_t cap);
 /* Format bytes as "1.50 GiB". */
 const char *vg_cli_bytes(unsigned long long bytes, char *buf, size_t cap);
 /* Print the command's one JSON document on stdout, indented or on one line, and delete it: 0,

@@ -181,8 +181,9 @@ static int stream_line(const cJSON *j, const cJSON *method, const where *at, pee
 
 static int read_one(const char *path, peer_data *out)
 {
-    FILE *fp = fopen(path, "r");
-    if (!fp) return vg_cli_fail(CMD, "cannot read the peer file %s: %s", path, strerror(errno));
+    char why[96];
+    FILE *fp = vg_cli_open_text(CMD, path, why, sizeof why);
+    if (!fp) return vg_cli_fail(CMD, "cannot read the peer file %s: %s", path, why);
     char *line = NULL;
     size_t cap = 0;
     int lines = 0, bad = 0;

@@ -30,8 +30,8 @@ static const char k_help[] =
     "OUT gets embeddings, F32 [S/merge^2, out_hidden_size], images in input order, and for a\n"
     "model with deepstack mergers (Qwen3-VL) deepstack.0, deepstack.1, ... of the same shape;\n"
     "OUT may be a file (replaced atomically), a symbolic link (its target is written) or a device\n"
-    "or FIFO (written through), not the --input or --expected file; when OUT is standard output\n"
-    "(/dev/stdout), the summary goes to stderr.\n"
+    "or FIFO (written through), not the --input or --expected file nor a file of the model\n"
+    "directory; when OUT is standard output (/dev/stdout), the summary goes to stderr.\n"
     "  --mode M            graph mode (default full_and_piecewise)\n"
     "  --capture-sizes L   token counts to capture, multiples of the merge unit (4)\n"
     "  --max-capture-size N  calls above N tokens run eagerly\n"
@@ -333,6 +333,7 @@ int vg_cmd_vit_encode(int argc, char **argv)
     if (!rc && a.expected) rc = vg_expected_open(&e, a.expected);
     if (!rc) rc = vg_out_check_distinct("vit encode", a.output, "--expected", a.expected);
     if (!rc) rc = vg_out_check_distinct("vit encode", a.output, "--input", a.input);
+    if (!rc) rc = vg_out_check_not_in("vit encode", a.output, a.model);
     if (!rc) rc = vg_out_check("vit encode", a.output);
     if (!rc) rc = encode(&a, &in, a.expected ? &e : NULL);
     vg_expected_close(&e);

@@ -28,14 +28,38 @@ int vg_expected_open(vg_expected *e, const char *path)
     return 0;
 }
 
-/* A reference tensor against an output of rows x cols: 0, or 1 after a message. */
+/* Element i of the reference; the mapping may be unaligned. */
+static double ref_at(const vg_st_tensor *t, uint64_t i)
+{
+    const unsigned char *p = (const unsigned char *)t->data + i * t->elem_size;
+    if (t->dtype == VG_DTYPE_F32) {
+        float f;
+        memcpy(&f, p, 4);
+        return f;
+    }
+    uint16_t h;
+    memcpy(&h, p, 2);
+    return t->dtype == VG_DTYPE_BF16 ? vg_bf16_to_f32(h) : vg_f16_to_f32(h);
+}
+
+/* A reference tensor against an output of rows x cols: 0, or 1 after a message. A
+ * non-finite value would drop out of the maximum error and pass any tolerance: refused. */
 static int check_tensor(const vg_expected *e, const vg_st_tensor *t, const char *name, int64_t rows,
                         int64_t cols)
 {
     if (t->ndim != 2 || (t->dtype != VG_DTYPE_F32 && t->dtype != VG_DTYPE_BF16 && t->dtype != VG_DTYPE_F16))
         return vg_cli_fail("vit encode", "--expected: %s: '%s' must be a 2-D F32, BF16 or F16 "
                                          "tensor (is %d-D %s)", e->path, name, t->ndim, t->dtype_name);
-    if (t->shape[0] == rows && t->shape[1] == cols) return 0;
+    if (t->shape[0] == rows && t->shape[1] == cols) {
+        for (uint64_t i = 0; i < t->numel; i++) {
+            double r = ref_at(t, i);
+            if (!isfinite(r))
+                return vg_cli_fail("vit encode", "--expected: %s: '%s'[%lld, %lld] is %g: a reference "
+                                                 "must be finite", e->path, name, (long long)(i / (uint64_t)cols),
+                                   (long long)(i % (uint64_t)cols), r);
+        }
+        return 0;
+    }
     return vg_cli_fail("vit encode", "--expected: %s: '%s' has shape [%lld, %lld], the output "
                                      "will have [%lld, %lld]", e->path, name, (long long)t->shape[0],
                        (long long)t->shape[1], (long long)rows, (long long)cols);
@@ -68,20 +92,6 @@ int vg_expected_check_deepstack(const vg_expected *e, int n, int64_t rows, int64
                                              "deepstack feature%s", e->path, tn, n, n == 1 ? "" : "s");
     }
     return 0;
-}
-
-/* Element i of the reference; the mapping may be unaligned. */
-static double ref_at(const vg_st_tensor *t, uint64_t i)
-{
-    const unsigned char *p = (const unsigned char *)t->data + i * t->elem_size;
-    if (t->dtype == VG_DTYPE_F32) {
-        float f;
-        memcpy(&f, p, 4);
-        return f;
-    }
-    uint16_t h;
-    memcpy(&h, p, 2);
-    return t->dtype == VG_DTYPE_BF16 ? vg_bf16_to_f32(h) : vg_f16_to_f32(h);
 }
 
 static double compare_one(const vg_st_tensor *t, const float *out)

@@ -184,8 +184,9 @@ static int parse_request(const char *text, const char *path, int line, stream_li
 int vit_stream_read(const char *path, stream_list *out)
 {
     memset(out, 0, sizeof *out);
-    FILE *fp = fopen(path, "r");
-    if (!fp) return vg_cli_fail(CMD, "cannot read the request file %s: %s", path, strerror(errno));
+    char why[96];
+    FILE *fp = vg_cli_open_text(CMD, path, why, sizeof why);
+    if (!fp) return vg_cli_fail(CMD, "cannot read the request file %s: %s", path, why);
     char *text = NULL;
     size_t cap = 0;
     int line = 0, bad = 0;
