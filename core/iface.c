@@ -35,8 +35,10 @@ const vg_host_services *vg_host_services_get(void) { return &k_host; }
  * hold at least everything this core knows (its own additions are ignored). */
 static size_t iface_size_for_minor(uint32_t minor)
 {
-    return minor == 0 ? VG_BACKEND_IFACE_SIZE_1_0
-           : minor == 1 ? VG_BACKEND_IFACE_SIZE_1_1 : VG_BACKEND_IFACE_SIZE_1_2;
+    return minor == 0   ? VG_BACKEND_IFACE_SIZE_1_0
+           : minor == 1 ? VG_BACKEND_IFACE_SIZE_1_1
+           : minor < 4  ? VG_BACKEND_IFACE_SIZE_1_2
+                        : VG_BACKEND_IFACE_SIZE_1_4;
 }
 
 #define MEMBER(m) {offsetof(vg_backend_iface, m), #m}
@@ -71,6 +73,8 @@ static const struct {
     {VG_CAP_GRAPH_UPDATE, "graph update", 1, {MEMBER(exec_update)}},
     {VG_CAP_IPC, "IPC", 0,
      {MEMBER(ipc_alloc), MEMBER(ipc_export), MEMBER(ipc_open), MEMBER(ipc_close)}},
+    {VG_CAP_GRAPH_LOOP, "device-side loops", 1,
+     {MEMBER(loop_capture_begin), MEMBER(loop_capture_end)}},
 };
 #undef MEMBER
 
@@ -102,8 +106,10 @@ vg_status vg_iface_check_caps(const vg_backend_iface *b, uint64_t *caps, const c
             break;
         }
     }
-    /* graph update without graphs means nothing */
-    if (!(*caps & VG_CAP_GRAPH)) *caps &= ~VG_CAP_GRAPH_UPDATE;
+    /* the loop members are ABI 1.4's: an older table has none, whatever its device says */
+    if ((*caps & VG_CAP_GRAPH_LOOP) && b->abi_minor < 4) *caps &= ~VG_CAP_GRAPH_LOOP;
+    /* graph update and loops without graphs mean nothing */
+    if (!(*caps & VG_CAP_GRAPH)) *caps &= ~(VG_CAP_GRAPH_UPDATE | VG_CAP_GRAPH_LOOP);
     return VG_OK;
 }
 

@@ -11,7 +11,8 @@ const char *vg_op_name(vg_op_id op)
                                                     "attention_rotary", "rotary",
                                                     "rmsnorm_heads", "kv_store",
                                                     "paged_attention", "argmax",
-                                                    "layernorm", "gather_weighted"};
+                                                    "layernorm", "gather_weighted",
+                                                    "lm_advance"};
     return (unsigned)op < VG_OP_COUNT_ ? names[op] : NULL;
 }
 
@@ -21,6 +22,7 @@ const char *vg_cap_name(uint64_t cap)
     if (cap == VG_CAP_GRAPH_UPDATE) return "graph_update";
     if (cap == VG_CAP_IPC) return "ipc";
     if (cap == VG_CAP_PINNED_HOST) return "pinned_host";
+    if (cap == VG_CAP_GRAPH_LOOP) return "graph_loop";
     return NULL;
 }
 
@@ -57,6 +59,7 @@ uint32_t vg_op_catalogue_dtypes(uint32_t op)
     case VG_OP_ARGMAX:
     case VG_OP_LAYERNORM:
     case VG_OP_GATHER_WEIGHTED: return VG_DTYPES_FLOAT;
+    case VG_OP_LM_ADVANCE: return VG_DTYPE_BIT(VG_DTYPE_I32);
     default: return 0;
     }
 }

@@ -36,6 +36,7 @@ static const size_t k_op_member[] = {
     [VG_OP_ARGMAX] = offsetof(vg_op_table, argmax),
     [VG_OP_LAYERNORM] = offsetof(vg_op_table, layernorm),
     [VG_OP_GATHER_WEIGHTED] = offsetof(vg_op_table, gather_weighted),
+    [VG_OP_LM_ADVANCE] = offsetof(vg_op_table, lm_advance),
 };
 _Static_assert(sizeof k_op_member / sizeof k_op_member[0] == VG_OP_COUNT_,
                "k_op_member needs one op table member per op id");

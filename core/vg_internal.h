@@ -104,6 +104,8 @@ struct vg_stream {
     vg_bk_stream *bk;
     int capturing; /* between vg_graph_capture_begin and vg_graph_capture_end */
 };
+/* s->capturing of a capture begun by vg_graph_loop_capture_begin (core/loop.c) */
+#define VG_CAPTURING_LOOP 2
 struct vg_event {
     vg_runtime *rt;
     vg_bk_event *bk;

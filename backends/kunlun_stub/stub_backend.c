@@ -49,6 +49,8 @@ static const vg_backend_iface k_iface = {
     .ipc_export = stub_ipc_export,
     .ipc_open = stub_ipc_open,
     .ipc_close = stub_ipc_close,
+    .loop_capture_begin = stub_loop_capture_begin,
+    .loop_capture_end = stub_loop_capture_end,
 };
 
 VG_BACKEND_EXPORT const vg_backend_iface *vg_backend_query(const vg_host_services *host)

@@ -53,10 +53,10 @@ typedef struct stub_import {
     size_t bytes;
 } stub_import;
 
-/* The ops this stub implements: VG_OP_FILL up to VG_OP_GATHER_WEIGHTED (op table version 5).
+/* The ops this stub implements: VG_OP_FILL up to VG_OP_LM_ADVANCE (op table version 7).
  * Not VG_OP_COUNT_: an op appended to the catalogue is not implemented here until someone writes
  * it. */
-#define STUB_OP_COUNT (VG_OP_GATHER_WEIGHTED + 1)
+#define STUB_OP_COUNT (VG_OP_LM_ADVANCE + 1)
 
 typedef struct stub_config {
     int devices;             /* VG_STUB_DEVICES, default 1 */
@@ -106,6 +106,7 @@ struct vg_bk_stream {
     stub_cmd_list recording;
     float *scratch; /* per-stream host scratch for kernels (format conversion) */
     size_t scratch_elems;
+    const int32_t *loop_flag; /* stub_loop.c: the flag of the loop being captured, or NULL */
 };
 
 struct vg_bk_event {
@@ -222,5 +223,13 @@ vg_status stub_op_layernorm(vg_bk_device *, vg_bk_stream *, vg_dtype, const void
                             const void *, void *, int64_t, int64_t, float);
 vg_status stub_op_gather_weighted(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, const void *,
                                   int64_t, const int32_t *, const float *, int64_t, int64_t, int);
+
+/* stub_loop.c: device-side loops (ABI 1.4) and lm_advance. An exec's list runs in order; a
+ * loop's list ends with a command that sends it back to its start while the flag is set. */
+vg_status stub_loop_capture_begin(vg_bk_device *dev, vg_bk_stream *s, const int32_t *flag);
+vg_status stub_loop_capture_end(vg_bk_device *dev, vg_bk_stream *s, vg_bk_graph **out);
+/* Index of the command to run after cmds[i]: i + 1, or 0 for a loop going round again. */
+size_t stub_next_cmd(const stub_cmd *cmds, size_t i);
+vg_status stub_op_lm_advance(vg_bk_device *dev, vg_bk_stream *s, const vg_lm_advance_args *a);
 
 #endif

@@ -162,4 +162,5 @@ const vg_op_table stub_ops = {
     .argmax = stub_op_argmax,
     .layernorm = stub_op_layernorm,
     .gather_weighted = stub_op_gather_weighted,
+    .lm_advance = stub_op_lm_advance,
 };

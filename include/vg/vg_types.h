@@ -62,6 +62,7 @@ typedef enum vg_log_level {
 #define VG_CAP_GRAPH_UPDATE (1ull << 1) /* a graph exec can be updated in place */
 #define VG_CAP_IPC (1ull << 2)          /* memory can be shared across processes (ABI 1.2) */
 #define VG_CAP_PINNED_HOST (1ull << 3)  /* host_alloc returns page-locked memory */
+#define VG_CAP_GRAPH_LOOP (1ull << 4)   /* a graph can loop on the device (ABI 1.4) */
 
 /* An exported allocation, as bytes another process can receive (ABI 1.2, vg_ipc.h): what they
  * mean is the backend's own (CUDA: a cudaIpcMemHandle_t; kunlun_stub: a process id, a file
