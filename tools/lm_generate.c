@@ -13,6 +13,7 @@
 #include "cli_args.h"
 #include "cli_output.h"
 #include "cli_safetensors.h"
+#include "lm_loop_cli.h"
 #include "runner_stats_format.h"
 #include "vg/vg_lm.h"
 #include "vg/vg_safetensors.h"
@@ -27,7 +28,7 @@ static const char k_help[] =
     "           [--mode none|piecewise|full|full_and_piecewise] [--capture-sizes a,b,c]\n"
     "           [--max-capture-size N] [--prefill-chunk N] [--kv-blocks N] [--block-size N]\n"
     "           [--warmup] [--expected CASE.expected.safetensors [--tolerance REL]]\n"
-    "           [--stats] [--json]\n"
+    "           [--stats] [--json] [--device-loop]\n"
     "\n"
     "DIR is a Hugging Face model directory (config.json with model_type qwen2 or qwen3,\n"
     "model.safetensors or shards with model.safetensors.index.json). Prompts come from\n"
@@ -53,6 +54,9 @@ static const char k_help[] =
     "                      (default 1e-4 for F32, 5e-2 for BF16 and F16)\n"
     "  --stats             print the graph runner's statistics (steps FULL, PIECEWISE, eager)\n"
     "  --json              print the result as one JSON document\n"
+    "  --device-loop       once every prompt is in, the remaining tokens in one vg_lm_generate\n"
+    "                      call: a device-side loop where the backend has one (one launch;\n"
+    "                      CUDA 12.4 WHILE nodes), else the same steps as a host loop (logged)\n"
     "Exit status: 0; 1 when an input, the run or the output failed, or the result does not match\n"
     "--expected; 2 for a wrong command line.\n";
 
@@ -60,7 +64,7 @@ typedef struct gen_args {
     const char *model, *input, *output, *backend, *mode_name, *sizes_text, *prompt_text, *expected;
     double tolerance;
     int64_t max_new; /* -1: from the input file */
-    int chunk, block_size, stats, json, warmup;
+    int chunk, block_size, stats, json, warmup, device_loop;
     int64_t kv_blocks;
     vg_lm_options opts;
     int64_t sizes[256];
@@ -115,6 +119,7 @@ static int parse_args(int argc, char **argv, gen_args *a)
         {"--tolerance", VG_OPT_DOUBLE, &a->tolerance, 0, 1, NULL},
         {"--stats", VG_OPT_FLAG, &a->stats, 0, 0, NULL},
         {"--json", VG_OPT_FLAG, &a->json, 0, 0, NULL},
+        {"--device-loop", VG_OPT_FLAG, &a->device_loop, 0, 0, NULL},
     };
     int rc = vg_opt_parse(CMD, k_help, opts, (int)(sizeof opts / sizeof opts[0]), argc, argv, 2);
     if (rc) return rc;
@@ -239,6 +244,34 @@ typedef struct gen_seq {
 /* Steps by the path they took: eager, FULL, PIECEWISE (vg_run_path). */
 static int64_t g_path_steps[3];
 
+/* ---- --device-loop ---- */
+static vg_lm_generate_info g_loop_info;
+
+/* Once every prompt is in: the remaining tokens in one vg_lm_generate call (0: not yet). */
+static int device_loop_rest(const prompts *p, gen_seq *s, vg_lm *lm, int64_t *steps, int *rc)
+{
+    int B = p->B;
+    for (int b = 0; b < B; b++)
+        if (s[b].fed < s[b].L) return 0;
+    int32_t *ids = malloc((size_t)B * sizeof *ids), *next = malloc((size_t)B * sizeof *next);
+    int64_t *n = malloc((size_t)B * sizeof *n);
+    int32_t **out = malloc((size_t)B * sizeof *out);
+    float **lg = malloc((size_t)B * sizeof *lg);
+    vg_lm_info info;
+    vg_lm_get_info(lm, &info);
+    if (!ids || !next || !n || !out || !lg) *rc = vg_cli_fail(CMD, "out of memory");
+    for (int b = 0; !*rc && b < B; b++) {
+        gen_seq *q = &s[b];
+        ids[b] = q->id, next[b] = q->out[q->L + q->made - 1], n[b] = p->N - q->made;
+        out[b] = q->out + q->L + q->made, lg[b] = q->logits + q->made * info.vocab;
+    }
+    if (!*rc) *rc = vg_cli_lm_generate_rest(CMD, lm, B, ids, next, n, out, lg, &g_loop_info);
+    for (int b = 0; !*rc && b < B; b++) s[b].made = p->N;
+    *steps += g_loop_info.steps;
+    free(ids), free(next), free(n), free(out), free(lg);
+    return 1;
+}
+
 static int generate(const gen_args *a, const prompts *p, gen_seq *s, vg_lm *lm, int vocab, int64_t *steps)
 {
     int B = p->B;
@@ -252,6 +285,7 @@ static int generate(const gen_args *a, const prompts *p, gen_seq *s, vg_lm *lm, 
     }
     int rc = 0;
     for (*steps = 0; !rc; ++*steps) {
+        if (a->device_loop && device_loop_rest(p, s, lm, steps, &rc)) break; /* --device-loop */
         int n = 0;
         for (int b = 0; b < B; b++) {
             gen_seq *q = &s[b];
@@ -431,6 +465,10 @@ static int report(const gen_args *a, const prompts *p, const gen_seq *s, vg_lm *
                "%lld PIECEWISE, %lld eager\n", vg_runtime_backend_name(rt), p->B, (long long)p->N,
                (long long)steps, (long long)g_path_steps[VG_RUN_FULL],
                (long long)g_path_steps[VG_RUN_PIECEWISE], (long long)g_path_steps[VG_RUN_EAGER]);
+        if (a->device_loop) /* --device-loop */
+            printf("device loop: %s%s, %lld step(s) in %d launch(es), %d read-back(s)\n",
+                   g_loop_info.device_loop ? "on the device" : "host loop: ", g_loop_info.fallback,
+                   (long long)g_loop_info.steps, g_loop_info.launches, g_loop_info.readbacks);
         if (vg_stats_print(stdout, vg_lm_runner(lm))) return 1;
     }
     return cmp ? vg_cli_fail(CMD, "the result does NOT match %s", a->expected) : 0;

@@ -88,6 +88,8 @@ static vg_backend_iface make_iface(void)
     t.ipc_export = vgc_ipc_export;
     t.ipc_open = vgc_ipc_open;
     t.ipc_close = vgc_ipc_close;
+    t.loop_capture_begin = vgc_loop_capture_begin; /* graph_loop.cu */
+    t.loop_capture_end = vgc_loop_capture_end;
     return t;
 }
 

@@ -130,4 +130,5 @@ vg_op_table vgc_ops = {
     vgc_op_argmax,
     vgc_op_layernorm,
     vgc_op_gather_weighted,
+    vgc_op_lm_advance,
 };
