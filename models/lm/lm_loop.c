@@ -247,9 +247,11 @@ static vg_status device_loop(gen *g, lm_loop *e, vg_lm_generate_info *info)
     vg_batch_desc d = {.num_tokens = g->n, .uniform = 1}, padded;
     VGM_TRY(vg_runner_prepare(r, &d, g->p, &padded));
     for (int i = 0; i < LB_COUNT_; i++)
-        if (e->bufs[i] != vg_runner_buffer(r, i))
+        if (e->bufs[i] != vg_runner_buffer(r, i)) { /* dropped: the next call captures anew */
+            loop_drop(m, e);
             return vg_error_set(VG_ERR_STATE, "lm: runner buffer %d moved since the loop was "
                                               "captured", i);
+        }
     int S = lm_seq_slots(m, padded.num_tokens);
     int32_t *h = e->host;
     h[0] = 0, h[1] = 1;
