@@ -92,6 +92,8 @@ vg_status vg_iface_check_caps(const vg_backend_iface *b, uint64_t *caps, const c
                             "section is ABI 1.2); IPC disabled", origin, b->abi_minor);
         *caps &= ~VG_CAP_IPC;
     }
+    /* the loop members are ABI 1.4's: an older table has none, whatever its device says */
+    if ((*caps & VG_CAP_GRAPH_LOOP) && b->abi_minor < 4) *caps &= ~VG_CAP_GRAPH_LOOP;
     for (size_t i = 0; i < VG_ARRAY_LEN(k_cap_members); i++) {
         if (!(*caps & k_cap_members[i].cap)) continue;
         for (int j = 0; j < MAX_CAP_MEMBERS && k_cap_members[i].members[j].name; j++) {
@@ -106,8 +108,6 @@ vg_status vg_iface_check_caps(const vg_backend_iface *b, uint64_t *caps, const c
             break;
         }
     }
-    /* the loop members are ABI 1.4's: an older table has none, whatever its device says */
-    if ((*caps & VG_CAP_GRAPH_LOOP) && b->abi_minor < 4) *caps &= ~VG_CAP_GRAPH_LOOP;
     /* graph update and loops without graphs mean nothing */
     if (!(*caps & VG_CAP_GRAPH)) *caps &= ~(VG_CAP_GRAPH_UPDATE | VG_CAP_GRAPH_LOOP);
     return VG_OK;

@@ -578,6 +578,48 @@ static void test_ipc_section_of_the_stub(void **state)
     VG_CHECK(vg_runtime_close(rt));
 }
 
+/* ---- ABI 1.4: device-side loops --------------------------------------------------------------- */
+
+static vg_status poisoned_loop_begin(vg_bk_device *d, vg_bk_stream *s, const int32_t *flag)
+{
+    (void)d, (void)s, (void)flag;
+    fail_msg("the core called loop_capture_begin beyond a 1.2 table's struct_size");
+    return VG_ERR_INTERNAL;
+}
+
+/* The loop members are optional: a table older than 1.4, or one without a member, loses
+ * VG_CAP_GRAPH_LOOP (and vg_graph_loop_capture_begin refuses without reaching the plugin). */
+static void test_loop_section_of_the_stub(void **state)
+{
+    (void)state;
+    const vg_backend_iface *stub = stub_table();
+    vg_runtime *rt = NULL;
+    vg_backend_iface copy = *stub;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    assert_true(vg_runtime_caps(rt) & VG_CAP_GRAPH_LOOP);
+    VG_CHECK(vg_runtime_close(rt));
+    for (int cut = 0; cut < 2; cut++) {
+        copy = *stub;
+        if (cut) { /* cut to 1.2: whatever lies beyond struct_size is never called */
+            copy.abi_minor = 2;
+            copy.struct_size = (uint32_t)VG_BACKEND_IFACE_SIZE_1_2;
+            copy.loop_capture_begin = poisoned_loop_begin;
+        } else {
+            copy.loop_capture_end = NULL;
+        }
+        VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+        assert_false(vg_runtime_caps(rt) & VG_CAP_GRAPH_LOOP);
+        vg_stream *s = NULL;
+        void *flag = NULL;
+        VG_CHECK(vg_stream_create(rt, &s));
+        VG_CHECK(vg_mem_alloc(rt, 4, &flag));
+        VG_CHECK_FAILS(vg_graph_loop_capture_begin(s, flag), VG_ERR_UNSUPPORTED, "no device-side loops");
+        VG_CHECK(vg_mem_free(rt, flag));
+        VG_CHECK(vg_stream_destroy(s));
+        VG_CHECK(vg_runtime_close(rt));
+    }
+}
+
 int main(void)
 {
     unsetenv("VG_BACKEND_PATH");
@@ -597,6 +639,7 @@ int main(void)
         cmocka_unit_test_setup(test_ipc_claimed_by_old_plugins, reset_env),
         cmocka_unit_test_setup(test_ipc_members_missing, reset_env),
         cmocka_unit_test_setup(test_ipc_section_of_the_stub, reset_env),
+        cmocka_unit_test_setup(test_loop_section_of_the_stub, reset_env),
     };
     return cmocka_run_group_tests_name("abi", tests, NULL, NULL);
 }

@@ -117,6 +117,14 @@ static vg_status valid_call(vg_stream *s, vg_op_id op)
     case VG_OP_LAYERNORM: return vg_op_layernorm(s, VG_DTYPE_F32, g.a, g.b, g.b, g.c, ROWS, 8, 1e-6f);
     case VG_OP_GATHER_WEIGHTED: /* 4 taps of row 0 (idx is zeros) of a 4-row table */
         return vg_op_gather_weighted(s, VG_DTYPE_F32, g.c, g.a, 4, g.idx, (const float *)g.b, ROWS, 8, 4);
+    case VG_OP_LM_ADVANCE: { /* one row, done at once (its limit is 0): token and state into c */
+        int32_t *c = (int32_t *)g.c;
+        vg_lm_advance_args la = {.struct_size = sizeof la, .rows = 1, .block_size = 16, .max_blocks = 1,
+                                 .ld_out = 4, .next = g.idx, .limit = g.idx, .block_tables = g.idx,
+                                 .tokens = c, .pos = c + 1, .slots = c + 2, .ctx = c + 3, .state = c + 4,
+                                 .out = c + 8};
+        return vg_op_lm_advance(s, &la);
+    }
     default: return VG_ERR_INTERNAL;
     }
 }
