@@ -27,6 +27,7 @@ static const vg_host_services k_host = {
     .struct_size = sizeof(vg_host_services),
     .log = host_log,
     .set_error = host_set_error,
+    .option = vg_options_lookup,
 };
 
 const vg_host_services *vg_host_services_get(void) { return &k_host; }
@@ -37,7 +38,8 @@ static size_t iface_size_for_minor(uint32_t minor)
 {
     return minor == 0   ? VG_BACKEND_IFACE_SIZE_1_0
            : minor == 1 ? VG_BACKEND_IFACE_SIZE_1_1
-           : minor < 4  ? VG_BACKEND_IFACE_SIZE_1_2
+           : minor == 2 ? VG_BACKEND_IFACE_SIZE_1_2
+           : minor == 3 ? VG_BACKEND_IFACE_SIZE_1_3
                         : VG_BACKEND_IFACE_SIZE_1_4;
 }
 
@@ -73,6 +75,9 @@ static const struct {
     {VG_CAP_GRAPH_UPDATE, "graph update", 1, {MEMBER(exec_update)}},
     {VG_CAP_IPC, "IPC", 0,
      {MEMBER(ipc_alloc), MEMBER(ipc_export), MEMBER(ipc_open), MEMBER(ipc_close)}},
+    {VG_CAP_NATIVE, "native handles", 0,
+     {MEMBER(native_device), MEMBER(stream_native), MEMBER(stream_wrap), MEMBER(mem_native),
+      MEMBER(mem_register), MEMBER(mem_unregister)}},
     {VG_CAP_GRAPH_LOOP, "device-side loops", 1,
      {MEMBER(loop_capture_begin), MEMBER(loop_capture_end)}},
 };
@@ -92,6 +97,12 @@ vg_status vg_iface_check_caps(const vg_backend_iface *b, uint64_t *caps, const c
                             "section is ABI 1.2); IPC disabled", origin, b->abi_minor);
         *caps &= ~VG_CAP_IPC;
     }
+    /* VG_CAP_NATIVE and VG_CAP_FOREIGN_CAPTURE are ABI 1.3's; before it they mean nothing. */
+    if ((*caps & (VG_CAP_NATIVE | VG_CAP_FOREIGN_CAPTURE)) && b->abi_minor < 3) {
+        vg_log(VG_LOG_INFO, "%s: device reports native handles, but the plugin's table is ABI "
+                            "1.%u (native handles are ABI 1.3); disabled", origin, b->abi_minor);
+        *caps &= ~(VG_CAP_NATIVE | VG_CAP_FOREIGN_CAPTURE);
+    }
     /* the loop members are ABI 1.4's: an older table has none, whatever its device says */
     if ((*caps & VG_CAP_GRAPH_LOOP) && b->abi_minor < 4) *caps &= ~VG_CAP_GRAPH_LOOP;
     for (size_t i = 0; i < VG_ARRAY_LEN(k_cap_members); i++) {
@@ -108,8 +119,11 @@ vg_status vg_iface_check_caps(const vg_backend_iface *b, uint64_t *caps, const c
             break;
         }
     }
-    /* graph update and loops without graphs mean nothing */
-    if (!(*caps & VG_CAP_GRAPH)) *caps &= ~(VG_CAP_GRAPH_UPDATE | VG_CAP_GRAPH_LOOP);
+    /* graph update and loops without graphs mean nothing, and foreign work is enqueued on a
+     * native stream: capturing it needs both */
+    if (!(*caps & VG_CAP_GRAPH))
+        *caps &= ~(VG_CAP_GRAPH_UPDATE | VG_CAP_GRAPH_LOOP | VG_CAP_FOREIGN_CAPTURE);
+    if (!(*caps & VG_CAP_NATIVE)) *caps &= ~VG_CAP_FOREIGN_CAPTURE;
     return VG_OK;
 }
 
@@ -133,6 +147,11 @@ vg_status vg_iface_validate(const vg_backend_iface *in, const char *origin, vg_b
                             origin, in->struct_size, in->abi_major, in->abi_minor, need);
     memset(out, 0, sizeof *out);
     memcpy(out, in, in->struct_size < sizeof *out ? in->struct_size : sizeof *out);
+    if (in->abi_minor < 3) out->option_names = NULL; /* not a member before 1.3 */
+    if (in->abi_minor < 4) { /* not members before 1.4 */
+        out->loop_capture_begin = NULL;
+        out->loop_capture_end = NULL;
+    }
     for (size_t i = 0; i < VG_ARRAY_LEN(k_mandatory); i++) {
         if (member_at(out, k_mandatory[i].offset) == NULL)
             return vg_error_set(VG_ERR_ABI, "%s: mandatory member '%s' is NULL", origin,

@@ -12,7 +12,8 @@ const char *vg_op_name(vg_op_id op)
                                                     "rmsnorm_heads", "kv_store",
                                                     "paged_attention", "argmax",
                                                     "layernorm", "gather_weighted",
-                                                    "lm_advance"};
+                                                    "rotary_kv_store", "gemm_silu_gate",
+                                                    "gemm_rmsnorm_a", "lm_advance"};
     return (unsigned)op < VG_OP_COUNT_ ? names[op] : NULL;
 }
 
@@ -46,6 +47,8 @@ uint32_t vg_op_catalogue_dtypes(uint32_t op)
     case VG_OP_GATHER_ROWS: return every;
     case VG_OP_AXPBY: return VG_DTYPE_BIT(VG_DTYPE_F32);
     case VG_OP_GEMM:
+    case VG_OP_GEMM_SILU_GATE:
+    case VG_OP_GEMM_RMSNORM_A:
     case VG_OP_RMSNORM:
     case VG_OP_ROTARY_2D:
     case VG_OP_ATTENTION:
@@ -58,7 +61,8 @@ uint32_t vg_op_catalogue_dtypes(uint32_t op)
     case VG_OP_PAGED_ATTENTION:
     case VG_OP_ARGMAX:
     case VG_OP_LAYERNORM:
-    case VG_OP_GATHER_WEIGHTED: return VG_DTYPES_FLOAT;
+    case VG_OP_GATHER_WEIGHTED:
+    case VG_OP_ROTARY_KV_STORE: return VG_DTYPES_FLOAT;
     case VG_OP_LM_ADVANCE: return VG_DTYPE_BIT(VG_DTYPE_I32);
     default: return 0;
     }

@@ -4,6 +4,9 @@
  * then what the device offers and capture state, then calls the plugin. */
 #include <stdio.h>
 
+#include <stddef.h>
+#include <string.h>
+
 #include "op_check.h"
 
 const char *vg_op_dtype_text(vg_dtype t)
@@ -73,18 +76,28 @@ vg_status vg_op_axpby(vg_stream *s, size_t n, float alpha, const float *x, float
     return OP_CALL(s, axpby, n, alpha, x, beta, y);
 }
 
-vg_status vg_op_gemm(vg_stream *s, const vg_gemm_args *g)
+vg_status vg_op_gemm(vg_stream *s, const vg_gemm_args *args)
 {
     REQUIRE_STREAM("gemm", s);
-    REQUIRE(g, "gemm: args is NULL");
-    REQUIRE(g->struct_size >= sizeof(vg_gemm_args),
-            "gemm: args.struct_size %u < %u (set it to sizeof(vg_gemm_args))", g->struct_size,
-            (unsigned)sizeof(vg_gemm_args));
+    REQUIRE(args, "gemm: args is NULL");
+    /* a caller built against op table version 5's struct (up to alpha) is served: the plugin
+     * always gets a full struct, the fields its caller did not know zeroed */
+    const uint32_t v5_size = (uint32_t)(offsetof(vg_gemm_args, alpha) + sizeof(float));
+    REQUIRE(args->struct_size >= v5_size,
+            "gemm: args.struct_size %u < %u (set it to sizeof(vg_gemm_args))", args->struct_size,
+            v5_size);
+    vg_gemm_args full;
+    memset(&full, 0, sizeof full);
+    memcpy(&full, args, args->struct_size < sizeof full ? args->struct_size : sizeof full);
+    full.struct_size = sizeof full;
+    const vg_gemm_args *g = &full;
     REQUIRE_DTYPE("gemm", "dtype_ab", g->dtype_ab, VG_DTYPES_FLOAT, DTYPES_FLOAT_TEXT);
     REQUIRE_DTYPE("gemm", "dtype_c", g->dtype_c, VG_DTYPES_FLOAT, DTYPES_FLOAT_TEXT);
     REQUIRE(g->a && g->b && g->c, "gemm: %s is NULL", !g->a ? "a" : !g->b ? "b" : "c");
     REQUIRE((unsigned)g->act <= VG_ACT_QUICK_GELU, "gemm: act %d is not a vg_activation",
             (int)g->act);
+    REQUIRE((unsigned)g->gate <= VG_GEMM_GATE_SILU, "gemm: gate %d is not a vg_gemm_gate",
+            (int)g->gate);
     unsigned eab = op_dtype_size(g->dtype_ab), ec = op_dtype_size(g->dtype_c);
     REQUIRE_ALIGNED("gemm", "a", g->a, eab);
     REQUIRE_ALIGNED("gemm", "b", g->b, eab);
@@ -101,7 +114,24 @@ vg_status vg_op_gemm(vg_stream *s, const vg_gemm_args *g)
     REQUIRE(g->residual != g->c || g->act == VG_ACT_NONE,
             "gemm: residual aliases c with activation %d (the residual is added after the "
             "activation: it may alias c only with VG_ACT_NONE)", (int)g->act);
-    OP_GATE(s, VG_OP_GEMM, VG_DTYPE_BIT(g->dtype_ab) | VG_DTYPE_BIT(g->dtype_c));
+    uint32_t dtypes = VG_DTYPE_BIT(g->dtype_ab) | VG_DTYPE_BIT(g->dtype_c);
+    if (g->gate != VG_GEMM_GATE_NONE) {
+        REQUIRE(g->n % 2 == 0, "gemm: gate needs an even n (gate and up halves), n is %lld",
+                (long long)g->n);
+        REQUIRE(g->act == VG_ACT_NONE && !g->residual,
+                "gemm: gate takes no activation (act %d) and no residual", (int)g->act);
+        OP_GATE(s, VG_OP_GEMM_SILU_GATE, dtypes);
+    }
+    if (g->norm_w) {
+        REQUIRE(g->norm_out, "gemm: norm_w needs norm_out (scratch for the normalised rows)");
+        REQUIRE(g->lda == g->k, "gemm: norm_w needs a contiguous A (lda %lld, k %lld)",
+                (long long)g->lda, (long long)g->k);
+        REQUIRE(g->norm_eps >= 0.0f, "gemm: norm_eps %g < 0", (double)g->norm_eps);
+        REQUIRE_ALIGNED("gemm", "norm_w", g->norm_w, eab);
+        REQUIRE_ALIGNED("gemm", "norm_out", g->norm_out, eab);
+        OP_GATE(s, VG_OP_GEMM_RMSNORM_A, dtypes);
+    }
+    OP_GATE(s, VG_OP_GEMM, dtypes);
     return OP_CALL(s, gemm, g);
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The core device API's ops, part 3: op table version 4, the ops of a decoder language model
- * with a paged KV cache (rotary, rmsnorm_heads, kv_store, paged_attention, argmax). Same pattern
+ * with a paged KV cache (rotary, rmsnorm_heads, kv_store, paged_attention, argmax), and version
+ * 6's rotary_kv_store (the three between qkv and attention in one). Same pattern
  * as ops.c and ops_nn.c: the preconditions of vg_ops.h once, then what the device offers and
  * capture state, then one call into the plugin. */
 #include "op_check.h"
@@ -126,3 +127,54 @@ vg_status vg_op_argmax(vg_stream *s, vg_dtype dtype, const void *x, int64_t ld, 
     if (!rows) return VG_OK;
     return OP_CALL(s, argmax, dtype, x, ld, rows, cols, out);
 }
+
+/* ---- op table version 6 ---------------------------------------------------------------------- */
+
+/* [a, a + a_bytes) and [b, b + b_bytes) share no byte. */
+static int disjoint(const void *a, size_t a_bytes, const void *b, size_t b_bytes)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return x + a_bytes <= y || y + b_bytes <= x;
+}
+
+#define OP "rotary_kv_store"
+vg_status vg_op_rotary_kv_store(vg_stream *s, vg_dtype dtype, void *qkv, int64_t ld, int64_t rows,
+                                int heads, int kv_heads, int head_dim, const void *q_norm,
+                                const void *k_norm, float eps, const int32_t *pos, float theta,
+                                void *k_cache, void *v_cache, const int32_t *slots)
+{
+    REQUIRE_STREAM(OP, s);
+    REQUIRE_PTR(OP, "qkv", qkv, rows);
+    REQUIRE(kv_heads >= 1 && kv_heads <= OP_INT_MAX / 4,
+            "rotary_kv_store: kv_heads %d is not in [1, 2^29]", kv_heads);
+    REQUIRE(heads >= 1 && heads <= OP_INT_MAX - 2 * (int64_t)kv_heads,
+            "rotary_kv_store: heads %d is not in [1, 2^31 - 1 - 2*kv_heads]", heads);
+    /* the rotary part's checks, over the query and key heads */
+    vg_status st = vg_op_check_rotary(OP, s, dtype, qkv, ld, rows, heads + kv_heads, head_dim, pos,
+                                      theta, 2, "even number");
+    if (st != VG_OK) return st;
+    int64_t width = (int64_t)kv_heads * head_dim;
+    REQUIRE_GE(OP, "ld", ld, "(heads+2*kv_heads)*head_dim", (int64_t)(heads + 2 * kv_heads) * head_dim);
+    REQUIRE(!q_norm == !k_norm, "rotary_kv_store: q_norm and k_norm go together (both or neither)");
+    REQUIRE(eps >= 0.0f, "rotary_kv_store: eps %g < 0", (double)eps);
+    REQUIRE_PTR(OP, "k_cache", k_cache, rows);
+    REQUIRE_PTR(OP, "v_cache", v_cache, rows);
+    REQUIRE_PTR(OP, "slots", slots, rows);
+    unsigned es = op_dtype_size(dtype);
+    REQUIRE_ALIGNED(OP, "q_norm", q_norm, es);
+    REQUIRE_ALIGNED(OP, "k_norm", k_norm, es);
+    REQUIRE_ALIGNED(OP, "k_cache", k_cache, es);
+    REQUIRE_ALIGNED(OP, "v_cache", v_cache, es);
+    REQUIRE_ALIGNED(OP, "slots", slots, 4);
+    if (rows) { /* the caches' extent is not known; their first slot's row must not be in qkv */
+        size_t qkv_bytes = ((size_t)(rows - 1) * (size_t)ld + (size_t)(heads + 2 * kv_heads) * (size_t)head_dim) * es;
+        REQUIRE(disjoint(qkv, qkv_bytes, k_cache, (size_t)width * es) &&
+                    disjoint(qkv, qkv_bytes, v_cache, (size_t)width * es),
+                "rotary_kv_store: a cache overlaps qkv");
+    }
+    OP_GATE(s, VG_OP_ROTARY_KV_STORE, VG_DTYPE_BIT(dtype));
+    if (!rows) return VG_OK;
+    return OP_CALL(s, rotary_kv_store, dtype, qkv, ld, rows, heads, kv_heads, head_dim, q_norm,
+                   k_norm, eps, pos, theta, k_cache, v_cache, slots);
+}
+#undef OP

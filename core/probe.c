@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The probe behind `vg info`: load one backend, open and describe each of its devices with the
- * checks a runtime applies, unload it. */
+ * checks a runtime applies, open its default device as a runtime without an index does, unload
+ * it. */
 #include <stdio.h>
 #include <string.h>
 
@@ -74,6 +75,20 @@ vg_status vg_backend_probe(const char *req, vg_probe_report *r)
         if (st == VG_OK) opened++;
         else if (!r->error[0])
             snprintf(r->error, sizeof r->error, "device %d: %s", i, vg_last_error());
+    }
+    /* the device a runtime opens when no index is given: the backend's default, which its
+     * environment may name (VG_OPENCL_DEVICE, VG_CUDA_DEVICE) and which may not exist */
+    if (opened) {
+        vg_bk_device *dev = NULL;
+        vg_error_clear();
+        st = b.device_open(-1, &dev);
+        if (st == VG_OK && dev) {
+            b.device_close(dev);
+        } else {
+            opened = 0;
+            snprintf(r->error, sizeof r->error, "the default device: %s",
+                     vg_error_is_set() ? vg_last_error() : vg_status_name(st ? st : VG_ERR_INTERNAL));
+        }
     }
     r->status = opened ? VG_OK : VG_ERR_NO_DEVICE;
     vg_plugin_unload(&p);

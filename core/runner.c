@@ -150,10 +150,16 @@ static void choose_mode(vg_runner *r)
             if (!r->piece_ops_capturable[i]) {
                 int op = uncapturable_op(r->rt, p);
                 const char *opn = vg_op_name((vg_op_id)op);
-                vg_log(VG_LOG_WARN, "runner: piece '%s' uses op '%s' that backend '%s' cannot "
-                                    "capture: mode full downgraded to piecewise (the piece runs "
-                                    "eagerly)", p->name ? p->name : "?", opn ? opn : "unknown",
-                       vg_runtime_backend_name(r->rt));
+                if (op < 0) /* not its ops: its foreign work */
+                    vg_log(VG_LOG_WARN, "runner: piece '%s' enqueues foreign work, which backend "
+                                        "'%s' cannot capture: mode full downgraded to piecewise "
+                                        "(the piece runs eagerly)", p->name ? p->name : "?",
+                           vg_runtime_backend_name(r->rt));
+                else
+                    vg_log(VG_LOG_WARN, "runner: piece '%s' uses op '%s' that backend '%s' "
+                                        "cannot capture: mode full downgraded to piecewise (the "
+                                        "piece runs eagerly)", p->name ? p->name : "?",
+                           opn ? opn : "unknown", vg_runtime_backend_name(r->rt));
                 r->mode = VG_MODE_PIECEWISE;
                 return;
             }
@@ -201,10 +207,15 @@ vg_status vg_runner_create(vg_runtime *rt, const vg_model_iface *model,
             st = vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_runner_create: out of memory");
     }
     if (st == VG_OK) {
-        /* capturability from ops_used, asked once: the device's answers do not change */
+        /* capturability from ops_used and the foreign flag, asked once: the device's answers
+         * do not change */
         int graphs = (vg_runtime_caps(rt) & VG_CAP_GRAPH) != 0;
-        for (int i = 0; i < model->num_pieces; i++)
-            r->piece_ops_capturable[i] = graphs && uncapturable_op(rt, &model->pieces[i]) < 0;
+        int foreign_ok = (vg_runtime_caps(rt) & VG_CAP_FOREIGN_CAPTURE) != 0;
+        for (int i = 0; i < model->num_pieces; i++) {
+            const vg_piece *p = &model->pieces[i];
+            r->piece_ops_capturable[i] = graphs && uncapturable_op(rt, p) < 0 &&
+                                         (!(p->flags & VG_PIECE_FOREIGN) || foreign_ok);
+        }
         choose_mode(r);
         if (opts->stream) {
             if (vg_stream_runtime(opts->stream) != rt)
@@ -428,13 +439,16 @@ int vg_runner_piece_times(vg_runner *r, double *ms, int max)
     return r->model.num_pieces;
 }
 
-static int record_addresses(vg_runner *r, const void **out)
+/* The addresses graphs use now, and for each the registration holding it (0: vg's own memory),
+ * so that a registration dropped or made anew at the same address is caught too. */
+static int record_addresses(vg_runner *r, const void **out, uint64_t *reg_ids)
 {
     int n = 0;
     for (int i = 0; i < VG_RUNNER_MAX_BUFFERS && n < VG_RUNNER_MAX_ADDRS; i++)
         if (r->graph_set[i].ptr) out[n++] = r->graph_set[i].ptr;
     if (r->model.addresses)
         n += r->model.addresses(r->model.model, r, out + n, VG_RUNNER_MAX_ADDRS - n);
+    for (int i = 0; i < n; i++) reg_ids[i] = out[i] ? vg_registration_id(r->rt, out[i]) : 0;
     return n;
 }
 
@@ -442,10 +456,23 @@ static int record_addresses(vg_runner *r, const void **out)
 static vg_status check_addresses(vg_runner *r, const graph_entry *e)
 {
     const void *now[VG_RUNNER_MAX_ADDRS];
-    int n = record_addresses(r, now);
+    uint64_t ids[VG_RUNNER_MAX_ADDRS];
+    int n = record_addresses(r, now, ids);
     for (int i = 0; i < n || i < e->naddrs; i++) {
         const void *was = i < e->naddrs ? e->addrs[i] : NULL, *is = i < n ? now[i] : NULL;
-        if (was == is) continue;
+        if (was == is && (i >= n || ids[i] == e->reg_ids[i])) continue;
+        if (was == is) {
+            vg_log(VG_LOG_ERROR, "runner: address check failed for the graph of %lld tokens "
+                                 "(pieces %d-%d): the registered memory at %p (address %d) was "
+                                 "unregistered or registered anew since the capture; refusing to "
+                                 "replay", (long long)e->key.num_tokens, e->first, e->last, was, i);
+            return vg_error_set(VG_ERR_STATE, "runner: address check failed: the graph of %lld "
+                                              "tokens was captured over registered memory at %p "
+                                              "(address %d), which is %s now (invalidate the "
+                                              "runner after changing registrations)",
+                                (long long)e->key.num_tokens, was, i,
+                                ids[i] ? "another registration" : "no longer registered");
+        }
         vg_log(VG_LOG_ERROR, "runner: address check failed for the graph of %lld tokens "
                              "(pieces %d-%d): address %d was %p at capture and is %p now; "
                              "refusing to replay", (long long)e->key.num_tokens, e->first,
@@ -528,7 +555,7 @@ static vg_status capture(vg_runner *r, graph_entry *e, double *ms)
         stats_graphs(r, e->bucket, (int64_t)e->bytes, 1);
     }
     e->state = ENTRY_READY;
-    e->naddrs = r->debug_addresses ? record_addresses(r, e->addrs) : 0;
+    e->naddrs = r->debug_addresses ? record_addresses(r, e->addrs, e->reg_ids) : 0;
     evict_for_budget(r, e);
     return VG_OK;
 }
@@ -678,51 +705,89 @@ vg_status vg_runner_run(vg_runner *r, const vg_batch_desc *real, const void *inp
     return st;
 }
 
+/* Capture every graph of one bucket for descriptors like `like`; k-th of count, for progress. */
+static vg_status warm_bucket(vg_runner *r, const vg_batch_desc *like, int bucket, int k, int count,
+                             vg_warmup_fn progress, void *user)
+{
+    vg_batch_desc padded = *like;
+    padded.num_tokens = r->sizes[bucket];
+    vg_warmup_progress p = {.index = k, .count = count, .size = padded.num_tokens};
+    p.mem_free_before = mem_free_now(r);
+    vg_status st = reserve(r, &padded);
+    if (st == VG_OK && r->eager_first) { /* the eager runs need valid buffer contents */
+        vg_error_clear();
+        st = r->model.prepare(r->model.model, r, &padded, &padded, r->stream, NULL);
+    }
+    if (st != VG_OK) return st;
+    int full_ok, full = use_full(r, &padded, &full_ok);
+    for (int i = 0, j; i < r->model.num_pieces; i = j + 1) {
+        if (!segment_at(r, &padded, full, i, &j)) continue; /* eager pieces: nothing to capture */
+        graph_entry *e = vg_cache_insert(&r->cache, &padded, i, j);
+        if (!e) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "runner: graph cache: out of memory");
+        e->bucket = bucket;
+        e->last_use = ++r->tick;
+        if (e->state != ENTRY_READY) {
+            double ms = 0;
+            vg_status cst = VG_OK;
+            if (r->eager_first && !e->ran_eagerly) {
+                cst = run_pieces(r, &padded, i, j);
+                e->ran_eagerly = cst == VG_OK;
+            }
+            if (cst == VG_OK) cst = capture(r, e, &ms);
+            p.capture_ms += ms;
+            if (cst != VG_OK && p.status == VG_OK) p.status = cst;
+        }
+    }
+    p.mem_free_after = mem_free_now(r);
+    if (progress) progress(user, &p);
+    return VG_OK;
+}
+
+/* Warm the buckets marked in `want` (one flag per capture size), largest first: the workspace
+ * peaks first. */
+static vg_status warm_marked(vg_runner *r, const vg_batch_desc *like, const unsigned char *want,
+                             vg_warmup_fn progress, void *user)
+{
+    r->active = r->graph_set;
+    vg_status st = ensure_sized(r, like);
+    int count = 0, k = 0;
+    for (int b = 0; b < r->nsizes; b++) count += want[b];
+    for (int b = r->nsizes - 1; b >= 0 && st == VG_OK; b--)
+        if (want[b]) st = warm_bucket(r, like, b, k++, count, progress, user);
+    return st;
+}
+
 vg_status vg_runner_warmup(vg_runner *r, const vg_batch_desc *like, vg_warmup_fn progress, void *user)
 {
     if (!r || !like) return vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_warmup: NULL argument");
-    if (r->mode == VG_MODE_NONE) return VG_OK;
-    r->active = r->graph_set;
-    vg_status st = ensure_sized(r, like);
-    if (st != VG_OK) return st;
+    if (r->mode == VG_MODE_NONE || r->nsizes == 0) return VG_OK;
+    unsigned char *want = calloc((size_t)r->nsizes, 1);
+    if (!want) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_runner_warmup: out of host memory");
     /* like->num_tokens > 0: only the buckets a call of at most that many tokens pads to */
-    int count = r->nsizes, top = like->num_tokens > 0 ? vg_runner_bucket_for(r, like->num_tokens) : -1;
-    if (top >= 0) count = top + 1;
-    for (int k = 0; k < count; k++) {
-        int bucket = count - 1 - k; /* largest first: the workspace peaks first */
-        vg_batch_desc padded = *like;
-        padded.num_tokens = r->sizes[bucket];
-        vg_warmup_progress p = {.index = k, .count = count, .size = padded.num_tokens};
-        p.mem_free_before = mem_free_now(r);
-        st = reserve(r, &padded);
-        if (st == VG_OK && r->eager_first) { /* the eager runs need valid buffer contents */
-            vg_error_clear();
-            st = r->model.prepare(r->model.model, r, &padded, &padded, r->stream, NULL);
-        }
-        if (st != VG_OK) return st;
-        int full_ok, full = use_full(r, &padded, &full_ok);
-        for (int i = 0, j; i < r->model.num_pieces; i = j + 1) {
-            if (!segment_at(r, &padded, full, i, &j)) continue; /* eager pieces: nothing to capture */
-            graph_entry *e = vg_cache_insert(&r->cache, &padded, i, j);
-            if (!e) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "runner: graph cache: out of memory");
-            e->bucket = bucket;
-            e->last_use = ++r->tick;
-            if (e->state != ENTRY_READY) {
-                double ms = 0;
-                vg_status cst = VG_OK;
-                if (r->eager_first && !e->ran_eagerly) {
-                    cst = run_pieces(r, &padded, i, j);
-                    e->ran_eagerly = cst == VG_OK;
-                }
-                if (cst == VG_OK) cst = capture(r, e, &ms);
-                p.capture_ms += ms;
-                if (cst != VG_OK && p.status == VG_OK) p.status = cst;
-            }
-        }
-        p.mem_free_after = mem_free_now(r);
-        if (progress) progress(user, &p);
+    int top = like->num_tokens > 0 ? vg_runner_bucket_for(r, like->num_tokens) : -1;
+    for (int b = 0; b <= (top >= 0 ? top : r->nsizes - 1); b++) want[b] = 1;
+    vg_status st = warm_marked(r, like, want, progress, user);
+    free(want);
+    return st;
+}
+
+vg_status vg_runner_warmup_for(vg_runner *r, const vg_batch_desc *like, const int64_t *tokens,
+                               int64_t n, vg_warmup_fn progress, void *user)
+{
+    if (!r || !like || (n > 0 && !tokens))
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_warmup_for: NULL argument");
+    if (n < 0) return vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_warmup_for: %lld token counts", (long long)n);
+    if (r->mode == VG_MODE_NONE || r->nsizes == 0) return VG_OK;
+    unsigned char *want = calloc((size_t)r->nsizes, 1);
+    if (!want) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_runner_warmup_for: out of host memory");
+    int any = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int b = vg_runner_bucket_for(r, tokens[i]); /* -1: above every bucket, eager */
+        if (b >= 0) want[b] = any = 1;
     }
-    return VG_OK;
+    vg_status st = any ? warm_marked(r, like, want, progress, user) : VG_OK;
+    free(want);
+    return st;
 }
 
 vg_status vg_runner_invalidate(vg_runner *r)

@@ -31,6 +31,7 @@ typedef struct graph_entry {
     int ran_eagerly; /* eager_first: the key's pieces ran once outside capture */
     int naddrs;
     const void *addrs[VG_RUNNER_MAX_ADDRS]; /* recorded at capture for the address check */
+    uint64_t reg_ids[VG_RUNNER_MAX_ADDRS];  /* the registration holding each (0: none) */
 } graph_entry;
 
 /* Open-addressing table of graph entries. Lookups allocate nothing. */

@@ -36,6 +36,9 @@ static const size_t k_op_member[] = {
     [VG_OP_ARGMAX] = offsetof(vg_op_table, argmax),
     [VG_OP_LAYERNORM] = offsetof(vg_op_table, layernorm),
     [VG_OP_GATHER_WEIGHTED] = offsetof(vg_op_table, gather_weighted),
+    [VG_OP_ROTARY_KV_STORE] = offsetof(vg_op_table, rotary_kv_store),
+    [VG_OP_GEMM_SILU_GATE] = offsetof(vg_op_table, gemm), /* an option of gemm */
+    [VG_OP_GEMM_RMSNORM_A] = offsetof(vg_op_table, gemm), /* an option of gemm */
     [VG_OP_LM_ADVANCE] = offsetof(vg_op_table, lm_advance),
 };
 _Static_assert(sizeof k_op_member / sizeof k_op_member[0] == VG_OP_COUNT_,
@@ -72,6 +75,13 @@ static vg_status build_op_table(vg_runtime *rt, const char *origin)
                                 "member for it: not offered", origin, vg_op_name((vg_op_id)op));
             c.flags = 0;
         }
+        /* an option of a member (gemm's gate, its norm) is offered only by a table built
+         * knowing it */
+        if ((op == VG_OP_GEMM_SILU_GATE || op == VG_OP_GEMM_RMSNORM_A) && rt->ops.version < 6)
+            c.flags = 0;
+        /* lm_advance is version 7's member, after version 6's: a table built before it has no
+         * lm_advance there, whatever its struct_size or op_caps say */
+        if (op == VG_OP_LM_ADVANCE && rt->ops.version < 7) c.flags = 0;
         if (!(c.flags & VG_OP_SUPPORTED) || !graphs) c.flags &= ~VG_OP_CAPTURABLE;
         if (!(c.flags & VG_OP_SUPPORTED)) c.flags = 0;
         rt->op[op].flags = c.flags;
@@ -144,11 +154,19 @@ static vg_status open_device(vg_runtime *rt, int index, const char *origin)
     return VG_OK;
 }
 
-static vg_status open_plugin(const char *req, int index, vg_runtime *rt)
+/* Load a plugin and open its device with the application's backend options (checked against
+ * the names the plugin lists, then seen by it through host->option while the device opens). */
+static vg_status open_plugin(const char *req, int index, const vg_option *opts, int nopts,
+                             vg_runtime *rt)
 {
     vg_status st = vg_plugin_load(req, &rt->plugin, &rt->iface, &rt->ops);
     if (st != VG_OK) return st;
-    st = open_device(rt, index, rt->plugin.path);
+    st = vg_options_check(&rt->iface, opts, nopts, rt->plugin.path);
+    if (st == VG_OK) {
+        vg_options_set_pending(opts, nopts);
+        st = open_device(rt, index, rt->plugin.path);
+        vg_options_set_pending(NULL, 0);
+    }
     if (st != VG_OK) vg_plugin_unload(&rt->plugin);
     return st;
 }
@@ -168,7 +186,7 @@ static vg_status shut(vg_runtime *rt)
 
 /* Auto-selection: every candidate is loaded and its device opened; the usable one with the
  * highest score wins, ties going to the earlier. Every refusal is kept for the message. */
-static vg_status open_auto(int index, vg_runtime **out)
+static vg_status open_auto(int index, const vg_option *opts, int nopts, vg_runtime **out)
 {
     char **cand = NULL;
     int n = vg_candidates_list(&cand);
@@ -183,7 +201,7 @@ static vg_status open_auto(int index, vg_runtime **out)
             st = VG_ERR_OUT_OF_MEMORY;
             break;
         }
-        if (open_plugin(cand[i], index, rt) != VG_OK) {
+        if (open_plugin(cand[i], index, opts, nopts, rt) != VG_OK) {
             /* a path candidate's message repeats its path: "[path] reason" is enough */
             const char *msg = vg_last_error(), *tried = strstr(msg, "; tried:\n  ");
             size_t clen = strlen(cand[i]);
@@ -244,18 +262,27 @@ vg_status vg_runtime_open(const vg_runtime_options *opts, vg_runtime **out)
     if (opts->struct_size < sizeof(uint32_t) * 2)
         return vg_error_set(VG_ERR_INVALID_ARG, "vg_runtime_open: options.struct_size not set "
                                                 "(call vg_runtime_options_init)");
+    /* the options are members appended to the struct: an older caller's struct has none */
+    const vg_option *bopts = NULL;
+    int nopts = 0;
+    if (opts->struct_size >= offsetof(vg_runtime_options, num_options) + sizeof(int)) {
+        bopts = opts->options;
+        nopts = opts->num_options;
+    }
     const char *req = opts->backend;
     if (!req || !*req) req = getenv("VG_BACKEND");
-    if (!req || !*req) return open_auto(opts->device, out);
-    vg_runtime *rt = calloc(1, sizeof *rt);
-    if (!rt) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_runtime_open: out of host memory");
-    vg_status st = open_plugin(req, opts->device, rt);
-    if (st != VG_OK) {
-        free(rt);
-        return st;
+    vg_status st;
+    if (!req || !*req) {
+        st = open_auto(opts->device, bopts, nopts, out);
+    } else {
+        vg_runtime *rt = calloc(1, sizeof *rt);
+        if (!rt) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_runtime_open: out of host memory");
+        st = open_plugin(req, opts->device, bopts, nopts, rt);
+        if (st != VG_OK) free(rt);
+        else *out = rt;
     }
-    *out = rt;
-    return VG_OK;
+    if (st == VG_OK) vg_native_runtime_init(*out);
+    return st;
 }
 
 vg_status vg_runtime_open_iface(const vg_backend_iface *iface, int device, vg_runtime **out)
@@ -270,6 +297,7 @@ vg_status vg_runtime_open_iface(const vg_backend_iface *iface, int device, vg_ru
         free(rt);
         return st;
     }
+    vg_native_runtime_init(rt);
     *out = rt;
     return VG_OK;
 }
@@ -278,6 +306,7 @@ vg_status vg_runtime_close(vg_runtime *rt)
 {
     if (!rt) return VG_OK;
     vg_ipc_runtime_closing(rt);
+    vg_native_runtime_fini(rt);
     vg_status st = shut(rt);
     free(rt);
     return st;

@@ -7,6 +7,7 @@
 #ifndef VG_INTERNAL_H
 #define VG_INTERNAL_H
 
+#include <pthread.h>
 #include <stdarg.h>
 
 #include "vg/vg.h"
@@ -83,6 +84,13 @@ typedef struct vg_op_entry {
     uint32_t dtypes;
 } vg_op_entry;
 
+/* Caller-owned memory registered with vg_mem_register (native.c). */
+typedef struct vg_registration {
+    void *ptr; /* the vg address the backend gave */
+    size_t bytes;
+    uint64_t id; /* unique within the runtime, never 0 */
+} vg_registration;
+
 struct vg_runtime {
     vg_plugin plugin; /* handle is NULL for vg_runtime_open_iface */
     vg_backend_iface iface;
@@ -91,6 +99,10 @@ struct vg_runtime {
     vg_device_info info; /* caps after the core's own checks */
     int32_t score;
     vg_op_entry op[VG_OP_COUNT_];
+    pthread_mutex_t reg_lock; /* guards the registrations */
+    vg_registration *regs;
+    size_t nregs, cap_regs;
+    uint64_t next_reg_id;
 };
 
 /* Internal accessors, for core files only (the runner, device.c, ops*.c). */
@@ -103,6 +115,7 @@ struct vg_stream {
     vg_runtime *rt;
     vg_bk_stream *bk;
     int capturing; /* between vg_graph_capture_begin and vg_graph_capture_end */
+    int wrapped;   /* vg_stream_wrap: the native stream is the caller's */
 };
 /* s->capturing of a capture begun by vg_graph_loop_capture_begin (core/loop.c) */
 #define VG_CAPTURING_LOOP 2
@@ -120,6 +133,29 @@ struct vg_graph_exec {
 };
 
 static inline vg_bk_stream *vg_stream_bk(const vg_stream *s) { return s->bk; }
+
+/* ---- native handles and registered memory (native.c) ---------------------------------------- */
+
+/* Set up and tear down a runtime's registrations (vg_runtime_open*, vg_runtime_close). */
+void vg_native_runtime_init(vg_runtime *rt);
+void vg_native_runtime_fini(vg_runtime *rt);
+/* The id of the live registration holding address p, 0 when none does. */
+uint64_t vg_registration_id(vg_runtime *rt, const void *p);
+/* VG_OK when the device offers native handles (VG_CAP_NATIVE), else VG_ERR_UNSUPPORTED naming
+ * fn and why. */
+vg_status vg_native_need(const vg_runtime *rt, const char *fn);
+
+/* ---- backend options (options.c) ---------------------------------------------------------------- */
+
+/* The application's options for the device being opened on this thread, seen by the plugin
+ * through host->option while set (NULL, 0 clears). */
+void vg_options_set_pending(const vg_option *opts, int n);
+/* host->option: the pending option `name`, else getenv(name). */
+const char *vg_options_lookup(const char *name);
+/* Every option's name is one the backend lists in option_names (VG_ERR_INVALID_ARG otherwise,
+ * naming the known ones). */
+vg_status vg_options_check(const vg_backend_iface *b, const vg_option *opts, int n,
+                           const char *origin);
 
 /* ---- IPC (ipc_import.c) ----------------------------------------------------------------------- */
 

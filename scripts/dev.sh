@@ -2,25 +2,29 @@
 # SPDX-License-Identifier: Apache-2.0
 # vg developer entry point: installs what the build needs (Debian 12, apt-get), configures,
 # builds and runs things. Usage: scripts/dev.sh <command> [args]
-#   run        build, then the main job on the default backend: vg info, and the tiny
-#              Qwen2.5-VL vision encoder on two images, checked against the expected embeddings
-#              (extra args go to vg vit encode)
-#   test       build, then the whole test suite (GPU tests SKIP without a GPU), ending with
-#              'vg tests: N passed, M failed, K skipped'; extra args go to ctest
+#   run        build what the main job runs, then run it on the default backend: vg info, and
+#              the tiny Qwen2.5-VL vision encoder on two images, checked against the expected
+#              embeddings (extra args go to vg vit encode). It builds the vg command,
+#              kunlun_stub and the backends this machine can run: cuda only with an NVIDIA GPU,
+#              hip only with an AMD one (/dev/kfd), opencl only with a registered OpenCL driver
+#   test       build everything, then the whole test suite (GPU tests SKIP without a GPU), ending
+#              with 'vg tests: N passed, M failed, K skipped'; extra args go to ctest
 #   ctest      the test suite and its summary in an already-built tree (args go to ctest)
 #   build      configure and build, showing the compiler's output
 #   gpu-test   build, then the GPU suite and a compute-sanitizer memcheck (needs a GPU)
 #   sanitize   the CPU suite under ASan+UBSan, the threaded tests under TSan
 #   fuzz [S]   the libFuzzer targets for S seconds each (default 60)
 #   deps       install the build's Debian packages only
-# Every configure builds each backend whose toolchain is present, whatever an earlier
+# Every other configure builds each backend whose toolchain is present, whatever an earlier
 # configure cached: cuda when nvcc is on PATH or in $CUDA_HOME/bin (default /usr/local/cuda),
 # hip when hipcc is on PATH, opencl when CMake finds the OpenCL headers and ICD loader (its
 # VG_BUILD_OPENCL=AUTO decides at every configure). run, test and gpu-test keep the compiler's
-# output in BUILD_DIR/build.log and show its tail if the build fails.
+# output in BUILD_DIR/build.log, show one progress line (a line every 30 s when stderr is not a
+# terminal: percent and seconds) and the log's tail if the build fails.
 # Environment: VG_BUILD_DIR (default: build), VG_CMAKE_ARGS (extra cmake arguments, applied
 #              last: -DVG_BUILD_HIP=OFF there wins), VG_JOBS (parallel build jobs, default:
-#              nproc), VG_SKIP_DEPS=1 (no apt-get), CUDA_HOME.
+#              nproc), VG_SKIP_DEPS=1 (no apt-get), CUDA_HOME, VG_KERNEL_LIBS=AUTO|ON|OFF (the
+#              CUDA backend's kernel libraries: scripts/fetch-kernel-libs.sh, cmake/VgKernelLibs.cmake).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -51,20 +55,46 @@ deps() {
     DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# What this machine can run, for `run` (which builds only that): a GPU of each vendor, an
+# OpenCL driver registered with the ICD loader (OCL_ICD_VENDORS: a directory of .icd files or
+# one file, as ocl-icd reads it).
+nvidia_gpu() { [ -e /dev/nvidia0 ] || nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }
+amd_gpu() { [ -e /dev/kfd ]; }
+opencl_driver() {
+    local d=${OCL_ICD_VENDORS:-/etc/OpenCL/vendors}
+    [ -f "$d" ] || compgen -G "$d/*.icd" >/dev/null
+}
+
 # The backends whose toolchain is here, as explicit cmake options: an option cached OFF by a
-# configure that ran before the toolchain was installed must not keep that backend out.
+# configure that ran before the toolchain was installed must not keep that backend out. With
+# build_scope=usable (run), a backend this machine cannot run is left out, and why goes into
+# left_out[backend].
 backend_flags=()
+build_scope=all
+declare -gA left_out=()
 backend_toolchains() {
-    local nvcc hipcc
+    local nvcc hipcc cuda=OFF hip=OFF opencl=AUTO # CMake looks for OpenCL itself
     nvcc=$(command -v nvcc || true)
     if [ -z "$nvcc" ] && [ -x "$cuda_home/bin/nvcc" ]; then
         export PATH=$cuda_home/bin:$PATH # the CUDA toolkit's default place is outside PATH
         nvcc=$cuda_home/bin/nvcc
     fi
     hipcc=$(command -v hipcc || true)
-    backend_flags=("-DVG_BUILD_CUDA=$([ -n "$nvcc" ] && echo ON || echo OFF)"
-                   "-DVG_BUILD_HIP=$([ -n "$hipcc" ] && echo ON || echo OFF)"
-                   -DVG_BUILD_OPENCL=AUTO) # CMake looks for OpenCL itself, at every configure
+    [ -n "$nvcc" ] && cuda=ON
+    [ -n "$hipcc" ] && hip=ON
+    left_out=()
+    if [ "$build_scope" = usable ]; then
+        if [ $cuda = ON ] && ! nvidia_gpu; then
+            cuda=OFF left_out[cuda]="no NVIDIA GPU here; dev.sh test builds it"
+        fi
+        if [ $hip = ON ] && ! amd_gpu; then
+            hip=OFF left_out[hip]="no AMD GPU here; dev.sh test builds it"
+        fi
+        if ! opencl_driver; then
+            opencl=OFF left_out[opencl]="no OpenCL driver registered; dev.sh test builds it"
+        fi
+    fi
+    backend_flags=("-DVG_BUILD_CUDA=$cuda" "-DVG_BUILD_HIP=$hip" "-DVG_BUILD_OPENCL=$opencl")
 }
 
 log_tail() {
@@ -74,13 +104,25 @@ log_tail() {
 }
 
 # Configure $build; say in one line which backends CMake decided to build, and why one is not.
+# backends_built: their names.
+backends_built=()
 configure() {
     backend_toolchains
     mkdir -p "$build"
     local log=$build/build.log
+    # the CUDA backend's kernel libraries (FlashInfer's headers): fetched when nvcc is here and
+    # VG_KERNEL_LIBS is not OFF; a failed fetch (no network) leaves vg's own kernels, as OFF does
+    local fetch_err=""
+    if command -v nvcc >/dev/null && [ "${VG_KERNEL_LIBS:-AUTO}" != OFF ] &&
+        ! fetch_err=$("$root/scripts/fetch-kernel-libs.sh" "$build/_deps/kernel-libs" 2>&1 >/dev/null); then
+        fetch_err=$(tail -n 1 <<<"$fetch_err")
+        fetch_err=${fetch_err#fetch-kernel-libs: }
+    else
+        fetch_err=""
+    fi
     # shellcheck disable=SC2086
     if ! cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${backend_flags[@]}" \
-        ${VG_CMAKE_ARGS:-} >"$log" 2>&1; then
+        "-DVG_KERNEL_LIBS=${VG_KERNEL_LIBS:-AUTO}" ${VG_CMAKE_ARGS:-} >"$log" 2>&1; then
         say "configuring failed"
         log_tail "$log"
         return 1
@@ -92,6 +134,7 @@ configure() {
         case $verdict in
         *" $b=ON"*) on+=("$b") ;;
         *)
+            [ -n "${left_out[$b]:-}" ] && off+=("$b (${left_out[$b]})") && continue
             case $b in
             cuda) command -v nvcc >/dev/null && off+=("cuda (turned off)") || off+=("cuda (no nvcc)") ;;
             hip) command -v hipcc >/dev/null && off+=("hip (turned off)") || off+=("hip (no hipcc)") ;;
@@ -102,32 +145,64 @@ configure() {
             ;;
         esac
     done
+    backends_built=("${on[@]}")
     local line="backends built: ${on[*]:-none}"
     [ ${#off[@]} -gt 0 ] && line+="; not built: $(printf '%s, ' "${off[@]}" | sed 's/, $//')"
+    # and which CUDA kernels (CMake's "-- cuda kernels: ..."; a failed fetch says why)
+    verdict=$(grep -m1 '^-- cuda kernels:' "$log" || true)
+    if [ -n "$verdict" ] && [ -n "$fetch_err" ] && [[ $verdict == *"vg's own"* ]]; then
+        verdict="-- cuda kernels: vg's own (kernel libraries not fetched: $fetch_err)"
+    fi
+    [ -n "$verdict" ] && line+="; ${verdict#-- }"
     say "$line"
 }
 
-# Build $build with the compiler's output in build.log; one progress line instead.
+# Build $build (extra args go to cmake --build, e.g. --target) with the compiler's output in
+# build.log. On a terminal, one line with the percent, rewritten; elsewhere (CI, a pipe) the line
+# is finished when the build is, and a line with the percent and the seconds is added every
+# progress_every seconds meanwhile, so that a long build is never silent.
+progress_every=30
 quiet_build() {
-    local log=$build/build.log start=$SECONDS st line pct=""
-    local where=${build#"$PWD"/}
-    if [ -t 2 ]; then
+    local log=$build/build.log start=$SECONDS st ticked
+    local where=${build#"$PWD"/} tty=0
+    [ -t 2 ] && tty=1
+    if [ $tty = 1 ]; then
         printf 'dev.sh: building in %s (log: %s/build.log) ' "$where" "$where" >&2
-        set +e
-        cmake --build "$build" -j "$jobs" 2>&1 | while IFS= read -r line; do
-            printf '%s\n' "$line" >>"$log"
-            if [[ $line =~ ^\[\ *([0-9]+)%\] ]]; then
-                pct=${BASH_REMATCH[1]}
-                printf '\rdev.sh: building in %s (log: %s/build.log) %3d%% ' "$where" "$where" "$pct" >&2
-            fi
-        done
-        st=${PIPESTATUS[0]}
-        set -e
     else
         printf 'dev.sh: building in %s (log: %s/build.log) ... ' "$where" "$where" >&2
-        st=0
-        cmake --build "$build" -j "$jobs" >>"$log" 2>&1 || st=$?
     fi
+    set +e
+    cmake --build "$build" -j "$jobs" "$@" 2>&1 | {
+        # read -t: a compiler silent for minutes (nvcc) must not stop the clock; a line cut by
+        # the timeout is kept and finished by the next read
+        local line chunk partial="" rc pct=0 last=$SECONDS ticks=0
+        while :; do
+            chunk=""
+            IFS= read -r -t 1 chunk
+            rc=$?
+            if [ $rc -gt 128 ]; then
+                partial+=$chunk
+            elif [ $rc -eq 0 ] || [ -n "$partial$chunk" ]; then
+                line=$partial$chunk partial=""
+                printf '%s\n' "$line" >>"$log"
+                if [[ $line =~ ^\[\ *([0-9]+)%\] ]]; then
+                    pct=${BASH_REMATCH[1]}
+                    [ $tty = 1 ] && printf '\rdev.sh: building in %s (log: %s/build.log) %3d%% ' \
+                        "$where" "$where" "$pct" >&2
+                fi
+            fi
+            [ $rc -ne 0 ] && [ $rc -le 128 ] && break # end of the output
+            if [ $tty = 0 ] && [ $((SECONDS - last)) -ge "$progress_every" ]; then
+                [ $ticks = 0 ] && echo >&2 # finish the first line
+                printf 'dev.sh: building: %d%% after %d s\n' "$pct" $((SECONDS - start)) >&2
+                last=$SECONDS ticks=$((ticks + 1))
+            fi
+        done
+        [ $ticks = 0 ] # the reader's status: 1 when progress lines were printed
+    }
+    st=${PIPESTATUS[0]} ticked=${PIPESTATUS[1]}
+    set -e
+    [ "$ticked" -ne 0 ] && printf 'dev.sh: build ' >&2 # after progress lines: a line of its own
     if [ "$st" -ne 0 ]; then
         echo "failed" >&2
         log_tail "$log"
@@ -203,13 +278,18 @@ build)
     cmake --build "$build" -j "$jobs"
     ;;
 run)
-    configure_and_build
+    # what the main job runs: the vg command and the backends this machine can use
+    build_scope=usable
+    deps
+    configure
+    quiet_build --target vg_cli "${backends_built[@]/#/vg_}"
     main_job "$@"
     ;;
 test)
     packages+=("${test_packages[@]}")
     configure_and_build
     run_ctest "$@"
+    VG_BUILD_DIR=$build CMAKE_ARGS="-DVG_BUILD_CUDA=OFF -DVG_BUILD_HIP=OFF ${CMAKE_ARGS:-}" "$root/scripts/python-test.sh" # h31: the Python package (pip install ./python, pytest)
     ;;
 ctest) run_ctest "$@" ;;
 gpu-test)

@@ -18,8 +18,9 @@ CC=clang cmake -S "$root" -B "$build" -DVG_FUZZ=ON -DVG_BUILD_CUDA=OFF -DVG_BUIL
 cmake --build "$build" -j "$jobs" >/dev/null || exit 1
 passed=0
 failed=0
-declare -A max_len=([safetensors]=8192 [vit_config]=4096 [vit_input]=64 [ipc_desc]=512)
-for t in safetensors vit_config vit_input ipc_desc; do
+declare -A max_len=([safetensors]=8192 [vit_config]=4096 [vit_input]=64 [ipc_desc]=512 [lm_config]=4096
+    [lm_input]=4096)
+for t in safetensors vit_config vit_input ipc_desc lm_config lm_input; do
     corpus=$build/corpus/$t
     mkdir -p "$corpus"
     log=$build/fuzz_$t.log

@@ -18,6 +18,8 @@ uint32_t ref_catalogue_dtypes(vg_op_id op)
     case VG_OP_AXPBY: return VG_DTYPE_BIT(VG_DTYPE_F32);
     case VG_OP_GATHER_ROWS: return ALL;
     case VG_OP_GEMM:
+    case VG_OP_GEMM_SILU_GATE:
+    case VG_OP_GEMM_RMSNORM_A:
     case VG_OP_RMSNORM:
     case VG_OP_ROTARY_2D:
     case VG_OP_ATTENTION:
@@ -30,7 +32,8 @@ uint32_t ref_catalogue_dtypes(vg_op_id op)
     case VG_OP_PAGED_ATTENTION:
     case VG_OP_ARGMAX:
     case VG_OP_LAYERNORM:
-    case VG_OP_GATHER_WEIGHTED: return FLOATS;
+    case VG_OP_GATHER_WEIGHTED:
+    case VG_OP_ROTARY_KV_STORE: return FLOATS;
     case VG_OP_LM_ADVANCE: return VG_DTYPE_BIT(VG_DTYPE_I32);
     default: return 0;
     }
@@ -292,4 +295,38 @@ void ref_gather_weighted(double *dst, const double *src, int64_t src_rows, const
             }
             dst[r * cols + c] = acc;
         }
+}
+
+/* ---- op table version 6 ------------------------------------------------------------------------ */
+
+void ref_rotary_kv_store(vg_dtype t, double *qkv, int64_t ld, int64_t rows, int heads,
+                         int kv_heads, int head_dim, const double *q_norm, const double *k_norm,
+                         double eps, const int32_t *pos, double theta, double *k_cache,
+                         double *v_cache, const int32_t *slots)
+{
+    int64_t width = (int64_t)kv_heads * head_dim, qw = (int64_t)heads * head_dim;
+    if (q_norm) {
+        ref_rmsnorm_heads(qkv, ld, rows, heads, head_dim, q_norm, eps);
+        ref_rmsnorm_heads(qkv + qw, ld, rows, kv_heads, head_dim, k_norm, eps);
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t c = 0; c < qw + width; c++) qkv[r * ld + c] = ref_round(t, qkv[r * ld + c]);
+    }
+    ref_rotary(qkv, ld, rows, heads + kv_heads, head_dim, pos, theta);
+    ref_kv_store(qkv + qw, ld, qkv + qw + width, ld, k_cache, v_cache, slots, rows, width);
+}
+
+double ref_gemm_silu_gate(int64_t m, int64_t n, int64_t k, double alpha, const double *a,
+                          int64_t lda, const double *b, int64_t ldb, const double *bias, double *c,
+                          int64_t ldc)
+{
+    double *p = malloc((size_t)(m * n) * sizeof *p), most = 0;
+    if (!p) abort();
+    ref_gemm(m, n, k, alpha, a, lda, b, ldb, bias, NULL, 0, VG_ACT_NONE, p, n);
+    for (int64_t i = 0; i < m * n; i++) most = fmax(most, fabs(p[i]));
+    int64_t h = n / 2;
+    for (int64_t i = 0; i < m; i++)
+        for (int64_t j = 0; j < h; j++)
+            c[i * ldc + j] = ref_activation(VG_ACT_SILU, p[i * n + j]) * p[i * n + h + j];
+    free(p);
+    return most;
 }

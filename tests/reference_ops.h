@@ -78,4 +78,20 @@ void ref_layernorm(const double *x, const double *w, const double *b, double *ou
 void ref_gather_weighted(double *dst, const double *src, int64_t src_rows, const int32_t *idx,
                          const double *w, int64_t rows, int64_t cols, int taps);
 
+/* ---- op table version 6 ---- */
+
+/* rotary_kv_store: rmsnorm_heads of the query and key heads (q_norm and k_norm, or neither: NULL)
+ * with the normalised values rounded to `t`, rotary over both, then kv_store of the keys and the
+ * values; qkv rows of heads + 2·kv_heads slices. */
+void ref_rotary_kv_store(vg_dtype t, double *qkv, int64_t ld, int64_t rows, int heads,
+                         int kv_heads, int head_dim, const double *q_norm, const double *k_norm,
+                         double eps, const int32_t *pos, double theta, double *k_cache,
+                         double *v_cache, const int32_t *slots);
+
+/* gemm with gate = VG_GEMM_GATE_SILU: P = alpha·A·Bᵀ + bias over n = 2·h columns, then
+ * c[i, j] = silu(P[i, j]) · P[i, h + j] for j < h (P unrounded). Returns max |P|. */
+double ref_gemm_silu_gate(int64_t m, int64_t n, int64_t k, double alpha, const double *a,
+                          int64_t lda, const double *b, int64_t ldb, const double *bias, double *c,
+                          int64_t ldc);
+
 #endif

@@ -6,7 +6,9 @@
  *    ids past 64 neither crash nor leak into answers the core cannot give;
  *  - vg_runtime_open_iface validates a caller's table like a plugin's;
  *  - the IPC section (ABI 1.2) is used only from 1.2 tables whose devices report VG_CAP_IPC,
- *    and then must be complete.
+ *    and then must be complete;
+ *  - the native section (ABI 1.3) likewise with VG_CAP_NATIVE: a 1.2 table still loads and runs,
+ *    and native calls and backend options are refused with a message naming the ABI.
  * An ABI test: the only kind of test that includes vg_backend.h. */
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -16,6 +18,7 @@
 #include "vg/vg_backend.h"
 #include "vg/vg_device.h"
 #include "vg/vg_ipc.h"
+#include "vg/vg_native.h"
 
 #ifndef TEST_PLUGIN_DIR
 #error "TEST_PLUGIN_DIR must point at the built test plugins"
@@ -289,8 +292,10 @@ static void host_set_error(vg_status st, const char *fmt, ...)
     vg_error_set(st, "%s", buf);
 }
 
-static const vg_host_services k_host = {VG_BACKEND_ABI_MAJOR, VG_BACKEND_ABI_MINOR,
-                                        sizeof(vg_host_services), host_log, host_set_error};
+/* A host of ABI 1.2 (no option member): plugins read their knobs from the environment. */
+static const vg_host_services k_host = {VG_BACKEND_ABI_MAJOR, 2,
+                                        offsetof(vg_host_services, option), host_log,
+                                        host_set_error, NULL};
 
 /* kunlun_stub's own table, as a program embedding a backend would hold it. */
 static const vg_backend_iface *stub_table(void)
@@ -458,6 +463,83 @@ static void test_op_table_v4_plugin(void **state)
     VG_CHECK(vg_runtime_close(rt));
 }
 
+/* A version 5 op table (built before gemm had a gate and a norm of A): the core offers neither
+ * option, whatever op_caps says, nor rotary_kv_store (past its struct_size); a plain gemm runs and
+ * a gated one is refused naming the option. The stub's own table (version 6) offers all three. */
+static void test_op_table_v5_plugin(void **state)
+{
+    (void)state;
+    vg_backend_iface copy = *stub_table();
+    vg_runtime *rt = NULL;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    const vg_op_id v6[] = {VG_OP_ROTARY_KV_STORE, VG_OP_GEMM_SILU_GATE, VG_OP_GEMM_RMSNORM_A};
+    for (size_t i = 0; i < sizeof v6 / sizeof v6[0]; i++)
+        assert_true(vg_runtime_op_support(rt, v6[i], NULL) & VG_OP_SUPPORTED);
+    VG_CHECK(vg_runtime_close(rt));
+    vg_op_table v5 = *copy.ops;
+    v5.version = 5;
+    v5.struct_size = (uint32_t)offsetof(vg_op_table, rotary_kv_store);
+    copy.ops = &v5;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    for (size_t i = 0; i < sizeof v6 / sizeof v6[0]; i++) assert_int_equal(vg_runtime_op_support(rt, v6[i], NULL), 0);
+    assert_true(vg_runtime_op_support(rt, VG_OP_GEMM, NULL) & VG_OP_SUPPORTED);
+    vg_stream *s = NULL;
+    VG_CHECK(vg_stream_create(rt, &s));
+    float *f = NULL;
+    VG_CHECK(vg_mem_alloc(rt, 64 * sizeof(float), (void **)&f));
+    VG_CHECK(vg_op_fill(s, f, VG_DTYPE_F32, 64, 1.0));
+    vg_gemm_args a = {.struct_size = sizeof a, .dtype_ab = VG_DTYPE_F32, .dtype_c = VG_DTYPE_F32,
+                      .m = 2, .n = 2, .k = 2, .a = f, .lda = 2, .b = f + 4, .ldb = 2, .c = f + 8,
+                      .ldc = 2, .act = VG_ACT_NONE, .alpha = 1.0f};
+    VG_CHECK(vg_op_gemm(s, &a));
+    a.gate = VG_GEMM_GATE_SILU;
+    VG_CHECK_FAILS_ALL(vg_op_gemm(s, &a), VG_ERR_UNSUPPORTED, "gemm_silu_gate", "not implemented");
+    a.gate = VG_GEMM_GATE_NONE, a.norm_w = f, a.norm_out = f + 16;
+    VG_CHECK_FAILS_ALL(vg_op_gemm(s, &a), VG_ERR_UNSUPPORTED, "gemm_rmsnorm_a", "not implemented");
+    VG_CHECK(vg_stream_sync(s));
+    VG_CHECK(vg_mem_free(rt, f));
+    VG_CHECK(vg_stream_destroy(s));
+    VG_CHECK(vg_runtime_close(rt));
+}
+
+/* A version 6 op table (built before lm_advance): the core does not offer lm_advance, even when
+ * the table's struct_size reaches the member and op_caps says yes, and refuses a call naming it;
+ * version 6's ops still run. The stub's own table (version 7) offers it. */
+static void test_op_table_v6_plugin(void **state)
+{
+    (void)state;
+    vg_backend_iface copy = *stub_table();
+    vg_runtime *rt = NULL;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    assert_true(vg_runtime_op_support(rt, VG_OP_LM_ADVANCE, NULL) & VG_OP_SUPPORTED);
+    VG_CHECK(vg_runtime_close(rt));
+    vg_op_table v6 = *copy.ops;
+    v6.version = 6; /* struct_size left whole: the version alone decides */
+    copy.ops = &v6;
+    for (int cut = 0; cut < 2; cut++) {
+        if (cut) v6.struct_size = (uint32_t)offsetof(vg_op_table, lm_advance);
+        VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+        assert_int_equal(vg_runtime_op_support(rt, VG_OP_LM_ADVANCE, NULL), 0);
+        assert_true(vg_runtime_op_support(rt, VG_OP_ROTARY_KV_STORE, NULL) & VG_OP_SUPPORTED);
+        assert_true(vg_runtime_op_support(rt, VG_OP_GEMM_SILU_GATE, NULL) & VG_OP_SUPPORTED);
+        vg_stream *s = NULL;
+        VG_CHECK(vg_stream_create(rt, &s));
+        int32_t *d = NULL;
+        VG_CHECK(vg_mem_alloc(rt, 64 * sizeof(int32_t), (void **)&d));
+        VG_CHECK(vg_op_fill(s, d, VG_DTYPE_I32, 64, 0.0));
+        vg_lm_advance_args la = {.struct_size = sizeof la, .rows = 1, .block_size = 16,
+                                 .max_blocks = 1, .ld_out = 4, .next = d, .limit = d,
+                                 .block_tables = d, .tokens = d + 8, .pos = d + 9, .slots = d + 10,
+                                 .ctx = d + 11, .state = d + 12, .out = d + 16};
+        VG_CHECK_FAILS_ALL(vg_op_lm_advance(s, &la), VG_ERR_UNSUPPORTED, "lm_advance",
+                           "not implemented");
+        VG_CHECK(vg_stream_sync(s));
+        VG_CHECK(vg_mem_free(rt, d));
+        VG_CHECK(vg_stream_destroy(s));
+        VG_CHECK(vg_runtime_close(rt));
+    }
+}
+
 /* ---- ABI 1.2: the IPC section ------------------------------------------------------------------- */
 
 #define IPCNULL_PATH TEST_PLUGIN_DIR "/abi/libvg_ipcnull.so"
@@ -578,17 +660,186 @@ static void test_ipc_section_of_the_stub(void **state)
     VG_CHECK(vg_runtime_close(rt));
 }
 
+/* ---- ABI 1.3: native handles and backend options ------------------------------------------------ */
+
+#define ABI12_PATH TEST_PLUGIN_DIR "/abi/libvg_abi12.so"
+
+/* rt has no native handles: every vg_native.h call says so, naming the plugin's ABI. */
+static void expect_no_native(vg_runtime *rt, const char *why)
+{
+    assert_false(vg_runtime_caps(rt) & (VG_CAP_NATIVE | VG_CAP_FOREIGN_CAPTURE));
+    assert_false(vg_runtime_foreign_capture(rt));
+    vg_native_device nd = {.struct_size = sizeof nd};
+    VG_CHECK_FAILS(vg_runtime_native_device(rt, &nd), VG_ERR_UNSUPPORTED, why);
+    vg_stream *s = NULL;
+    VG_CHECK(vg_stream_create(rt, &s));
+    void *native = (void *)1;
+    VG_CHECK_FAILS(vg_stream_native(s, &native), VG_ERR_UNSUPPORTED, why);
+    assert_null(native);
+    vg_stream *w = (vg_stream *)1;
+    VG_CHECK_FAILS(vg_stream_wrap(rt, s, &w), VG_ERR_UNSUPPORTED, why);
+    assert_null(w);
+    float host[4];
+    void *reg = (void *)1;
+    VG_CHECK_FAILS(vg_mem_register(rt, host, sizeof host, &reg), VG_ERR_UNSUPPORTED, why);
+    assert_null(reg);
+    void *d = NULL;
+    VG_CHECK(vg_mem_alloc(rt, 64, &d));
+    vg_native_mem nm = {.struct_size = sizeof nm};
+    VG_CHECK_FAILS(vg_mem_native(rt, d, &nm), VG_ERR_UNSUPPORTED, why);
+    /* and the device still works */
+    VG_CHECK(vg_op_fill(s, d, VG_DTYPE_F32, 4, 2.0));
+    VG_CHECK(vg_stream_sync(s));
+    VG_CHECK(vg_mem_free(rt, d));
+    VG_CHECK(vg_stream_destroy(s));
+}
+
+/* An ABI 1.2 plugin whose device claims the 1.3 capabilities: loads, runs, has no native handles
+ * (the core never reads past its struct_size: the fixture poisons what lies beyond), and takes
+ * no backend options. */
+static void test_abi12_plugin_has_no_native(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_path(ABI12_PATH);
+    expect_no_native(rt, "its plugin is ABI 1.2, native handles are ABI 1.3");
+    assert_int_equal(vg_runtime_option_names(rt, NULL, 0), 0);
+    VG_CHECK(vg_runtime_close(rt));
+    vg_runtime_options o;
+    vg_runtime_options_init(&o);
+    o.backend = ABI12_PATH;
+    vg_option opt = {"VG_CUDA_GEMM", "tiled"};
+    o.options = &opt;
+    o.num_options = 1;
+    VG_CHECK_FAILS(vg_runtime_open(&o, &rt), VG_ERR_INVALID_ARG,
+                   "unknown backend option 'VG_CUDA_GEMM': backend 'abi12' (ABI 1.2) takes no "
+                   "options");
+    assert_null(rt);
+    vg_probe_report r;
+    memset(&r, 0, sizeof r);
+    r.struct_size = sizeof r;
+    assert_int_equal(vg_backend_probe(ABI12_PATH, &r), VG_OK);
+    assert_int_equal(r.abi_minor, 2);
+    assert_false(r.devices[0].caps & (VG_CAP_NATIVE | VG_CAP_FOREIGN_CAPTURE));
+}
+
+static vg_status poisoned_stream_native(vg_bk_device *d, vg_bk_stream *s, void **out)
+{
+    (void)d, (void)s, (void)out;
+    fail_msg("the core called stream_native beyond a 1.2 table's struct_size");
+    return VG_ERR_INTERNAL;
+}
+
+/* The stub's table cut to 1.2, to 1.3 without a member, and whole. */
+static void test_native_section_of_the_stub(void **state)
+{
+    (void)state;
+    const vg_backend_iface *stub = stub_table();
+    vg_runtime *rt = NULL;
+    vg_backend_iface copy = *stub;
+    copy.abi_minor = 2;
+    copy.struct_size = (uint32_t)VG_BACKEND_IFACE_SIZE_1_2;
+    copy.stream_native = poisoned_stream_native;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    expect_no_native(rt, "native handles are ABI 1.3");
+    VG_CHECK(vg_runtime_close(rt));
+    copy = *stub;
+    copy.struct_size = (uint32_t)VG_BACKEND_IFACE_SIZE_1_2;
+    VG_CHECK_FAILS(vg_runtime_open_iface(&copy, 0, &rt), VG_ERR_ABI,
+                   "interface table too small for its version");
+    copy = *stub;
+    copy.mem_register = NULL;
+    VG_CHECK_FAILS(vg_runtime_open_iface(&copy, 0, &rt), VG_ERR_ABI,
+                   "device reports native handles but mandatory member 'mem_register' is NULL");
+    copy = *stub;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    assert_true(vg_runtime_caps(rt) & VG_CAP_NATIVE);
+    assert_false(vg_runtime_foreign_capture(rt)); /* the stub records only its own commands */
+    vg_native_device nd = {.struct_size = sizeof nd};
+    VG_CHECK(vg_runtime_native_device(rt, &nd));
+    assert_int_equal(nd.api, VG_NATIVE_HOST);
+    assert_string_equal(vg_native_api_name(nd.api), "host");
+    VG_CHECK(vg_runtime_close(rt));
+}
+
+/* Backend options reach the plugin through host->option while its device opens, win over the
+ * environment, leave it the default, and are checked against the plugin's option_names. */
+static vg_runtime *open_stub_with(const vg_option *opts, int n)
+{
+    vg_runtime_options o;
+    vg_runtime_options_init(&o);
+    o.backend = STUB_PLUGIN_PATH;
+    o.options = opts;
+    o.num_options = n;
+    vg_runtime *rt = NULL;
+    VG_CHECK(vg_runtime_open(&o, &rt));
+    return rt;
+}
+
+static int stub_has_graphs(const vg_option *opts, int n)
+{
+    vg_runtime *rt = open_stub_with(opts, n);
+    int graphs = (vg_runtime_caps(rt) & VG_CAP_GRAPH) != 0;
+    VG_CHECK(vg_runtime_close(rt));
+    return graphs;
+}
+
+static void test_backend_options(void **state)
+{
+    (void)state;
+    vg_option nograph = {"VG_STUB_CAPS", "nograph"}, plain = {"VG_STUB_CAPS", ""};
+    assert_true(stub_has_graphs(NULL, 0));
+    assert_false(stub_has_graphs(&nograph, 1)); /* the option reaches the backend */
+    assert_true(stub_has_graphs(NULL, 0));      /* and only the runtime it was given to */
+    setenv("VG_STUB_CAPS", "nograph", 1);
+    assert_false(stub_has_graphs(NULL, 0)); /* the environment stays the default */
+    assert_true(stub_has_graphs(&plain, 1)); /* an option wins over it */
+    vg_option both[2] = {nograph, plain};
+    assert_true(stub_has_graphs(both, 2)); /* the last one given wins */
+    unsetenv("VG_STUB_CAPS");
+    vg_runtime *rt = open_stub_with(NULL, 0);
+    const char *names[16];
+    int n = vg_runtime_option_names(rt, names, 16), caps = 0;
+    assert_true(n >= 7 && n <= 16);
+    for (int i = 0; i < n; i++) caps += strcmp(names[i], "VG_STUB_CAPS") == 0;
+    assert_int_equal(caps, 1);
+    VG_CHECK(vg_runtime_close(rt));
+    vg_runtime_options o;
+    vg_runtime_options_init(&o);
+    o.backend = STUB_PLUGIN_PATH;
+    vg_option bad = {"VG_STUB_NOPE", "1"};
+    o.options = &bad;
+    o.num_options = 1;
+    VG_CHECK_FAILS(vg_runtime_open(&o, &rt), VG_ERR_INVALID_ARG,
+                   "unknown backend option 'VG_STUB_NOPE' (backend 'kunlun_stub' knows: "
+                   "VG_STUB_DEVICES, ");
+    assert_null(rt);
+    bad.name = "VG_STUB_CAPS", bad.value = NULL;
+    VG_CHECK_FAILS(vg_runtime_open(&o, &rt), VG_ERR_INVALID_ARG, "backend option 0 has no value");
+    o.options = NULL;
+    VG_CHECK_FAILS(vg_runtime_open(&o, &rt), VG_ERR_INVALID_ARG, "1 backend options but the list "
+                                                                 "is NULL");
+    /* a caller built before the options were appended: its struct ends at `device` */
+    vg_runtime_options old;
+    vg_runtime_options_init(&old);
+    old.backend = STUB_PLUGIN_PATH;
+    old.struct_size = offsetof(vg_runtime_options, options);
+    old.options = &bad; /* beyond its struct_size: never read */
+    VG_CHECK(vg_runtime_open(&old, &rt));
+    VG_CHECK(vg_runtime_close(rt));
+}
+
 /* ---- ABI 1.4: device-side loops --------------------------------------------------------------- */
 
 static vg_status poisoned_loop_begin(vg_bk_device *d, vg_bk_stream *s, const int32_t *flag)
 {
     (void)d, (void)s, (void)flag;
-    fail_msg("the core called loop_capture_begin beyond a 1.2 table's struct_size");
+    fail_msg("the core called loop_capture_begin beyond an older table's struct_size");
     return VG_ERR_INTERNAL;
 }
 
-/* The loop members are optional: a table older than 1.4, or one without a member, loses
- * VG_CAP_GRAPH_LOOP (and vg_graph_loop_capture_begin refuses without reaching the plugin). */
+/* The loop members are optional: a table older than 1.4 (1.2, or 1.3 with its native section), or
+ * one without a member, loses VG_CAP_GRAPH_LOOP (and vg_graph_loop_capture_begin refuses without
+ * reaching the plugin). */
 static void test_loop_section_of_the_stub(void **state)
 {
     (void)state;
@@ -598,11 +849,11 @@ static void test_loop_section_of_the_stub(void **state)
     VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
     assert_true(vg_runtime_caps(rt) & VG_CAP_GRAPH_LOOP);
     VG_CHECK(vg_runtime_close(rt));
-    for (int cut = 0; cut < 2; cut++) {
+    for (int cut = 0; cut < 3; cut++) {
         copy = *stub;
-        if (cut) { /* cut to 1.2: whatever lies beyond struct_size is never called */
-            copy.abi_minor = 2;
-            copy.struct_size = (uint32_t)VG_BACKEND_IFACE_SIZE_1_2;
+        if (cut) { /* cut to 1.2 or 1.3: whatever lies beyond struct_size is never called */
+            copy.abi_minor = cut == 1 ? 2 : 3;
+            copy.struct_size = (uint32_t)(cut == 1 ? VG_BACKEND_IFACE_SIZE_1_2 : VG_BACKEND_IFACE_SIZE_1_3);
             copy.loop_capture_begin = poisoned_loop_begin;
         } else {
             copy.loop_capture_end = NULL;
@@ -636,9 +887,14 @@ int main(void)
         cmocka_unit_test_setup(test_open_iface_as_abi10, reset_env),
         cmocka_unit_test_setup(test_op_table_v3_plugin, reset_env),
         cmocka_unit_test_setup(test_op_table_v4_plugin, reset_env),
+        cmocka_unit_test_setup(test_op_table_v5_plugin, reset_env),
+        cmocka_unit_test_setup(test_op_table_v6_plugin, reset_env),
         cmocka_unit_test_setup(test_ipc_claimed_by_old_plugins, reset_env),
         cmocka_unit_test_setup(test_ipc_members_missing, reset_env),
         cmocka_unit_test_setup(test_ipc_section_of_the_stub, reset_env),
+        cmocka_unit_test_setup(test_abi12_plugin_has_no_native, reset_env),
+        cmocka_unit_test_setup(test_native_section_of_the_stub, reset_env),
+        cmocka_unit_test_setup(test_backend_options, reset_env),
         cmocka_unit_test_setup(test_loop_section_of_the_stub, reset_env),
     };
     return cmocka_run_group_tests_name("abi", tests, NULL, NULL);

@@ -778,6 +778,204 @@ static void test_gemm_decode_shapes(void **state)
     }
 }
 
+/* gemm with a gate (op table version 6: C = silu(gate half) · up half of the product), at decode
+ * shapes: split along k (long k, few outputs), an odd half, m past 64, F32 output, a bias; each
+ * captured once and replayed on new activations, against the reference and against the GEMM and
+ * silu_mul run separately on the same device. The error bound follows the product's: max|P|². */
+typedef struct gate_case {
+    int m, h, k, f32_out, bias;
+} gate_case;
+
+static void gemm_silu_gate_check(vg_dtype dt, const gate_case *t)
+{
+    const int M = t->m, N = 2 * t->h, H = t->h, K = t->k, LDC = N + 3;
+    vg_dtype dc_t = t->f32_out ? VG_DTYPE_F32 : dt;
+    size_t na = (size_t)M * K, nb = (size_t)N * K, nc = (size_t)M * LDC;
+    float *a = malloc(na * 4), *b = malloc(nb * 4), *bias = malloc((size_t)N * 4);
+    float *out = malloc(nc * 4), *sep = malloc((size_t)M * H * 4);
+    double *want = malloc(nc * sizeof(double)), *da_ = malloc(na * sizeof(double));
+    double *db_ = malloc(nb * sizeof(double)), *dbias_ = malloc((size_t)N * sizeof(double));
+    assert_true(a && b && bias && out && sep && want && da_ && db_ && dbias_);
+    fill_random(b, nb, 141);
+    fill_random(bias, (size_t)N, 142);
+    fill_random(a, na, 143);
+    void *da = upload_as(dt, a, na), *db = upload_as(dt, b, nb), *dbias = upload_as(dt, bias, (size_t)N);
+    void *dc = dalloc(nc * esize(dc_t)), *dp = dalloc((size_t)M * N * esize(dc_t));
+    void *dm = dalloc((size_t)M * H * esize(dc_t));
+    gemm_case c;
+    memset(&c, 0, sizeof c);
+    c.args = (vg_gemm_args){.struct_size = sizeof(vg_gemm_args), .dtype_ab = dt, .dtype_c = dc_t,
+                            .m = M, .n = N, .k = K, .a = da, .lda = K, .b = db, .ldb = K, .c = dc,
+                            .ldc = LDC, .bias = t->bias ? dbias : NULL, .act = VG_ACT_NONE,
+                            .alpha = 1.0f, .gate = VG_GEMM_GATE_SILU};
+    vg_graph_exec *exec = has_graphs() ? capture(enqueue_gemm, &c) : NULL;
+    for (size_t i = 0; i < nb; i++) db_[i] = b[i];
+    for (int j = 0; j < N; j++) dbias_[j] = bias[j];
+    for (int round = 0; round < 3; round++) {
+        fill_random(a, na, 150 + round);
+        void *nw = upload_as(dt, a, na);
+        VG_CHECK(vg_mem_copy_d2d(g.s, da, nw, na * esize(dt)));
+        if (exec) VG_CHECK(vg_graph_exec_launch(exec, g.s));
+        else enqueue_gemm(&c);
+        download_as(dc_t, out, dc, nc);
+        /* the two ops it replaces, on the same device */
+        vg_gemm_args plain = c.args;
+        plain.gate = VG_GEMM_GATE_NONE, plain.c = dp, plain.ldc = N;
+        VG_CHECK(vg_op_gemm(g.s, &plain));
+        VG_CHECK(vg_op_silu_mul(g.s, dc_t, dp, N, dm, H, M, H));
+        download_as(dc_t, sep, dm, (size_t)M * H);
+        VG_CHECK(vg_mem_free(g.rt, nw));
+        for (size_t i = 0; i < na; i++) da_[i] = a[i];
+        double most = ref_gemm_silu_gate(M, N, K, 1.0, da_, K, db_, K, t->bias ? dbias_ : NULL, want, LDC);
+        double scale = most * most, err = 0, err_sep = 0;
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < H; j++) {
+                double w = want[(size_t)i * LDC + j], gv = out[(size_t)i * LDC + j];
+                assert_false(isnan(gv));
+                err = fmax(err, fabs(gv - w));
+                err_sep = fmax(err_sep, fabs(gv - sep[(size_t)i * H + j]));
+            }
+        double tol = (dc_t == VG_DTYPE_F32 ? 1e-4 : dc_t == VG_DTYPE_BF16 ? 1.6e-2 : 4e-3) * scale;
+        if (err > tol || err_sep > tol)
+            print_message("gemm gate %s->%s m=%d h=%d k=%d round %d: error %.3g, against the separate "
+                          "ops %.3g, bound %.3g\n", vg_dtype_name(dt), vg_dtype_name(dc_t), M, H, K,
+                          round, err, err_sep, tol);
+        assert_true(err <= tol && err_sep <= tol);
+    }
+    if (exec) VG_CHECK(vg_graph_exec_destroy(exec));
+    void *bufs[6] = {da, db, dbias, dc, dp, dm};
+    for (int i = 0; i < 6; i++) VG_CHECK(vg_mem_free(g.rt, bufs[i]));
+    free(a), free(b), free(bias), free(out), free(sep), free(want), free(da_), free(db_), free(dbias_);
+}
+
+static void test_gemm_silu_gate(void **state)
+{
+    (void)state;
+    if (!supports(VG_OP_GEMM_SILU_GATE)) skip();
+    static const gate_case cases[] = {
+        /* m   h     k    f32 bias */
+        {1, 304, 4096, 0, 0},  /* few outputs, long k: split along k */
+        {1, 1216, 896, 0, 0},  /* a gate|up projection */
+        {3, 37, 512, 0, 1},    /* an odd half, a bias per half */
+        {16, 160, 264, 1, 0},  /* F32 output */
+        {64, 96, 1024, 0, 1},
+        {70, 40, 128, 0, 0},   /* past the decode kernels' rows */
+        {9, 8, 8, 0, 1},       /* the shortest k */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gemm_silu_gate_check(VG_DTYPE_BF16, &cases[i]);
+        gemm_silu_gate_check(VG_DTYPE_F16, &cases[i]);
+    }
+    gemm_silu_gate_check(VG_DTYPE_F32, &cases[2]);
+}
+
+/* gemm with a norm of A (op table version 6: the rmsnorm before a projection inside it), at
+ * decode shapes, with and without a gate, F32 logits, a residual: captured once and replayed on
+ * new activations, against the reference (rmsnorm then gemm) and against the rmsnorm and gemm ops
+ * run separately on the same device. */
+typedef struct norm_case {
+    int m, n, k, f32_out, gate, residual;
+} norm_case;
+
+static void gemm_rmsnorm_a_check(vg_dtype dt, const norm_case *t)
+{
+    const int M = t->m, N = t->n, K = t->k, H = t->gate ? N / 2 : N;
+    vg_dtype dc_t = t->f32_out ? VG_DTYPE_F32 : dt;
+    size_t na = (size_t)M * K, nb = (size_t)N * K, nc = (size_t)M * N;
+    float *a = malloc(na * 4), *b = malloc(nb * 4), *w = malloc((size_t)K * 4), *res = malloc(nc * 4);
+    float *out = malloc(nc * 4), *sep = malloc(nc * 4);
+    double *want = malloc(nc * sizeof(double)), *da_ = malloc(na * sizeof(double));
+    double *an = malloc(na * sizeof(double)), *db_ = malloc(nb * sizeof(double));
+    double *dw_ = malloc((size_t)K * sizeof(double)), *dres_ = malloc(nc * sizeof(double));
+    assert_true(a && b && w && res && out && sep && want && da_ && an && db_ && dw_ && dres_);
+    fill_random(b, nb, 241);
+    fill_random(w, (size_t)K, 242);
+    fill_random(a, na, 243);
+    fill_random(res, nc, 244);
+    void *da = upload_as(dt, a, na), *db = upload_as(dt, b, nb), *dw = upload_as(dt, w, (size_t)K);
+    void *dres = t->residual ? upload_as(dc_t, res, nc) : NULL;
+    void *dc = dalloc(nc * esize(dc_t)), *dn = dalloc(na * esize(dt)), *dn2 = dalloc(na * esize(dt));
+    void *ds = dalloc(nc * esize(dc_t));
+    gemm_case c;
+    memset(&c, 0, sizeof c);
+    c.args = (vg_gemm_args){.struct_size = sizeof(vg_gemm_args), .dtype_ab = dt, .dtype_c = dc_t,
+                            .m = M, .n = N, .k = K, .a = da, .lda = K, .b = db, .ldb = K, .c = dc,
+                            .ldc = N, .residual = dres, .ldr = N, .act = VG_ACT_NONE, .alpha = 1.0f,
+                            .gate = t->gate ? VG_GEMM_GATE_SILU : VG_GEMM_GATE_NONE, .norm_w = dw,
+                            .norm_eps = 1e-6f, .norm_out = dn};
+    vg_graph_exec *exec = has_graphs() ? capture(enqueue_gemm, &c) : NULL;
+    for (size_t i = 0; i < nb; i++) db_[i] = b[i];
+    for (int i = 0; i < K; i++) dw_[i] = w[i];
+    for (size_t i = 0; i < nc; i++) dres_[i] = res[i];
+    for (int round = 0; round < 3; round++) {
+        fill_random(a, na, 250 + round);
+        void *nw = upload_as(dt, a, na);
+        VG_CHECK(vg_mem_copy_d2d(g.s, da, nw, na * esize(dt)));
+        if (exec) VG_CHECK(vg_graph_exec_launch(exec, g.s));
+        else enqueue_gemm(&c);
+        download_as(dc_t, out, dc, nc);
+        /* the ops it replaces, on the same device */
+        VG_CHECK(vg_op_rmsnorm(g.s, dt, da, dw, dn2, M, K, 1e-6f));
+        vg_gemm_args plain = c.args;
+        plain.a = dn2, plain.norm_w = NULL, plain.norm_out = NULL, plain.c = ds;
+        VG_CHECK(vg_op_gemm(g.s, &plain));
+        download_as(dc_t, sep, ds, nc);
+        VG_CHECK(vg_mem_free(g.rt, nw));
+        for (size_t i = 0; i < na; i++) da_[i] = a[i];
+        ref_rmsnorm(da_, dw_, an, M, K, 1e-6);
+        double scale = 0, err = 0, err_sep = 0;
+        if (t->gate) {
+            double most = ref_gemm_silu_gate(M, N, K, 1.0, an, K, db_, K, NULL, want, N);
+            scale = most * most;
+        } else {
+            ref_gemm(M, N, K, 1.0, an, K, db_, K, NULL, t->residual ? dres_ : NULL, N, VG_ACT_NONE,
+                     want, N);
+        }
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < H; j++) {
+                size_t e = (size_t)i * N + j;
+                assert_false(isnan(out[e]));
+                scale = fmax(scale, fabs(want[e]));
+                err = fmax(err, fabs(out[e] - want[e]));
+                err_sep = fmax(err_sep, fabs(out[e] - sep[e]));
+            }
+        double tol = (dc_t == VG_DTYPE_F32 && dt == VG_DTYPE_F32 ? 1e-4 : dt == VG_DTYPE_F16 ? 4e-3 : 1.6e-2) * scale;
+        if (err > tol || err_sep > tol)
+            print_message("gemm norm %s->%s m=%d n=%d k=%d gate %d round %d: error %.3g, against the "
+                          "separate ops %.3g, bound %.3g\n", vg_dtype_name(dt), vg_dtype_name(dc_t),
+                          M, N, K, t->gate, round, err, err_sep, tol);
+        assert_true(err <= tol && err_sep <= tol);
+    }
+    if (exec) VG_CHECK(vg_graph_exec_destroy(exec));
+    void *bufs[8] = {da, db, dw, dres, dc, dn, dn2, ds};
+    for (int i = 0; i < 8; i++)
+        if (bufs[i]) VG_CHECK(vg_mem_free(g.rt, bufs[i]));
+    free(a), free(b), free(w), free(res), free(out), free(sep);
+    free(want), free(da_), free(an), free(db_), free(dw_), free(dres_);
+}
+
+static void test_gemm_rmsnorm_a(void **state)
+{
+    (void)state;
+    if (!supports(VG_OP_GEMM_RMSNORM_A)) skip();
+    static const norm_case cases[] = {
+        /* m    n     k   f32 gate res */
+        {1, 1152, 896, 0, 0, 0},  /* a qkv projection after the input norm */
+        {1, 2432, 896, 0, 1, 0},  /* gate|up after the post-attention norm, gated */
+        {1, 600, 896, 1, 0, 0},   /* logits in F32 after the final norm */
+        {5, 74, 4096, 0, 1, 0},   /* long k (split along it), an odd half */
+        {16, 96, 264, 0, 0, 1},   /* a residual */
+        {64, 128, 512, 0, 0, 0},
+        {70, 48, 128, 0, 0, 0},   /* past the decode kernels' rows */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].gate && !supports(VG_OP_GEMM_SILU_GATE)) continue;
+        gemm_rmsnorm_a_check(VG_DTYPE_BF16, &cases[i]);
+        gemm_rmsnorm_a_check(VG_DTYPE_F16, &cases[i]);
+    }
+    gemm_rmsnorm_a_check(VG_DTYPE_F32, &cases[4]);
+}
+
 /* max|got - want| / max|want|, failing on NaN */
 
 static double tol_for(vg_dtype t) { return t == VG_DTYPE_F32 ? 2e-5 : 2e-2; }
@@ -1235,6 +1433,111 @@ static void test_kv_store(void **state)
     kv_store_case(VG_DTYPE_F16, 1, 128);
 }
 
+/* rotary_kv_store against the ops it replaces, run separately on the same device, and against the
+ * reference: qkv rows with a stride gap, padding rows (negative slots), positions past a thousand,
+ * with and without q/k norms; captured once and replayed with other positions and slots where the
+ * device has graphs. The caches' untouched slots must keep their bytes. */
+static void rotary_kv_store_case(vg_dtype t, int heads, int kv_heads, int hd, int norms, int rows)
+{
+    enum { SLOTS = 48 };
+    int64_t width = (int64_t)kv_heads * hd, qw = (int64_t)heads * hd;
+    int64_t ld = qw + 2 * width + 5;
+    size_t n = (size_t)rows * (size_t)ld, nc = (size_t)SLOTS * (size_t)width, es = esize(t);
+    float *x = malloc(n * 4), *w = malloc((size_t)(2 * hd) * 4), *cache = malloc(nc * 4);
+    float *got = malloc(n * 4), *sep = malloc(n * 4), *gotc = malloc(nc * 4), *sepc = malloc(nc * 4);
+    int32_t *pos = malloc((size_t)rows * 4), *slots = malloc((size_t)rows * 4);
+    assert_true(x && w && cache && got && sep && gotc && sepc && pos && slots);
+    fill_random(x, n, 101 + (unsigned)hd);
+    fill_random(w, (size_t)(2 * hd), 102);
+    fill_random(cache, nc, 103);
+    void *dw = upload_as(t, w, (size_t)(2 * hd));
+    void *dkc = upload_as(t, cache, nc), *dvc = upload_as(t, cache, nc);
+    int32_t *dpos = dalloc((size_t)rows * 4), *dslots = dalloc((size_t)rows * 4);
+    const void *qn = norms ? dw : NULL, *kn = norms ? (char *)dw + (size_t)hd * es : NULL;
+    vg_graph_exec *exec = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int r = 0; r < rows; r++) {
+            pos[r] = (r * 137 + pass * 611) % 1700;
+            slots[r] = r % 5 == 3 ? -1 : (r * 7 + pass * 11) % SLOTS; /* distinct: rows < SLOTS */
+        }
+        /* the reference starts from the caches as they are (the first pass's stores) */
+        download_as(t, gotc, dkc, nc);
+        double *kw = to_double(gotc, nc);
+        download_as(t, gotc, dvc, nc);
+        double *vw = to_double(gotc, nc);
+        void *dx = upload_as(t, x, n), *fx = upload_as(t, x, n);
+        upload(dpos, pos, (size_t)rows * 4);
+        upload(dslots, slots, (size_t)rows * 4);
+        /* the separate ops on dx and a copy of the caches... */
+        void *sk = dalloc(nc * es), *sv = dalloc(nc * es);
+        VG_CHECK(vg_mem_copy_d2d(g.s, sk, dkc, nc * es));
+        VG_CHECK(vg_mem_copy_d2d(g.s, sv, dvc, nc * es));
+        char *k = (char *)dx + (size_t)qw * es, *v = k + (size_t)width * es;
+        if (norms) {
+            VG_CHECK(vg_op_rmsnorm_heads(g.s, t, dx, ld, rows, heads, hd, qn, 1e-6f));
+            VG_CHECK(vg_op_rmsnorm_heads(g.s, t, k, ld, rows, kv_heads, hd, kn, 1e-6f));
+        }
+        VG_CHECK(vg_op_rotary(g.s, t, dx, ld, rows, heads + kv_heads, hd, dpos, 1e6f));
+        VG_CHECK(vg_op_kv_store(g.s, t, k, ld, v, ld, sk, sv, dslots, rows, kv_heads, hd));
+        /* ...and the fused op on fx and the caches (captured on the second pass, where it can be) */
+        if (pass == 1 && has_graphs()) {
+            vg_graph *graph = NULL;
+            cap_begin();
+            VG_CHECK(vg_op_rotary_kv_store(g.s, t, fx, ld, rows, heads, kv_heads, hd, qn, kn, 1e-6f,
+                                           dpos, 1e6f, dkc, dvc, dslots));
+            VG_CHECK(cap_end(&graph));
+            VG_CHECK(vg_graph_instantiate(graph, &exec));
+            VG_CHECK(vg_graph_destroy(graph));
+            VG_CHECK(vg_graph_exec_launch(exec, g.s));
+        } else {
+            VG_CHECK(vg_op_rotary_kv_store(g.s, t, fx, ld, rows, heads, kv_heads, hd, qn, kn, 1e-6f,
+                                           dpos, 1e6f, dkc, dvc, dslots));
+        }
+        download_as(t, got, fx, n);
+        download_as(t, sep, dx, n);
+        double *want = to_double(x, n), *wd = to_double(w, (size_t)(2 * hd));
+        ref_rotary_kv_store(t, want, ld, rows, heads, kv_heads, hd, norms ? wd : NULL,
+                            norms ? wd + hd : NULL, 1e-6, pos, 1e6, kw, vw, slots);
+        double tol = t == VG_DTYPE_F32 ? 3e-4 : 2e-2; /* fp32 angles of positions near 1700 */
+        float agree = t == VG_DTYPE_F32 ? 1e-5f : 2e-2f; /* fused and separate: one rounding apart */
+        check_close("rotary_kv_store: qkv", got, want, n, tol);
+        check_close("rotary_kv_store: the separate ops' qkv", sep, want, n, tol);
+        for (size_t i = 0; i < n; i++) assert_true(fabsf(got[i] - sep[i]) <= agree * (1.0f + fabsf(sep[i])));
+        void *caches[2][2] = {{dkc, sk}, {dvc, sv}};
+        double *cw[2] = {kw, vw};
+        for (int c = 0; c < 2; c++) {
+            download_as(t, gotc, caches[c][0], nc);
+            download_as(t, sepc, caches[c][1], nc);
+            check_close("rotary_kv_store: cache", gotc, cw[c], nc, tol);
+            for (size_t i = 0; i < nc; i++) assert_true(fabsf(gotc[i] - sepc[i]) <= agree * (1.0f + fabsf(sepc[i])));
+            for (int sl = 0; sl < SLOTS; sl++) { /* slots no row names keep their bytes */
+                int named = 0;
+                for (int r = 0; r < rows; r++) named |= slots[r] == sl;
+                for (int64_t e = 0; !named && e < width; e++)
+                    assert_true(gotc[sl * width + e] == (float)cw[c][sl * width + e]);
+            }
+        }
+        free(want), free(wd), free(kw), free(vw);
+        void *tmp[4] = {dx, fx, sk, sv};
+        for (int i = 0; i < 4; i++) VG_CHECK(vg_mem_free(g.rt, tmp[i]));
+    }
+    if (exec) VG_CHECK(vg_graph_exec_destroy(exec));
+    free(x), free(w), free(cache), free(got), free(sep), free(gotc), free(sepc), free(pos), free(slots);
+    void *bufs[5] = {dw, dkc, dvc, dpos, dslots};
+    for (int i = 0; i < 5; i++) VG_CHECK(vg_mem_free(g.rt, bufs[i]));
+}
+
+static void test_rotary_kv_store(void **state)
+{
+    (void)state;
+    if (!supports(VG_OP_ROTARY_KV_STORE)) skip();
+    rotary_kv_store_case(VG_DTYPE_F32, 14, 2, 64, 0, 9);  /* Qwen2.5-0.5B's heads: groups of 7 */
+    rotary_kv_store_case(VG_DTYPE_F32, 6, 2, 48, 1, 13);  /* groups of 3, head_dim 48 */
+    rotary_kv_store_case(VG_DTYPE_BF16, 16, 8, 128, 1, 5); /* Qwen3-0.6B's */
+    rotary_kv_store_case(VG_DTYPE_BF16, 7, 1, 64, 0, 1);
+    rotary_kv_store_case(VG_DTYPE_F16, 3, 3, 6, 1, 21);    /* head_dim not a multiple of 4 */
+}
+
 /* A batch as a decoder runs it: sequences with long histories decoding one token, a prefill
  * chunk, a sequence whose context fits in part of one block, padding rows at the end. Blocks are
  * scattered through the cache (a permutation), contexts cross block boundaries, and the cache
@@ -1243,6 +1546,8 @@ typedef struct paged_case {
     int num_seqs;
     int ctx[4], newq[4];
     int pad_rows, heads, kv_heads, hd, block_size;
+    int tight; /* out rows packed (ld_out = heads·head_dim), as a decoder has them: the shape the
+                * cuda backend's kernel library takes (VG_CUDA_DECODE=flashinfer forces it) */
 } paged_case;
 
 typedef struct paged_call {
@@ -1280,7 +1585,7 @@ static void paged_case_run(vg_dtype t, const paged_case *pc)
     int32_t *bt = malloc((size_t)pc->num_seqs * (size_t)maxb * sizeof(int32_t));
     assert_non_null(bt);
     for (int i = 0; i < pc->num_seqs * maxb; i++) bt[i] = (int32_t)((i * 7 + 3) % nblocks); /* a permutation */
-    int64_t ld_q = hidden + 8, ld_out = hidden + 4;
+    int64_t ld_q = hidden + 8, ld_out = pc->tight ? hidden : hidden + 4;
     size_t nq = (size_t)rows * (size_t)ld_q, nout = (size_t)rows * (size_t)ld_out;
     size_t ncache = (size_t)nslots * (size_t)width;
     float *q = malloc(nq * 4), *kc = malloc(ncache * 4), *vc = malloc(ncache * 4), *got = malloc(nout * 4);
@@ -1333,11 +1638,17 @@ static void paged_case_run(vg_dtype t, const paged_case *pc)
 
 static const paged_case paged_cases[] = {
     /* seqs  contexts           new tokens    pad heads kv hd  block */
-    {3, {37, 1, 70, 0}, {1, 1, 5, 0}, 2, 4, 1, 16, 16},   /* one KV head (multi-query) */
-    {2, {16, 33, 0, 0}, {16, 2, 0, 0}, 0, 4, 2, 48, 16},  /* a whole block of prefill; GQA 2 */
-    {4, {5, 200, 9, 64}, {5, 1, 3, 1}, 3, 2, 2, 64, 5},   /* block size 5: boundaries everywhere */
-    {1, {300, 0, 0, 0}, {1, 0, 0, 0}, 1, 8, 2, 128, 32},  /* a long decode */
-    {2, {3, 40, 0, 0}, {3, 1, 0, 0}, 0, 2, 1, 256, 16},   /* the largest head_dim */
+    {3, {37, 1, 70, 0}, {1, 1, 5, 0}, 2, 4, 1, 16, 16, 0},   /* one KV head (multi-query) */
+    {2, {16, 33, 0, 0}, {16, 2, 0, 0}, 0, 4, 2, 48, 16, 0},  /* a whole block of prefill; GQA 2 */
+    {4, {5, 200, 9, 64}, {5, 1, 3, 1}, 3, 2, 2, 64, 5, 0},   /* block size 5: boundaries everywhere */
+    {1, {300, 0, 0, 0}, {1, 0, 0, 0}, 1, 8, 2, 128, 32, 0},  /* a long decode */
+    {2, {3, 40, 0, 0}, {3, 1, 0, 0}, 0, 2, 1, 256, 16, 0},   /* the largest head_dim */
+    /* packed outputs, as a decoder has them */
+    {3, {37, 1, 570, 0}, {1, 1, 1, 0}, 2, 14, 2, 64, 16, 1},  /* Qwen2.5-0.5B's heads: group 7 */
+    {4, {5, 200, 9, 64}, {5, 1, 3, 1}, 3, 16, 8, 128, 5, 1},  /* Qwen3-0.6B's: group 2, prefill too */
+    {2, {160, 1000, 0, 0}, {150, 1, 0, 0}, 1, 8, 2, 128, 16, 1}, /* many rows: no split-KV */
+    {1, {3000, 0, 0, 0}, {1, 0, 0, 0}, 0, 28, 4, 128, 16, 1}, /* a long decode, group 7 */
+    {2, {16, 33, 0, 0}, {16, 2, 0, 0}, 0, 4, 2, 48, 16, 1},   /* head_dim 48: vg's kernel only */
 };
 
 static void test_paged_attention(void **state)
@@ -1554,6 +1865,8 @@ int main(void)
         cmocka_unit_test_teardown(test_gemm_bf16, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_half_io, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_decode_shapes, end_stray_capture),
+        cmocka_unit_test_teardown(test_gemm_silu_gate, end_stray_capture),
+        cmocka_unit_test_teardown(test_gemm_rmsnorm_a, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_rejects_activation_with_inplace_residual, end_stray_capture),
         cmocka_unit_test_teardown(test_gather_reads_indices_at_replay, end_stray_capture),
         cmocka_unit_test_teardown(test_update, end_stray_capture),
@@ -1566,6 +1879,7 @@ int main(void)
         cmocka_unit_test_teardown(test_rotary, end_stray_capture),
         cmocka_unit_test_teardown(test_rmsnorm_heads, end_stray_capture),
         cmocka_unit_test_teardown(test_kv_store, end_stray_capture),
+        cmocka_unit_test_teardown(test_rotary_kv_store, end_stray_capture),
         cmocka_unit_test_teardown(test_paged_attention, end_stray_capture),
         cmocka_unit_test_teardown(test_argmax, end_stray_capture),
         cmocka_unit_test_teardown(test_layernorm, end_stray_capture),

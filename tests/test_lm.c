@@ -86,6 +86,94 @@ static void test_config(void **state)
                    VG_ERR_FORMAT, "multiple");
 }
 
+/* ---- the end-of-sequence ids: generation_config.json, else config.json ------------------- */
+
+static vg_status eos_json(const char *dir, const char *json, int32_t *ids, int *n)
+{
+    cJSON *root = cJSON_Parse(json);
+    assert_non_null(root);
+    vg_status st = lm_eos_read(dir, root, "test/config.json", 512, ids, n);
+    cJSON_Delete(root);
+    return st;
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_eos(void **state)
+{
+    (void)state;
+    int32_t ids[VG_LM_MAX_EOS];
+    int n = -1;
+    VG_CHECK(eos_json(NULL, "{\"eos_token_id\": 7}", ids, &n));
+    assert_int_equal(n, 1);
+    assert_int_equal(ids[0], 7);
+    VG_CHECK(eos_json(NULL, "{\"eos_token_id\": [3, 511]}", ids, &n));
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 3);
+    assert_int_equal(ids[1], 511);
+    VG_CHECK(eos_json(NULL, "{\"eos_token_id\": null}", ids, &n));
+    assert_int_equal(n, 0);
+    VG_CHECK(eos_json(NULL, "{}", ids, &n));
+    assert_int_equal(n, 0);
+    VG_CHECK_FAILS(eos_json(NULL, "{\"eos_token_id\": 512}", ids, &n), VG_ERR_FORMAT, "[0, vocab_size 512)");
+    VG_CHECK_FAILS(eos_json(NULL, "{\"eos_token_id\": [1, -1]}", ids, &n), VG_ERR_FORMAT, "eos_token_id");
+    VG_CHECK_FAILS(eos_json(NULL, "{\"eos_token_id\": [1.5]}", ids, &n), VG_ERR_FORMAT, "eos_token_id");
+    VG_CHECK_FAILS(eos_json(NULL, "{\"eos_token_id\": \"2\"}", ids, &n), VG_ERR_FORMAT, "eos_token_id");
+    VG_CHECK_FAILS(eos_json(NULL, "{\"eos_token_id\": 1e300}", ids, &n), VG_ERR_FORMAT, "eos_token_id");
+    VG_CHECK_FAILS(eos_json(NULL, "{\"eos_token_id\": [0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16]}", ids, &n),
+                   VG_ERR_UNSUPPORTED, "at most 16");
+    /* generation_config.json wins when it names ids; one without leaves config.json's */
+    char dir[] = "/tmp/vg_test_eos_XXXXXX", path[64];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/generation_config.json", dir);
+    write_text(path, "{\"eos_token_id\": [9, 10], \"max_new_tokens\": 5}");
+    VG_CHECK(eos_json(dir, "{\"eos_token_id\": 2}", ids, &n));
+    assert_int_equal(n, 2);
+    assert_int_equal(ids[0], 9);
+    assert_int_equal(ids[1], 10);
+    write_text(path, "{\"do_sample\": false}");
+    VG_CHECK(eos_json(dir, "{\"eos_token_id\": 2}", ids, &n));
+    assert_int_equal(n, 1);
+    assert_int_equal(ids[0], 2);
+    write_text(path, "{\"eos_token_id\": [9,");
+    VG_CHECK_FAILS(eos_json(dir, "{\"eos_token_id\": 2}", ids, &n), VG_ERR_FORMAT,
+                   "generation_config.json: not a JSON object");
+    unlink(path);
+    rmdir(dir);
+    /* vg_lm_inspect: the model's side of vg_lm_info without loading it */
+    vg_lm_info info;
+    VG_CHECK(vg_lm_inspect(QWEN2_DIR "/model", &info));
+    assert_string_equal(info.model_type, "qwen2");
+    assert_int_equal(info.vocab, 512);
+    assert_int_equal(info.max_position, 4096);
+    assert_int_equal(info.num_eos, 1);
+    assert_int_equal(info.eos_ids[0], 2);
+    assert_int_equal(info.num_blocks, 0);
+    assert_int_equal(info.weight_bytes, 0);
+    VG_CHECK(vg_lm_inspect_synthetic("qwen2-tiny", &info));
+    assert_int_equal(info.layers, 3);
+    assert_int_equal(info.num_eos, 0);
+    VG_CHECK_FAILS(vg_lm_inspect("/nonexistent", &info), VG_ERR_NOT_FOUND, "nonexistent");
+    VG_CHECK_FAILS(vg_lm_inspect_synthetic("qwen9", &info), VG_ERR_NOT_FOUND, "no synthetic configuration 'qwen9'");
+    /* a loaded model carries them too */
+    vg_lm_options o;
+    vg_lm_options_init(&o);
+    o.num_blocks = 4, o.max_seqs = 1, o.mode = VG_MODE_NONE;
+    vg_lm *lm = NULL;
+    VG_CHECK(vg_lm_load(g_rt, QWEN2_DIR "/model", &o, &lm));
+    VG_CHECK(vg_lm_get_info(lm, &info));
+    assert_int_equal(info.num_eos, 1);
+    assert_int_equal(info.eos_ids[0], 2);
+    assert_int_equal(info.num_blocks, 4);
+    vg_lm_free(lm);
+}
+
 /* ---- host side: KV pool and step planning ------------------------------------------------ */
 
 static void test_plan(void **state)
@@ -844,6 +932,7 @@ int main(void)
     printf("language model tests on backend '%s'\n", vg_runtime_backend_name(g_rt));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config),
+        cmocka_unit_test(test_eos),
         cmocka_unit_test(test_plan),
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_qwen2_prompts),

@@ -364,6 +364,16 @@ static void test_device_selection(void **state)
     setenv("VG_OPENCL_DEVICE", "no-such-device-anywhere", 1);
     VG_CHECK_FAILS_ALL(vg_runtime_open(&o, &rt), VG_ERR_NO_DEVICE, "VG_OPENCL_DEVICE",
                        "matches no device", "0: ");
+    /* an index past the devices: said so, with the devices there are; vg info's probe, which
+     * opens every device by index, finds the default device missing too */
+    setenv("VG_OPENCL_DEVICE", "99", 1);
+    VG_CHECK_FAILS_ALL(vg_runtime_open(&o, &rt), VG_ERR_NO_DEVICE, "VG_OPENCL_DEVICE=99",
+                       "device 99 does not exist", "present: 0: ");
+    static vg_probe_report rep;
+    rep.struct_size = sizeof rep;
+    assert_int_equal(vg_backend_probe("opencl", &rep), VG_ERR_NO_DEVICE);
+    assert_non_null(strstr(rep.error, "the default device: opencl: VG_OPENCL_DEVICE=99"));
+    assert_int_equal(rep.device_status[0], VG_OK);
     setenv("VG_OPENCL_PLATFORM", "no-such-platform", 1);
     VG_CHECK_FAILS_ALL(vg_runtime_open(&o, &rt), VG_ERR_NO_DEVICE, "VG_OPENCL_PLATFORM",
                        "matches no platform", "0: ");

@@ -246,6 +246,55 @@ static void test_warmup_up_to_a_size(void **state)
     vg_runtime_close(rt);
 }
 
+static void record_count(void *user, const vg_warmup_progress *p)
+{
+    order *o = user;
+    o->st[o->n] = p->status;
+    o->sizes[o->n++] = p->size;
+    assert_int_equal(p->count, 2);
+}
+
+/* vg_runner_warmup_for captures the buckets of the given calls and no other: calls of 3, 30, 31
+ * and 7 tokens pad to 8 and 32 (16 and 64 stay empty); a call above every bucket warms nothing;
+ * every listed call then replays without capturing. */
+static void test_warmup_for_given_calls(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_stub();
+    model m;
+    model_init(&m, rt);
+    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0);
+    order o = {.n = 0};
+    vg_batch_desc like = {.num_tokens = 0, .num_requests = 2};
+    const int64_t calls[] = {3, 30, MAX_SIZE + 5, 31, 7};
+    VG_CHECK(vg_runner_warmup_for(r, &like, calls, 5, record_count, &o));
+    assert_int_equal(o.n, 2);
+    assert_int_equal(o.sizes[0], k_sizes[2]); /* largest first */
+    assert_int_equal(o.sizes[1], k_sizes[0]);
+    vg_bucket_stats total;
+    vg_runner_stats(r, NULL, 0, &total);
+    assert_int_equal(total.captures, 2);
+    static float out[MAX_SIZE * 2 * C];
+    for (int i = 0; i < 5; i++) {
+        if (calls[i] > MAX_SIZE) continue;
+        call c;
+        make_call(&c, calls[i], 2, &g_seed);
+        vg_run_info info;
+        VG_CHECK(run_call(r, &m, &c, out, &info));
+        assert_int_equal(info.captures, 0);
+        assert_int_equal(info.graph_launches, 1);
+    }
+    /* nothing to warm, and bad arguments */
+    VG_CHECK(vg_runner_warmup_for(r, &like, calls + 2, 1, record_count, &o));
+    VG_CHECK(vg_runner_warmup_for(r, &like, NULL, 0, NULL, NULL));
+    assert_int_equal(o.n, 2);
+    VG_CHECK_FAILS(vg_runner_warmup_for(r, &like, NULL, 2, NULL, NULL), VG_ERR_INVALID_ARG, "NULL");
+    VG_CHECK_FAILS(vg_runner_warmup_for(r, &like, calls, -1, NULL, NULL), VG_ERR_INVALID_ARG, "-1");
+    vg_runner_destroy(r);
+    model_fini(&m);
+    vg_runtime_close(rt);
+}
+
 static void capture_failure_case(const char *fault)
 {
     setenv("VG_STUB_FAULT", fault, 1);
@@ -639,6 +688,7 @@ int main(void)
         cmocka_unit_test_setup(test_piecewise_splitting_runs_eagerly, clean_env),
         cmocka_unit_test_setup(test_warmup_largest_first, clean_env),
         cmocka_unit_test_setup(test_warmup_up_to_a_size, clean_env),
+        cmocka_unit_test_setup(test_warmup_for_given_calls, clean_env),
         cmocka_unit_test_setup(test_failure_at_capture_begin, clean_env),
         cmocka_unit_test_setup(test_failure_at_capture_end, clean_env),
         cmocka_unit_test_setup(test_failure_at_instantiate, clean_env),

@@ -6,6 +6,7 @@
  * pass. Then capture state: an op the device cannot capture (VG_STUB_CAPS=nocapture:<op>) is
  * refused on a capturing stream with VG_ERR_STATE naming it, the capture still ends, and
  * synchronising a capturing stream is refused. */
+#include <stddef.h>
 #include <stdlib.h>
 
 #include "test_util.h"
@@ -117,6 +118,15 @@ static vg_status valid_call(vg_stream *s, vg_op_id op)
     case VG_OP_LAYERNORM: return vg_op_layernorm(s, VG_DTYPE_F32, g.a, g.b, g.b, g.c, ROWS, 8, 1e-6f);
     case VG_OP_GATHER_WEIGHTED: /* 4 taps of row 0 (idx is zeros) of a 4-row table */
         return vg_op_gather_weighted(s, VG_DTYPE_F32, g.c, g.a, 4, g.idx, (const float *)g.b, ROWS, 8, 4);
+    case VG_OP_GEMM_SILU_GATE:
+        ga.gate = VG_GEMM_GATE_SILU;
+        return vg_op_gemm(s, &ga);
+    case VG_OP_GEMM_RMSNORM_A: /* A normalised into the second half of a */
+        ga.norm_w = g.b, ga.norm_eps = 1e-6f, ga.norm_out = g.a + BYTES / 2;
+        return vg_op_gemm(s, &ga);
+    case VG_OP_ROTARY_KV_STORE: /* qkv rows of 2 + 2·1 heads in c; every row to slot 0 of a and b */
+        return vg_op_rotary_kv_store(s, VG_DTYPE_F32, g.c, 2 * HIDDEN, ROWS, HEADS, 1, HD, g.b, g.b,
+                                     1e-6f, g.pos, 1e4f, g.a, g.b + BYTES / 2, g.idx);
     case VG_OP_LM_ADVANCE: { /* one row, done at once (its limit is 0): token and state into c */
         int32_t *c = (int32_t *)g.c;
         vg_lm_advance_args la = {.struct_size = sizeof la, .rows = 1, .block_size = 16, .max_blocks = 1,
@@ -160,8 +170,10 @@ static void test_valid_calls_pass(void **state)
 static void test_no_stream(void **state)
 {
     (void)state;
-    for (int op = 0; op < VG_OP_COUNT_; op++)
-        VG_CHECK_FAILS(valid_call(NULL, (vg_op_id)op), VG_ERR_INVALID_ARG, vg_op_name((vg_op_id)op));
+    for (int op = 0; op < VG_OP_COUNT_; op++) /* gemm_silu_gate is a call of vg_op_gemm */
+        VG_CHECK_FAILS(valid_call(NULL, (vg_op_id)op), VG_ERR_INVALID_ARG,
+                       op == VG_OP_GEMM_SILU_GATE || op == VG_OP_GEMM_RMSNORM_A ? "gemm"
+                                                                                  : vg_op_name((vg_op_id)op));
 }
 
 /* ---- op by op ------------------------------------------------------------------------------------------ */
@@ -231,6 +243,17 @@ static void test_gemm(void **state)
     /* an activation with the residual aliasing c: the residual would be added after act */
     GEMM_FAILS((a.residual = a.c, a.ldr = a.ldc, a.act = VG_ACT_GELU_ERF), "alias");
     GEMM_FAILS((a.residual = a.c, a.ldr = a.ldc, a.act = VG_ACT_SILU), "alias");
+    /* the gate (op table version 6): a known gate, n even, no activation, no residual */
+    GEMM_FAILS(a.gate = (vg_gemm_gate)7, "gate", "7");
+    GEMM_FAILS((a.gate = VG_GEMM_GATE_SILU, a.n = 7), "gate", "even", "7");
+    GEMM_FAILS((a.gate = VG_GEMM_GATE_SILU, a.act = VG_ACT_SILU), "gate", "activation");
+    GEMM_FAILS((a.gate = VG_GEMM_GATE_SILU, a.residual = g.b, a.ldr = 8), "gate", "residual");
+    /* the norm of A (op table version 6): scratch for it, a contiguous A, eps >= 0, alignment */
+    GEMM_FAILS(a.norm_w = g.b, "norm_w", "norm_out");
+    GEMM_FAILS((a.norm_w = g.b, a.norm_out = g.c + 4096, a.lda = 9), "norm_w", "contiguous", "9");
+    GEMM_FAILS((a.norm_w = g.b, a.norm_out = g.c + 4096, a.norm_eps = -1.0f), "norm_eps");
+    GEMM_FAILS((a.norm_w = g.b + 2, a.norm_out = g.c + 4096), "norm_w", "align");
+    GEMM_FAILS((a.norm_w = g.b, a.norm_out = g.c + 4098), "norm_out", "align");
 #undef GEMM_FAILS
     assert_zero(g.c, 1024);
     a = gemm_args(); /* in place without activation is fine, and so is ldr past n */
@@ -239,6 +262,11 @@ static void test_gemm(void **state)
     VG_CHECK(vg_op_gemm(g.s, &a));
     a = gemm_args();
     a.residual = g.b, a.ldr = 20, a.lda = 9, a.act = VG_ACT_QUICK_GELU;
+    VG_CHECK(vg_op_gemm(g.s, &a));
+    /* a caller built against op table version 5's struct (no gate field) is still served */
+    a = gemm_args();
+    a.struct_size = (uint32_t)(offsetof(vg_gemm_args, alpha) + sizeof(float));
+    a.gate = (vg_gemm_gate)7; /* past its struct_size: never read */
     VG_CHECK(vg_op_gemm(g.s, &a));
     VG_CHECK(vg_mem_set(g.s, g.c, 0, BYTES));
     VG_CHECK(vg_stream_sync(g.s));
@@ -500,6 +528,43 @@ static void test_kv_store(void **state)
                        VG_ERR_INVALID_ARG, "kv_store", "U8");
     assert_zero(g.c, 256);
     VG_CHECK(vg_op_kv_store(g.s, VG_DTYPE_F16, g.a, HIDDEN, g.b, HIDDEN, kc, vc, g.idx, 0, HEADS, HD));
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
+static void test_rotary_kv_store(void **state)
+{
+    (void)state;
+    char *kc = g.a, *vc = g.b + BYTES / 2;
+    const int64_t ld = 2 * HIDDEN; /* HEADS query heads, one key and one value head */
+#define RKS(x, ld_, h, kvh, hd, qn, kn, eps, pos, th, kc_, vc_, slots) \
+    vg_op_rotary_kv_store(g.s, VG_DTYPE_F32, x, ld_, ROWS, h, kvh, hd, qn, kn, eps, pos, th, kc_, vc_, slots)
+    VG_CHECK_FAILS_ALL(RKS(NULL, ld, HEADS, 1, HD, g.b, g.b, 1e-6f, g.pos, 1e4f, kc, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "qkv is NULL");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b, g.b, 1e-6f, NULL, 1e4f, kc, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "pos is NULL");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b, g.b, 1e-6f, g.pos, 1e4f, NULL, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "k_cache is NULL");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b, g.b, 1e-6f, g.pos, 1e4f, kc, NULL, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "v_cache is NULL");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b, g.b, 1e-6f, g.pos, 1e4f, kc, vc, NULL), VG_ERR_INVALID_ARG, "rotary_kv_store", "slots is NULL");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b, NULL, 1e-6f, g.pos, 1e4f, kc, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "q_norm and k_norm");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, 0, 1, HD, g.b, g.b, 1e-6f, g.pos, 1e4f, kc, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "heads", "0");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 0, HD, g.b, g.b, 1e-6f, g.pos, 1e4f, kc, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "kv_heads", "0");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, 15, g.b, g.b, 1e-6f, g.pos, 1e4f, kc, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "head_dim", "15");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld - 1, HEADS, 1, HD, g.b, g.b, 1e-6f, g.pos, 1e4f, kc, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "ld", "63");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b, g.b, -1.0f, g.pos, 1e4f, kc, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "eps");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b, g.b, 1e-6f, g.pos, 0.0f, kc, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "theta");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b + 2, g.b, 1e-6f, g.pos, 1e4f, kc, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "q_norm", "align");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b, g.b, 1e-6f, g.pos, 1e4f, kc + 2, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "k_cache", "align");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b, g.b, 1e-6f, g.pos, 1e4f, kc, vc, (const int32_t *)(g.b + 2)), VG_ERR_INVALID_ARG, "rotary_kv_store", "slots", "align");
+    VG_CHECK_FAILS_ALL(RKS(g.c, ld, HEADS, 1, HD, g.b, g.b, 1e-6f, g.pos, 1e4f, g.c + 4 * HIDDEN, vc, g.idx), VG_ERR_INVALID_ARG, "rotary_kv_store", "overlaps qkv");
+#undef RKS
+    VG_CHECK_FAILS_ALL(vg_op_rotary_kv_store(g.s, VG_DTYPE_I32, g.c, ld, ROWS, HEADS, 1, HD, NULL, NULL, 0.0f, g.pos, 1e4f, kc, vc, g.idx),
+                       VG_ERR_INVALID_ARG, "rotary_kv_store", "I32");
+    assert_zero(g.c, 256);
+    /* within the rules: without norms, and no rows */
+    VG_CHECK(vg_op_rotary_kv_store(g.s, VG_DTYPE_BF16, g.c, ld, ROWS, HEADS, 1, HD, NULL, NULL, 0.0f, g.pos, 1e4f, kc, vc, g.idx));
+    VG_CHECK(vg_op_rotary_kv_store(g.s, VG_DTYPE_F16, g.c, ld, 0, HEADS, 1, HD, NULL, NULL, 0.0f, g.pos, 1e4f, kc, vc, g.idx));
+    VG_CHECK(vg_stream_sync(g.s));
+    VG_CHECK(vg_mem_set(g.s, g.c, 0, BYTES)); /* the valid calls wrote; the next test starts from zeros */
+    VG_CHECK(vg_mem_set(g.s, g.a, 0, BYTES));
+    VG_CHECK(vg_mem_set(g.s, g.b, 0, BYTES));
     VG_CHECK(vg_stream_sync(g.s));
 }
 
@@ -878,6 +943,7 @@ int main(void)
         cmocka_unit_test_setup(test_argmax, clear),
         cmocka_unit_test_setup(test_layernorm, clear),
         cmocka_unit_test_setup(test_gather_weighted, clear),
+        cmocka_unit_test_setup(test_rotary_kv_store, clear),
         cmocka_unit_test_setup(test_sync_during_capture_refused, clear),
         cmocka_unit_test_setup(test_capture_begin_end_state, clear),
         cmocka_unit_test_setup(test_each_op_checks_capture_state, clear),

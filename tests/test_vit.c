@@ -333,9 +333,9 @@ static void expect_load_failure(const char *dir, vg_status want, const char *nee
 static void test_load_errors(void **state)
 {
     (void)state;
-    expect_load_failure("/nonexistent/model", VG_ERR_NOT_FOUND, "not a model directory");
+    expect_load_failure("/nonexistent/model", VG_ERR_NOT_FOUND, "/nonexistent/model: does not exist");
     make_model_dir("{not json", 1);
-    expect_load_failure(g_tmp, VG_ERR_FORMAT, "config.json: not a JSON object");
+    expect_load_failure(g_tmp, VG_ERR_FORMAT, "config.json: not valid JSON (truncated or malformed)");
     remove_model_dir();
     make_model_dir("{\"model_type\": \"qwen2_5_vl\"}", 1);
     expect_load_failure(g_tmp, VG_ERR_FORMAT, "no 'vision_config' object");

@@ -74,3 +74,50 @@ int vg_opt_parse(const char *cmd, const char *help, const vg_opt *opts, int nopt
     }
     return 0;
 }
+
+int vg_int_list_parse(const char *text, const vg_int_list *rule, int64_t *out, const char **stop,
+                      char *why, size_t cap)
+{
+    int n = 0;
+    const char *p = text;
+    for (;;) {
+        const char *q = p;
+        int64_t v = 0;
+        int big = 0;
+        while (*q >= '0' && *q <= '9') {
+            big |= v > (INT64_MAX - (*q - '0')) / 10;
+            if (!big) v = v * 10 + (*q - '0');
+            q++;
+        }
+        int ended = !*q || *q == ',' || (rule->end && *q == rule->end);
+        if (q == p && ended) {
+            snprintf(why, cap, "item %d is empty", n + 1);
+            return -1;
+        }
+        if (q == p || !ended) {
+            size_t len = strcspn(p, rule->end ? (char[]){',', rule->end, 0} : ",");
+            snprintf(why, cap, "'%.*s' is not an integer", (int)(len < 40 ? len : 40), p);
+            return -1;
+        }
+        if (big || v < rule->lo || v > rule->hi) {
+            snprintf(why, cap, "%.*s is not in [%lld, %lld]", (int)(q - p < 40 ? q - p : 40), p,
+                     (long long)rule->lo, (long long)rule->hi);
+            return -1;
+        }
+        if (rule->ascending && n && v <= out[n - 1]) {
+            snprintf(why, cap, "%lld is not above %lld: the list must ascend", (long long)v,
+                     (long long)out[n - 1]);
+            return -1;
+        }
+        if (n == rule->max) {
+            snprintf(why, cap, "more than %d items", rule->max);
+            return -1;
+        }
+        out[n++] = v;
+        if (*q != ',') {
+            if (stop) *stop = q;
+            return n;
+        }
+        p = q + 1;
+    }
+}

@@ -4,6 +4,7 @@
 #ifndef VG_CLI_ARGS_H
 #define VG_CLI_ARGS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum vg_opt_kind {
@@ -36,5 +37,21 @@ typedef struct vg_opt {
  * "vg <cmd>: ..." to stderr and returns 2; 0 when everything parsed. */
 int vg_opt_parse(const char *cmd, const char *help, const vg_opt *opts, int nopts, int argc,
                  char **argv, int first);
+
+/* A comma list of integers, "1,2,3": one rule for every list option (--capture-sizes, --batch,
+ * --prompt-ids). Items are decimal integers without sign or spaces in [lo, hi]; no item is empty
+ * (no "1,,2", no trailing comma); with `ascending` each is larger than the one before. */
+typedef struct vg_int_list {
+    int64_t lo, hi;
+    int ascending;
+    int max;  /* items at most */
+    char end; /* a character that ends the list like the string's end (';' between prompts), or 0 */
+} vg_int_list;
+
+/* Parse the list at the start of text into out (room for rule->max): the number of items
+ * (>= 1), *stop (may be NULL) pointing at what ended it ('\0' or rule->end); -1 with what is
+ * wrong in why ("item 4 is empty", "8 is not above 8: the sizes must ascend"). */
+int vg_int_list_parse(const char *text, const vg_int_list *rule, int64_t *out, const char **stop,
+                      char *why, size_t cap);
 
 #endif

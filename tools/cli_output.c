@@ -2,6 +2,7 @@
 #include "cli_output.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -49,6 +50,18 @@ static char *resolve(const char *path)
     return NULL;
 }
 
+/* The descriptor number of /dev/fd/N or /proc/self/fd/N, open or not; -1 for other names. */
+static long fd_name(const char *path)
+{
+    const char *num = !strncmp(path, "/dev/fd/", 8)          ? path + 8
+                      : !strncmp(path, "/proc/self/fd/", 14) ? path + 14
+                                                             : NULL;
+    if (!num || *num < '0' || *num > '9') return -1;
+    char *end = NULL;
+    long n = strtol(num, &end, 10);
+    return *end || n > INT_MAX ? -1 : n;
+}
+
 /* N when path names a descriptor this process already holds (/dev/stdout, /dev/stderr,
  * /dev/fd/N, /proc/self/fd/N), else -1. Such a name must be written through that descriptor:
  * when stdout is redirected to a file, /dev/stdout resolves to the file, and replacing it by a
@@ -57,18 +70,30 @@ static int inherited_fd(const char *path)
 {
     if (!strcmp(path, "/dev/stdout")) return 1;
     if (!strcmp(path, "/dev/stderr")) return 2;
-    const char *num = !strncmp(path, "/dev/fd/", 8)          ? path + 8
-                      : !strncmp(path, "/proc/self/fd/", 14) ? path + 14
-                                                             : NULL;
-    if (!num || !*num) return -1;
-    char *end = NULL;
-    long n = strtol(num, &end, 10);
-    return *end || n < 0 || n > INT_MAX || fcntl((int)n, F_GETFD) < 0 ? -1 : (int)n;
+    long n = fd_name(path);
+    return n < 0 || fcntl((int)n, F_GETFD) < 0 ? -1 : (int)n;
 }
 
 static int fail(const vg_out *o, const char *why)
 {
     return vg_cli_fail(o->cmd, "cannot write %s: %s", o->path, why);
+}
+
+/* A file can be created beside target and renamed over it: made and removed at once, so that a
+ * directory that vanished, a read-only or pseudo file system (/proc) fails before the work. */
+static int probe_dir(const vg_out *o, const char *dir)
+{
+    const char *base = strrchr(o->target, '/');
+    char *tmp = malloc(strlen(dir) + strlen(base ? base + 1 : o->target) + 16);
+    if (!tmp) return fail(o, "out of memory");
+    sprintf(tmp, "%s/.%s.vg-XXXXXX", dir, base ? base + 1 : o->target);
+    int fd = mkstemp(tmp), e = errno;
+    if (fd >= 0) close(fd), unlink(tmp);
+    free(tmp);
+    if (fd >= 0) return 0;
+    char why[PATH_MAX + 64];
+    snprintf(why, sizeof why, "cannot create a file in %s: %s", dir, strerror(e));
+    return fail(o, why);
 }
 
 /* Decide how to write: fills o->target and sets *through for devices and FIFOs. *mode is the
@@ -77,9 +102,15 @@ static int plan(vg_out *o, int *through, mode_t *mode)
 {
     struct stat st;
     *through = 0;
+    if (!*o->path) return vg_cli_fail(o->cmd, "cannot write '': the name is empty");
     if (inherited_fd(o->path) >= 0) {
         *through = 1;
         return 0;
+    }
+    if (fd_name(o->path) >= 0) {
+        char why[64];
+        snprintf(why, sizeof why, "descriptor %ld is not open", fd_name(o->path));
+        return fail(o, why);
     }
     if (stat(o->path, &st) == 0) {
         if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
@@ -89,6 +120,7 @@ static int plan(vg_out *o, int *through, mode_t *mode)
         }
         if (S_ISDIR(st.st_mode)) return fail(o, "it is a directory");
         if (!S_ISREG(st.st_mode)) return fail(o, "not a regular file, character device or FIFO");
+        if (access(o->path, W_OK) != 0) return fail(o, strerror(errno));
         *mode = st.st_mode & 07777;
     } else if (errno != ENOENT) {
         return fail(o, strerror(errno));
@@ -124,8 +156,31 @@ int vg_out_check(const char *cmd, const char *path)
     int through;
     mode_t mode;
     int rc = plan(&o, &through, &mode);
+    char *dir = !rc && !through ? dir_of(o.target) : NULL;
+    if (!rc && !through) rc = dir ? probe_dir(&o, dir) : fail(&o, "out of memory");
+    free(dir);
     free(o.target);
     return rc;
+}
+
+int vg_out_check_distinct(const char *cmd, const char *path, const char *opt, const char *other)
+{
+    struct stat a, b;
+    if (!other || stat(path, &a) != 0 || stat(other, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+        return 0;
+    return vg_cli_usage(cmd, "--output %s is the same file as %s %s: it would be replaced; write the "
+                             "output elsewhere", path, opt, other);
+}
+
+int vg_out_divert_stdout(const char *path)
+{
+    struct stat a, b;
+    int same = inherited_fd(path) == 1 ||
+               (stat(path, &a) == 0 && fstat(STDOUT_FILENO, &b) == 0 && !S_ISCHR(a.st_mode) &&
+                a.st_dev == b.st_dev && a.st_ino == b.st_ino);
+    if (!same) return 0;
+    fflush(stdout);
+    return dup2(STDERR_FILENO, STDOUT_FILENO) >= 0;
 }
 
 int vg_out_open(vg_out *o, const char *cmd, const char *path)
@@ -141,7 +196,16 @@ int vg_out_open(vg_out *o, const char *cmd, const char *path)
     if (inherited >= 0) {
         fd = dup(inherited); /* the descriptor as the shell set it up (O_APPEND included) */
     } else if (through) {
-        fd = open(path, O_WRONLY); /* no O_CREAT, no O_TRUNC: a device or a FIFO stays one */
+        /* no O_CREAT, no O_TRUNC: a device or a FIFO stays one. A FIFO nobody reads would block
+         * the open silently: tried without blocking first, to say what vg waits for */
+        fd = open(path, O_WRONLY | O_NONBLOCK);
+        if (fd < 0 && errno == ENXIO) {
+            fprintf(stderr, "vg %s: waiting for a reader of the FIFO %s\n", cmd, path);
+            fd = open(path, O_WRONLY);
+        } else if (fd >= 0 && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+            close(fd);
+            fd = -1;
+        }
     } else {
         const char *base = strrchr(o->target, '/');
         char *dir = dir_of(o->target);

@@ -7,7 +7,8 @@
  *                             points to is written as above, the link stays a link
  *   /dev/stdout, /dev/stderr, written through that descriptor of this process, never reopened:
  *   /dev/fd/N, /proc/self/fd/N  stdout redirected to a file stays that file, appended as set up
- *   character device, FIFO    written through (/dev/null, a pipe); never replaced
+ *   character device, FIFO    written through (/dev/null, a pipe); never replaced; a FIFO
+ *                             without a reader: "waiting for a reader" on stderr, then blocks
  *   directory, anything else  refused with a message
  *
  * Every failure (a missing directory, a full disk, a close that fails) is reported as
@@ -25,8 +26,16 @@ typedef struct vg_out {
     FILE *fp;         /* write here between open and commit */
 } vg_out;
 
-/* Whether path can be written, checked before long work: 0, or 1 after printing why not. */
+/* Whether path can be written, checked before long work (a file is created beside it and
+ * removed): 0, or 1 after printing why not. */
 int vg_out_check(const char *cmd, const char *path);
+/* 0, or 2 after a usage message when path and `other` (an input, given with option opt; may be
+ * NULL) are one file, by device and inode: through links too. */
+int vg_out_check_distinct(const char *cmd, const char *path, const char *opt, const char *other);
+/* When path is this process's standard output (/dev/stdout, /dev/fd/1, the file or pipe stdout
+ * is), point stdout at stderr: the text printed after the binary output must not follow it
+ * there. Call after the output is committed. 1 when diverted. */
+int vg_out_divert_stdout(const char *path);
 /* 0 with o->fp ready, or 1 after printing why not. */
 int vg_out_open(vg_out *o, const char *cmd, const char *path);
 /* Flush, sync, close and move into place: 0, or 1 after printing why not (the temporary is

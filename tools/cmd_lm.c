@@ -8,6 +8,7 @@
 static const char k_help[] =
     "usage: vg lm generate --model DIR (--prompt-ids 1,2,3 | --input CASE.input.safetensors)\n"
     "                      --max-new-tokens N [--output OUT.safetensors] [...]\n"
+    "       vg lm bench --config NAME|CONFIG.json [--batch 1,16,64] [--prompt N] [--new N] [...]\n"
     "\n"
     "  generate  greedy decoding of every prompt as one batch on the graph runner, with a paged\n"
     "            KV cache (vg lm generate --help)\n"

@@ -62,28 +62,30 @@ static const char k_help[] =
     "  --capture-sizes L   patch counts to capture, ascending (default: every 64 to 1024, then\n"
     "                      8 steps per doubling to 16384: 48 sizes, at most 12.5% padding above\n"
     "                      1024); larger requests run eagerly\n"
-    "  --lazy              no warm-up at load: each bucket is captured when first used\n"
+    "  --lazy              no warm-up at load: each bucket is captured when first used (the\n"
+    "                      warm-up captures the buckets the request list uses, no others)\n"
     "Defaults: qwen2.5-vl-7b, BF16, mode full; per size 30 iterations, sizes 16, 32 and 64\n"
     "patches a side (224,448,896 for Qwen2.5-VL).\n"
     "Exit status: 0; 1 when a run, an input or an output failed; 2 for a wrong command line.\n";
 
 #define MAX_PIECES 4096 /* pieces of a forward whose device time --pieces records */
 
-/* Sides in pixels or patch counts with 't', checked against the model later (resolve_sizes). */
+/* Sides in pixels or patch counts with 't', checked against the model later (resolve_sizes).
+ * Each item starts with a digit: no sign, no space, no empty item (the rule of vg_int_list). */
 static int parse_sizes(const char *text, bench_args *a)
 {
-    for (const char *p = text; *p;) {
+    for (const char *p = text;;) {
         char *end = NULL;
         errno = 0;
-        long long v = strtoll(p, &end, 10);
-        if (errno || end == p || v <= 0 || v > (1 << 20) || a->nsizes == MAX_SIZES) return -1;
+        long long v = *p >= '0' && *p <= '9' ? strtoll(p, &end, 10) : -1;
+        if (errno || v <= 0 || v > (1 << 20) || a->nsizes == MAX_SIZES) return -1;
         a->size_is_patches[a->nsizes] = *end == 't';
         if (*end == 't') end++;
         a->size_value[a->nsizes++] = v;
-        if (*end && *end != ',') return -1;
-        p = *end ? end + 1 : end;
+        if (!*end) return 0;
+        if (*end != ',') return -1;
+        p = end + 1;
     }
-    return a->nsizes ? 0 : -1;
 }
 
 /* The sizes in patches a side, now that the model's patch and merge sizes are known. A patch
@@ -116,20 +118,14 @@ static int resolve_sizes(bench_args *a, const vg_vit_info *info)
 
 static int parse_capture_sizes(bench_args *a)
 {
-    const char *p = a->capture_sizes;
-    while (*p) {
-        char *end = NULL;
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        if (errno || end == p || v <= 0 || v > (1 << 24) || a->ncaps == MAX_CAPTURE_SIZES ||
-            (a->ncaps && v <= a->caps[a->ncaps - 1]) || (*end && *end != ','))
-            return vg_cli_usage("vit bench", "--capture-sizes wants up to %d patch counts in "
-                                "ascending order, separated by commas, got '%s'", MAX_CAPTURE_SIZES,
-                                a->capture_sizes);
-        a->caps[a->ncaps++] = v;
-        p = *end ? end + 1 : end;
-    }
-    return a->ncaps ? 0 : vg_cli_usage("vit bench", "--capture-sizes is empty");
+    const vg_int_list rule = {1, 1 << 24, 1, MAX_CAPTURE_SIZES, 0};
+    char why[96];
+    a->ncaps = vg_int_list_parse(a->capture_sizes, &rule, a->caps, NULL, why, sizeof why);
+    if (a->ncaps < 0)
+        return vg_cli_usage("vit bench", "--capture-sizes wants up to %d patch counts in ascending "
+                            "order, separated by commas, got '%s': %s", MAX_CAPTURE_SIZES,
+                            a->capture_sizes, why);
+    return 0;
 }
 
 /* Options of one benchmark given to the other. */

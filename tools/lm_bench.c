@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "cli_args.h"
+#include "cli_progress.h"
+#include "lm_bench_peer.h"
 #include "lm_loop_cli.h"
 #include "vg/vg_lm.h"
 #include "vg_cli.h"
@@ -20,7 +22,7 @@
 static const char k_help[] =
     "usage: vg lm bench --config qwen2.5-0.5b|qwen3-0.6b|qwen2-tiny|CONFIG.json [--dtype bf16|f16|f32]\n"
     "           [--batch 1,16,64] [--prompt 512] [--new 64] [--block-size 16] [--backend B]\n"
-    "           [--peer PEER.jsonl] [--pieces] [--loop] [--json]\n"
+    "           [--peer PEER.jsonl] [--pieces] [--loop] [--json] [--quiet]\n"
     "\n"
     "Synthetic weights (deterministic, no files). Per batch size: every sequence prefills a\n"
     "prompt of --prompt tokens, then --new decode steps of the whole batch are timed, once eagerly\n"
@@ -35,11 +37,13 @@ static const char k_help[] =
     "                 device time per step of each piece (embed, attn_in, attention, attn_out_mlp,\n"
     "                 head), summed over the layers (each event pair adds a little)\n"
     "  --loop         also generate --new tokens per sequence with vg_lm_generate, as a host loop\n"
-    "                 and as a device-side loop (one launch: CUDA WHILE nodes), tokens/s of each\n";
+    "                 and as a device-side loop (one launch: CUDA WHILE nodes), tokens/s of each\n"
+    "  --quiet        no progress on stderr (shown only when stderr is a terminal)\n"
+    "--prompt plus --new must fit in the model's max_position_embeddings.\n";
 
 typedef struct bench_args {
     const char *config, *dtype_name, *batch_text, *backend, *peer;
-    int prompt, new_tokens, block_size, json, pieces, loop;
+    int prompt, new_tokens, block_size, json, pieces, quiet, loop;
     int64_t batch[64];
     int nbatch;
 } bench_args;
@@ -142,29 +146,24 @@ static int parse(int argc, char **argv, bench_args *a)
         {"--pieces", VG_OPT_FLAG, &a->pieces, 0, 0, NULL},
         {"--loop", VG_OPT_FLAG, &a->loop, 0, 0, NULL},
         {"--json", VG_OPT_FLAG, &a->json, 0, 0, NULL},
+        {"--quiet", VG_OPT_FLAG, &a->quiet, 0, 0, NULL},
     };
     int rc = vg_opt_parse(CMD, k_help, opts, (int)(sizeof opts / sizeof opts[0]), argc, argv, 2);
     if (rc) return rc;
     if (!a->config) return vg_cli_usage(CMD, "--config is required (see vg lm bench --help)");
-    const char *p = a->batch_text;
-    while (*p) {
-        char *end = NULL;
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        if (errno || end == p || v < 1 || v > 4096 || a->nbatch == 64 || (*end && *end != ','))
-            return vg_cli_usage(CMD, "--batch wants up to 64 sizes in 1..4096 separated by commas, "
-                                     "got '%s'", a->batch_text);
-        a->batch[a->nbatch++] = v;
-        p = *end ? end + 1 : end;
-    }
-    if (!a->nbatch) return vg_cli_usage(CMD, "--batch is empty");
+    const vg_int_list rule = {1, 4096, 0, 64, 0};
+    char why[96];
+    if ((a->nbatch = vg_int_list_parse(a->batch_text, &rule, a->batch, NULL, why, sizeof why)) < 0)
+        return vg_cli_usage(CMD, "--batch wants up to 64 sizes in 1..4096 separated by commas, "
+                                 "got '%s': %s", a->batch_text, why);
     return 0;
 }
 
 /* Prefill b sequences, then time `steps` decode steps; *ms per step. With piece timing on,
  * warm_pieces (max entries) receives the runner's per-piece totals before the timed steps. */
 static vg_status run_batch(vg_lm *lm, int64_t b, int prompt, int steps, int vocab, int32_t *ids,
-                           int32_t *toks, double *warm_pieces, int max, double *ms)
+                           int32_t *toks, double *warm_pieces, int max, double *ms, vg_progress *progress,
+                           const char *what)
 {
     vg_status st = VG_OK;
     int64_t added = 0;
@@ -181,6 +180,7 @@ static vg_status run_batch(vg_lm *lm, int64_t b, int prompt, int steps, int voca
     /* two untimed decode steps: the bucket's eager first call and its capture */
     *ms = 0;
     for (int j = -2; st == VG_OK && j < steps; j++) {
+        vg_progress_show(progress, what, j + 2, steps + 2);
         for (int64_t i = 0; i < b; i++) s[i] = (vg_lm_seq_tokens){ids[i], &toks[i], 1};
         vg_lm_step_info info;
         st = vg_lm_step(lm, s, (int)b, NULL, toks, &info);
@@ -228,6 +228,10 @@ int vg_cmd_lm_bench(int argc, char **argv)
     peer_line peer[MAX_PEER];
     int npeer = 0;
     if (a.peer && (npeer = read_peer(a.peer, peer, MAX_PEER)) < 0) return 1;
+    lm_fast_peer fast = {0}; /* the fast peer's lines (peer_lm_fast.py) of the same file */
+    if (a.peer && lm_fast_peer_read(CMD, a.peer, &fast)) return 1;
+    int hf_peer = 0;
+    for (int p = 0; p < npeer; p++) hf_peer |= peer[p].eager_ms > 0 || peer[p].compiled_ms > 0;
     for (int p = 0; p < npeer; p++)
         if (peer[p].prompt && peer[p].prompt != a.prompt)
             fprintf(stderr, "vg " CMD ": note: the peer measured batch %lld with a prompt of %lld tokens, "
@@ -235,7 +239,13 @@ int vg_cmd_lm_bench(int argc, char **argv)
     int64_t maxb = 0;
     for (int i = 0; i < a.nbatch; i++) maxb = a.batch[i] > maxb ? a.batch[i] : maxb;
     int bs = a.block_size ? a.block_size : 16;
-    int64_t len = (int64_t)a.prompt + a.new_tokens + 2;
+    int64_t len = (int64_t)a.prompt + a.new_tokens + 2; /* + the two untimed decode steps */
+    vg_lm_info model;
+    if (vg_lm_inspect_synthetic(a.config, &model) != VG_OK) return vg_cli_fail(CMD, "%s", vg_last_error());
+    if (len > model.max_position)
+        return vg_cli_usage(CMD, "--prompt %d and --new %d (plus 2 warm-up steps) make %lld positions, more "
+                                 "than max_position_embeddings %lld of %s", a.prompt, a.new_tokens,
+                            (long long)len, (long long)model.max_position, a.config);
     vg_lm_options o;
     vg_lm_options_init(&o);
     o.mode = VG_MODE_NONE;
@@ -260,11 +270,14 @@ int vg_cmd_lm_bench(int argc, char **argv)
     if (!ids || !toks || !rows) rc = vg_cli_fail(CMD, "out of memory");
     double *warm = NULL;
     int npieces = 0;
+    vg_progress progress;
+    vg_progress_start(&progress, a.quiet);
     for (int i = 0; !rc && i < a.nbatch; i++) {
         bench_row *r = &rows[i];
         r->batch = a.batch[i];
         for (int p = 0; p < npeer; p++)
-            if (peer[p].batch == r->batch) r->peer_eager_ms = peer[p].eager_ms, r->peer_compiled_ms = peer[p].compiled_ms;
+            if (peer[p].batch == r->batch && (peer[p].eager_ms > 0 || peer[p].compiled_ms > 0)) /* not a fast-peer line */
+                r->peer_eager_ms = peer[p].eager_ms, r->peer_compiled_ms = peer[p].compiled_ms;
         for (int g = 0; !rc && g < (a.pieces ? 3 : 2); g++) {
             /* 0: eager, 1: graphs, 2: eager with piece timing */
             o.mode = g == 1 ? VG_MODE_FULL_AND_PIECEWISE : VG_MODE_NONE;
@@ -277,9 +290,12 @@ int vg_cmd_lm_bench(int argc, char **argv)
                 warm = calloc((size_t)npieces + 1, sizeof *warm);
                 if (!warm) st = vg_error_set(VG_ERR_OUT_OF_MEMORY, "out of memory");
             }
+            char what[96];
+            snprintf(what, sizeof what, "lm bench: batch %lld (%d/%d), %s, decode step", (long long)r->batch,
+                     i + 1, a.nbatch, g == 1 ? "graphs" : g == 2 ? "pieces" : "eager");
             if (st == VG_OK)
                 st = run_batch(lm, r->batch, a.prompt, a.new_tokens, info.vocab, ids, toks, g == 2 ? warm : NULL,
-                               npieces, &ms);
+                               npieces, &ms, &progress, what);
             if (st != VG_OK) {
                 rc = vg_cli_fail(CMD, "batch %lld: %s", (long long)r->batch, vg_last_error());
                 break;
@@ -297,6 +313,7 @@ int vg_cmd_lm_bench(int argc, char **argv)
             }
         }
     }
+    vg_progress_end(&progress);
     lm_loop_row *loop_rows = a.loop ? calloc((size_t)a.nbatch, sizeof *loop_rows) : NULL; /* --loop */
     if (!rc && a.loop)
         rc = loop_rows ? vg_cli_lm_bench_loop(CMD, lm, &o, a.batch, a.nbatch, a.prompt, a.new_tokens, loop_rows)
@@ -326,6 +343,7 @@ int vg_cmd_lm_bench(int argc, char **argv)
                 cJSON_AddNumberToObject(e, "peer_static_compiled_ms_per_step", rows[i].peer_compiled_ms);
                 cJSON_AddNumberToObject(e, "speedup_vs_peer_compiled", rows[i].peer_compiled_ms / rows[i].graph_ms);
             }
+            lm_fast_peer_json(&fast, rows[i].batch, rows[i].graph_ms, e);
             if (a.pieces) {
                 cJSON *pa = cJSON_AddArrayToObject(e, "pieces");
                 cJSON_AddNumberToObject(e, "pieces_ms_per_step", rows[i].pieces_ms);
@@ -360,7 +378,7 @@ int vg_cmd_lm_bench(int argc, char **argv)
                 printf("  %-14s %4dx  %8.3f ms  %5.1f%%\n", r->pieces[g].name, r->pieces[g].count,
                        r->pieces[g].ms, r->pieces_ms > 0 ? 100 * r->pieces[g].ms / r->pieces_ms : 0.0);
         }
-        if (a.peer) {
+        if (a.peer && (hf_peer || !fast.n)) {
             char pe[24], pc[24], re[24], rcmp[24];
             printf("\nbeside the peer (%s; ms per decode step; speed-up = peer / vg graph):\n", a.peer);
             printf("  batch   vg graph   peer compiled   speed-up   peer eager   speed-up\n");
@@ -372,8 +390,12 @@ int vg_cmd_lm_bench(int argc, char **argv)
                        ms_text(r->peer_eager_ms, pe, sizeof pe), ratio_text(r->peer_eager_ms, r->graph_ms, re, sizeof re));
             }
         }
-        if (a.loop) vg_cli_lm_bench_loop_report(loop_rows, a.nbatch, a.new_tokens, NULL);
     }
+    if (!rc && !a.json && fast.n) {
+        lm_fast_peer_print_head(a.peer);
+        for (int i = 0; i < a.nbatch; i++) lm_fast_peer_print_row(&fast, rows[i].batch, rows[i].graph_ms);
+    }
+    if (!rc && !a.json && a.loop) vg_cli_lm_bench_loop_report(loop_rows, a.nbatch, a.new_tokens, NULL);
     free(loop_rows);
     free(ids), free(toks), free(rows), free(warm);
     vg_lm_free(lm);

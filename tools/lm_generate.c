@@ -4,7 +4,6 @@
  * the token it generated last; so with --prefill-chunk, later steps mix prefill chunks with
  * decodes (PIECEWISE), and steps of decodes alone replay FULL graphs. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +11,9 @@
 
 #include "cli_args.h"
 #include "cli_output.h"
+#include "cli_progress.h"
 #include "cli_safetensors.h"
+#include "lm_input.h"
 #include "lm_loop_cli.h"
 #include "runner_stats_format.h"
 #include "vg/vg_lm.h"
@@ -20,7 +21,6 @@
 #include "vg_cli.h"
 
 #define CMD "lm generate"
-#define MAX_PROMPTS 4096
 
 static const char k_help[] =
     "usage: vg lm generate --model DIR (--prompt-ids 1,2,3[;4,5] | --input CASE.input.safetensors)\n"
@@ -28,17 +28,22 @@ static const char k_help[] =
     "           [--mode none|piecewise|full|full_and_piecewise] [--capture-sizes a,b,c]\n"
     "           [--max-capture-size N] [--prefill-chunk N] [--kv-blocks N] [--block-size N]\n"
     "           [--warmup] [--expected CASE.expected.safetensors [--tolerance REL]]\n"
-    "           [--stats] [--json] [--device-loop]\n"
+    "           [--eos ID[,ID]] [--ignore-eos] [--stats] [--json] [--quiet] [--device-loop]\n"
     "\n"
     "DIR is a Hugging Face model directory (config.json with model_type qwen2 or qwen3,\n"
     "model.safetensors or shards with model.safetensors.index.json). Prompts come from\n"
     "--prompt-ids (token ids separated by commas; prompts separated by ';') or from an input\n"
     "file with input_ids I64 [T] (the prompts one after another), prompt_lens I64 [B] and\n"
     "max_new_tokens I64 [1] (--max-new-tokens overrides it). Every prompt is decoded greedily,\n"
-    "all of them as one batch, and the token ids are printed, one line per prompt.\n"
-    "  --output OUT        per prompt b: sequence.b I64 [L_b + N] (the prompt and the generated\n"
-    "                      tokens) and logits.b F32 [N, vocab] (row j: the logits token j was\n"
-    "                      chosen from)\n"
+    "all of them as one batch, until it has N new tokens or its last one is an end-of-sequence\n"
+    "(EOS) token, and the token ids are printed, one line per prompt. Each prompt's length plus\n"
+    "N must fit in the model's max_position_embeddings (checked before the model is loaded).\n"
+    "  --output OUT        per prompt b: sequence.b I64 [L_b + n_b] (the prompt and its n_b <= N\n"
+    "                      generated tokens) and logits.b F32 [n_b, vocab] (row j: the logits\n"
+    "                      token j was chosen from); OUT may not be the --input or --expected file\n"
+    "  --eos ID[,ID]       the EOS token ids (repeatable); default: eos_token_id of the model's\n"
+    "                      generation_config.json, else of its config.json (an id or a list)\n"
+    "  --ignore-eos        always generate N tokens\n"
     "  --mode M            graph mode (default full_and_piecewise: decode steps FULL, mixed\n"
     "                      steps PIECEWISE)\n"
     "  --capture-sizes L   token counts to capture (default 1, 2, 4, 8, then every 8 to 256)\n"
@@ -54,58 +59,44 @@ static const char k_help[] =
     "                      (default 1e-4 for F32, 5e-2 for BF16 and F16)\n"
     "  --stats             print the graph runner's statistics (steps FULL, PIECEWISE, eager)\n"
     "  --json              print the result as one JSON document\n"
+    "  --quiet             no progress on stderr (shown only when stderr is a terminal)\n"
     "  --device-loop       once every prompt is in, the remaining tokens in one vg_lm_generate\n"
-    "                      call: a device-side loop where the backend has one (one launch;\n"
-    "                      CUDA 12.4 WHILE nodes), else the same steps as a host loop (logged)\n"
-    "Exit status: 0; 1 when an input, the run or the output failed, or the result does not match\n"
-    "--expected; 2 for a wrong command line.\n";
+    "                      call with the same EOS ids: a device-side loop where the backend has\n"
+    "                      one (one launch; CUDA 12.4 WHILE nodes), else the same steps as a host\n"
+    "                      loop (logged)\n"
+    "When OUT is standard output (/dev/stdout), the text goes to stderr.\n"
+    "Exit status: 0; 1 when an input, the run or the output failed (logits that are not finite\n"
+    "included), or the result does not match --expected; 2 for a wrong command line.\n";
+
+#define MAX_EOS_OPTIONS 16
 
 typedef struct gen_args {
     const char *model, *input, *output, *backend, *mode_name, *sizes_text, *prompt_text, *expected;
     double tolerance;
     int64_t max_new; /* -1: from the input file */
-    int chunk, block_size, stats, json, warmup, device_loop;
+    int chunk, block_size, stats, json, warmup, ignore_eos, quiet, device_loop;
     int64_t kv_blocks;
     vg_lm_options opts;
     int64_t sizes[256];
+    const char *eos_items[MAX_EOS_OPTIONS];
+    vg_opt_strings eos_text;
+    int num_eos; /* the EOS ids in force */
+    int32_t eos[VG_LM_MAX_EOS];
 } gen_args;
 
-typedef struct prompts {
-    int B;
-    int64_t *lens;
-    int32_t *ids; /* all prompts, one after another */
-    int64_t N;
-} prompts;
-
-/* Comma-separated positive (sizes) or non-negative (ids) integers. */
-static int parse_list(const char *text, char stop, int64_t min, int64_t *out, int max, const char **end_out)
-{
-    int n = 0;
-    const char *p = text;
-    while (*p && *p != stop) {
-        char *end = NULL;
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        if (errno || end == p || v < min || v > INT32_MAX || n == max ||
-            (*end && *end != ',' && *end != stop))
-            return -1;
-        out[n++] = v;
-        p = *end == ',' ? end + 1 : end;
-    }
-    if (end_out) *end_out = p;
-    return n;
-}
+typedef vg_lm_prompts prompts;
 
 static int parse_args(int argc, char **argv, gen_args *a)
 {
     vg_lm_options_init(&a->opts);
     a->max_new = -1;
     a->tolerance = -1;
+    a->eos_text = (vg_opt_strings){a->eos_items, 0, MAX_EOS_OPTIONS};
     const vg_opt opts[] = {
         {"--model", VG_OPT_STRING, &a->model, 0, 0, "a model directory"},
         {"--input", VG_OPT_STRING, &a->input, 0, 0, "a safetensors file"},
         {"--prompt-ids", VG_OPT_STRING, &a->prompt_text, 0, 0, "token ids separated by commas"},
-        {"--max-new-tokens", VG_OPT_I64, &a->max_new, 1, 1e9, NULL},
+        {"--max-new-tokens", VG_OPT_I64, &a->max_new, 1, 1 << 30, NULL},
         {"--output", VG_OPT_STRING, &a->output, 0, 0, "a file to write"},
         {"--backend", VG_OPT_STRING, &a->backend, 0, 0, "a backend name or the path of a plugin .so"},
         {"--mode", VG_OPT_STRING, &a->mode_name, 0, 0, "none, piecewise, full or full_and_piecewise"},
@@ -119,6 +110,9 @@ static int parse_args(int argc, char **argv, gen_args *a)
         {"--tolerance", VG_OPT_DOUBLE, &a->tolerance, 0, 1, NULL},
         {"--stats", VG_OPT_FLAG, &a->stats, 0, 0, NULL},
         {"--json", VG_OPT_FLAG, &a->json, 0, 0, NULL},
+        {"--eos", VG_OPT_STRINGS, &a->eos_text, 0, 0, "token ids separated by commas"},
+        {"--ignore-eos", VG_OPT_FLAG, &a->ignore_eos, 0, 0, NULL},
+        {"--quiet", VG_OPT_FLAG, &a->quiet, 0, 0, NULL},
         {"--device-loop", VG_OPT_FLAG, &a->device_loop, 0, 0, NULL},
     };
     int rc = vg_opt_parse(CMD, k_help, opts, (int)(sizeof opts / sizeof opts[0]), argc, argv, 2);
@@ -126,10 +120,12 @@ static int parse_args(int argc, char **argv, gen_args *a)
     if (a->mode_name && vg_graph_mode_parse(a->mode_name, &a->opts.mode) != VG_OK)
         return vg_cli_usage(CMD, "--mode: %s", vg_last_error());
     if (a->sizes_text) {
-        int n = parse_list(a->sizes_text, '\0', 1, a->sizes, 256, NULL);
-        if (n <= 0)
-            return vg_cli_usage(CMD, "--capture-sizes wants up to 256 positive integers separated by "
-                                     "commas, got '%s'", a->sizes_text);
+        const vg_int_list rule = {1, INT32_MAX, 1, 256, 0};
+        char why[96];
+        int n = vg_int_list_parse(a->sizes_text, &rule, a->sizes, NULL, why, sizeof why);
+        if (n < 0)
+            return vg_cli_usage(CMD, "--capture-sizes wants up to 256 positive integers in ascending "
+                                     "order, separated by commas, got '%s': %s", a->sizes_text, why);
         a->opts.capture_sizes = a->sizes;
         a->opts.num_capture_sizes = n;
     }
@@ -139,6 +135,7 @@ static int parse_args(int argc, char **argv, gen_args *a)
     if (a->prompt_text && a->max_new < 0)
         return vg_cli_usage(CMD, "--max-new-tokens is required with --prompt-ids");
     if (a->tolerance >= 0 && !a->expected) return vg_cli_usage(CMD, "--tolerance needs --expected");
+    if (a->ignore_eos && a->eos_text.count) return vg_cli_usage(CMD, "give --eos or --ignore-eos, not both");
     a->opts.warmup = a->warmup;
     a->opts.block_size = a->block_size;
     return 0;
@@ -156,13 +153,16 @@ static int read_prompt_ids(const char *text, prompts *p)
     }
     int64_t total = 0;
     const char *s = text;
+    const vg_int_list rule = {0, INT32_MAX, 0, (int)(len / 2 + 1), ';'};
+    char why[96];
     for (;;) {
         const char *end = NULL;
-        int n = parse_list(s, ';', 0, tmp, (int)(len / 2 + 1), &end);
-        if (n <= 0) {
+        int n = vg_int_list_parse(s, &rule, tmp, &end, why, sizeof why);
+        if (n < 0) {
             free(tmp);
             return vg_cli_usage(CMD, "--prompt-ids wants token ids (non-negative integers) separated "
-                                     "by commas, prompts separated by ';', got '%s'", text);
+                                     "by commas, prompts separated by ';', got '%s': prompt %d: %s",
+                                text, p->B + 1, why);
         }
         for (int i = 0; i < n; i++) p->ids[total + i] = (int32_t)tmp[i];
         total += n;
@@ -171,64 +171,16 @@ static int read_prompt_ids(const char *text, prompts *p)
         s = end + 1;
     }
     free(tmp);
-    if (p->B > MAX_PROMPTS) return vg_cli_usage(CMD, "at most %d prompts", MAX_PROMPTS);
+    if (p->B > VG_LM_MAX_PROMPTS) return vg_cli_usage(CMD, "at most %d prompts", VG_LM_MAX_PROMPTS);
     return 0;
 }
 
-static int64_t get_i64(const vg_st_tensor *t, int64_t i)
-{
-    if (t->dtype == VG_DTYPE_I32) {
-        int32_t v;
-        memcpy(&v, (const char *)t->data + 4 * i, 4);
-        return v;
-    }
-    int64_t v;
-    memcpy(&v, (const char *)t->data + 8 * i, 8);
-    return v;
-}
-
-static int read_input(const char *path, prompts *p)
+/* The prompts of an input file (lm_input.c), every id inside the vocabulary. */
+static int read_input(const char *path, int vocab, prompts *p)
 {
     vg_st_file *f = NULL;
-    if (vg_st_open(path, &f) != VG_OK) return vg_cli_fail(CMD, "%s", vg_last_error());
-    const vg_st_tensor *ids = vg_st_find(f, "input_ids"), *pl = vg_st_find(f, "prompt_lens");
-    const vg_st_tensor *mn = vg_st_find(f, "max_new_tokens");
-    int rc = 0;
-    const char *missing = !ids ? "input_ids" : !pl ? "prompt_lens" : NULL;
-    if (missing) rc = vg_cli_fail(CMD, "%s: tensor '%s' is missing", path, missing);
-    int ok_types = !rc && (ids->dtype == VG_DTYPE_I64 || ids->dtype == VG_DTYPE_I32) &&
-                   (pl->dtype == VG_DTYPE_I64 || pl->dtype == VG_DTYPE_I32) && ids->ndim == 1 &&
-                   pl->ndim == 1;
-    if (!rc && !ok_types)
-        rc = vg_cli_fail(CMD, "%s: input_ids and prompt_lens must be 1-D I64 or I32 tensors", path);
-    if (!rc && (pl->shape[0] < 1 || pl->shape[0] > MAX_PROMPTS))
-        rc = vg_cli_fail(CMD, "%s: prompt_lens holds %lld prompts (1..%d)", path,
-                         (long long)pl->shape[0], MAX_PROMPTS);
-    if (!rc) {
-        p->B = (int)pl->shape[0];
-        p->lens = malloc((size_t)p->B * sizeof(int64_t));
-        p->ids = malloc((size_t)(ids->shape[0] ? ids->shape[0] : 1) * sizeof(int32_t));
-        if (!p->lens || !p->ids) rc = vg_cli_fail(CMD, "out of memory");
-    }
-    int64_t total = 0;
-    for (int b = 0; !rc && b < p->B; b++) {
-        p->lens[b] = get_i64(pl, b);
-        if (p->lens[b] < 1 || p->lens[b] > ids->shape[0] - total)
-            rc = vg_cli_fail(CMD, "%s: prompt_lens[%d] = %lld does not fit in input_ids (%lld tokens)",
-                             path, b, (long long)p->lens[b], (long long)ids->shape[0]);
-        else total += p->lens[b];
-    }
-    if (!rc && total != ids->shape[0])
-        rc = vg_cli_fail(CMD, "%s: prompt_lens add up to %lld, input_ids has %lld", path,
-                         (long long)total, (long long)ids->shape[0]);
-    for (int64_t i = 0; !rc && i < total; i++) {
-        int64_t v = get_i64(ids, i);
-        if (v < 0 || v > INT32_MAX) rc = vg_cli_fail(CMD, "%s: input_ids[%lld] = %lld", path, (long long)i, (long long)v);
-        else p->ids[i] = (int32_t)v;
-    }
-    p->N = -1;
-    if (!rc && mn && mn->numel == 1 && (mn->dtype == VG_DTYPE_I64 || mn->dtype == VG_DTYPE_I32))
-        p->N = get_i64(mn, 0);
+    int rc = vg_st_open(path, &f) != VG_OK || vg_lm_prompts_read(f, vocab, p) != VG_OK;
+    if (rc) vg_cli_fail(CMD, "%s", vg_last_error());
     vg_st_close(f);
     return rc;
 }
@@ -237,38 +189,72 @@ static int read_input(const char *path, prompts *p)
 typedef struct gen_seq {
     int32_t id;
     int64_t off, L, fed, made;
+    int at_eos;     /* its last token is an EOS token: done */
     int32_t *out;   /* L + N tokens: prompt, then generated */
-    float *logits;  /* N x vocab */
+    float *logits;  /* N x vocab, kept for --output and --expected only (else NULL) */
 } gen_seq;
 
 /* Steps by the path they took: eager, FULL, PIECEWISE (vg_run_path). */
 static int64_t g_path_steps[3];
 
+static int is_eos(const gen_args *a, int32_t tok)
+{
+    for (int i = 0; i < a->num_eos; i++)
+        if (a->eos[i] == tok) return 1;
+    return 0;
+}
+
+/* -1 when the row is finite, else the index of its first NaN or infinity. */
+static int first_non_finite(const float *row, int n)
+{
+    for (int v = 0; v < n; v++)
+        if (!isfinite(row[v])) return v;
+    return -1;
+}
+
 /* ---- --device-loop ---- */
 static vg_lm_generate_info g_loop_info;
 
-/* Once every prompt is in: the remaining tokens in one vg_lm_generate call (0: not yet). */
-static int device_loop_rest(const prompts *p, gen_seq *s, vg_lm *lm, int64_t *steps, int *rc)
+/* Once every prompt is in: the remaining tokens of every unfinished prompt in one vg_lm_generate
+ * call with the EOS ids in force (0: not yet; 1: done, *rc set). */
+static int device_loop_rest(const gen_args *a, const prompts *p, gen_seq *s, vg_lm *lm, int vocab,
+                            int64_t *steps, int *rc)
 {
     int B = p->B;
     for (int b = 0; b < B; b++)
         if (s[b].fed < s[b].L) return 0;
     int32_t *ids = malloc((size_t)B * sizeof *ids), *next = malloc((size_t)B * sizeof *next);
-    int64_t *n = malloc((size_t)B * sizeof *n);
+    int64_t *n = malloc((size_t)B * sizeof *n), *got = malloc((size_t)B * sizeof *got);
     int32_t **out = malloc((size_t)B * sizeof *out);
     float **lg = malloc((size_t)B * sizeof *lg);
-    vg_lm_info info;
-    vg_lm_get_info(lm, &info);
-    if (!ids || !next || !n || !out || !lg) *rc = vg_cli_fail(CMD, "out of memory");
+    int keep = s[0].logits != NULL; /* logits kept for --output and --expected only */
+    if (!ids || !next || !n || !got || !out || !lg) *rc = vg_cli_fail(CMD, "out of memory");
     for (int b = 0; !*rc && b < B; b++) {
         gen_seq *q = &s[b];
-        ids[b] = q->id, next[b] = q->out[q->L + q->made - 1], n[b] = p->N - q->made;
-        out[b] = q->out + q->L + q->made, lg[b] = q->logits + q->made * info.vocab;
+        ids[b] = q->id, next[b] = q->out[q->L + q->made - 1];
+        n[b] = q->at_eos ? 0 : p->N - q->made; /* finished at its first token: nothing more */
+        out[b] = q->out + q->L + q->made, lg[b] = keep ? q->logits + q->made * vocab : NULL;
     }
-    if (!*rc) *rc = vg_cli_lm_generate_rest(CMD, lm, B, ids, next, n, out, lg, &g_loop_info);
-    for (int b = 0; !*rc && b < B; b++) s[b].made = p->N;
+    if (!*rc)
+        *rc = vg_cli_lm_generate_rest(CMD, lm, B, ids, next, n, a->eos, a->num_eos, out,
+                                      keep ? lg : NULL, got, &g_loop_info);
+    for (int b = 0; !*rc && b < B; b++) {
+        gen_seq *q = &s[b];
+        for (int64_t j = 0; j < got[b] && keep; j++) {
+            const float *row = q->logits + (q->made + j) * vocab;
+            int bad = first_non_finite(row, vocab);
+            if (bad >= 0) {
+                *rc = vg_cli_fail(CMD, "prompt %d, new token %lld: logit %d is %g; the model's output "
+                                       "is not finite (its weights overflow in this computation): no "
+                                       "token can be chosen", b, (long long)(q->made + j), bad, row[bad]);
+                break;
+            }
+        }
+        q->made += got[b];
+        if (got[b]) q->at_eos = is_eos(a, q->out[q->L + q->made - 1]);
+    }
     *steps += g_loop_info.steps;
-    free(ids), free(next), free(n), free(out), free(lg);
+    free(ids), free(next), free(n), free(got), free(out), free(lg);
     return 1;
 }
 
@@ -283,33 +269,48 @@ static int generate(const gen_args *a, const prompts *p, gen_seq *s, vg_lm *lm, 
         free(st), free(idx), free(logits), free(greedy);
         return vg_cli_fail(CMD, "out of memory");
     }
+    vg_progress progress;
+    vg_progress_start(&progress, a->quiet);
     int rc = 0;
+    int64_t most = 0; /* new tokens of the furthest prompt, for the progress line */
     for (*steps = 0; !rc; ++*steps) {
-        if (a->device_loop && device_loop_rest(p, s, lm, steps, &rc)) break; /* --device-loop */
+        if (a->device_loop && device_loop_rest(a, p, s, lm, vocab, steps, &rc)) break;
         int n = 0;
         for (int b = 0; b < B; b++) {
             gen_seq *q = &s[b];
-            if (q->made == p->N) continue;
+            if (q->made == p->N || q->at_eos) continue;
             int64_t take = 1;
             if (q->fed < q->L) take = a->chunk && a->chunk < q->L - q->fed ? a->chunk : q->L - q->fed;
             st[n] = (vg_lm_seq_tokens){q->id, q->out + q->fed, (int32_t)take};
             idx[n++] = b;
         }
         if (!n) break;
+        vg_progress_show(&progress, "lm generate: new tokens", (int)most, (int)p->N);
         vg_lm_step_info info;
         if (vg_lm_step(lm, st, n, logits, greedy, &info) != VG_OK) {
             rc = vg_cli_fail(CMD, "%s", vg_last_error());
             break;
         }
         g_path_steps[info.run.path]++;
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; !rc && i < n; i++) {
             gen_seq *q = &s[idx[i]];
             q->fed += st[i].num_tokens;
             if (q->fed < q->L) continue; /* a prefill chunk before the prompt's end */
-            memcpy(q->logits + q->made * vocab, logits + (size_t)i * (size_t)vocab, (size_t)vocab * sizeof(float));
+            const float *row = logits + (size_t)i * (size_t)vocab;
+            int bad = first_non_finite(row, vocab);
+            if (bad >= 0) { /* the inputs are token ids: a NaN or infinity comes from the model */
+                rc = vg_cli_fail(CMD, "prompt %d, new token %lld: logit %d is %g; the model's output is "
+                                      "not finite (its weights overflow in this computation): no token "
+                                      "can be chosen", idx[i], (long long)q->made, bad, row[bad]);
+                break;
+            }
+            if (q->logits) memcpy(q->logits + q->made * vocab, row, (size_t)vocab * sizeof(float));
             q->out[q->L + q->made++] = greedy[i];
+            q->at_eos = is_eos(a, greedy[i]);
+            if (q->made > most) most = q->made;
         }
     }
+    vg_progress_end(&progress);
     free(st), free(idx), free(logits), free(greedy);
     return rc;
 }
@@ -323,7 +324,7 @@ static int write_output(const gen_args *a, const prompts *p, const gen_seq *s, i
     int64_t **seq64 = calloc((size_t)B, sizeof *seq64);
     if (!t || !names || !shapes || !seq64) rc = vg_cli_fail(CMD, "out of memory");
     for (int b = 0; !rc && b < B; b++) {
-        int64_t L = s[b].L + p->N;
+        int64_t L = s[b].L + s[b].made;
         seq64[b] = malloc((size_t)L * sizeof(int64_t));
         if (!seq64[b]) {
             rc = vg_cli_fail(CMD, "out of memory");
@@ -334,7 +335,7 @@ static int write_output(const gen_args *a, const prompts *p, const gen_seq *s, i
         shapes[2 * b][0] = L;
         t[2 * b] = (vg_st_write_tensor){names[2 * b], VG_DTYPE_I64, 1, shapes[2 * b], seq64[b]};
         snprintf(names[2 * b + 1], 32, "logits.%d", b);
-        shapes[2 * b + 1][0] = p->N, shapes[2 * b + 1][1] = vocab;
+        shapes[2 * b + 1][0] = s[b].made, shapes[2 * b + 1][1] = vocab;
         t[2 * b + 1] = (vg_st_write_tensor){names[2 * b + 1], VG_DTYPE_F32, 2, shapes[2 * b + 1], s[b].logits};
     }
     if (!rc) rc = vg_cli_write_safetensors(CMD, a->output, t, 2 * B);
@@ -375,16 +376,16 @@ static int compare(const gen_args *a, const prompts *p, const gen_seq *s, int vo
     cJSON *arr = json ? cJSON_AddArrayToObject(json, "expected") : NULL;
     for (int b = 0; !rc && b < p->B; b++) {
         const gen_seq *q = &s[b];
-        const vg_st_tensor *seq = find_ref(f, "sequence", b, VG_DTYPE_I64, q->L + p->N, 0);
-        const vg_st_tensor *lg = seq ? find_ref(f, "logits", b, VG_DTYPE_F32, q->L + p->N - 1, vocab) : NULL;
-        const vg_st_tensor *mg = lg ? find_ref(f, "margin", b, VG_DTYPE_F32, q->L + p->N - 1, 0) : NULL;
+        const vg_st_tensor *seq = find_ref(f, "sequence", b, VG_DTYPE_I64, q->L + q->made, 0);
+        const vg_st_tensor *lg = seq ? find_ref(f, "logits", b, VG_DTYPE_F32, q->L + q->made - 1, vocab) : NULL;
+        const vg_st_tensor *mg = lg ? find_ref(f, "margin", b, VG_DTYPE_F32, q->L + q->made - 1, 0) : NULL;
         if (!mg) {
             rc = 1;
             break;
         }
         int64_t agree = 0, tie = -1, mismatch = -1;
         double err = 0, refmax = 0;
-        for (int64_t j = 0; j < p->N; j++) {
+        for (int64_t j = 0; j < q->made; j++) {
             int64_t row = q->L - 1 + j;
             double mx = 0;
             for (int v = 0; v < vocab; v++) {
@@ -413,7 +414,7 @@ static int compare(const gen_args *a, const prompts *p, const gen_seq *s, int vo
             cJSON_AddBoolToObject(o, "within", ok);
             cJSON_AddItemToArray(arr, o);
         } else {
-            printf("prompt %d: %lld of %lld tokens agree", b, (long long)agree, (long long)p->N);
+            printf("prompt %d: %lld of %lld tokens agree", b, (long long)agree, (long long)q->made);
             if (tie >= 0) printf(" (near tie at token %lld)", (long long)tie);
             if (mismatch >= 0) printf(", token %lld DIFFERS before any near tie", (long long)mismatch);
             printf("; logits relative error %.3g (tolerance %.3g)%s\n", rel, tol, ok ? "" : ": NOT within");
@@ -438,11 +439,14 @@ static int report(const gen_args *a, const prompts *p, const gen_seq *s, vg_lm *
         cJSON_AddNumberToObject(j, "steps_full", (double)g_path_steps[VG_RUN_FULL]);
         cJSON_AddNumberToObject(j, "steps_piecewise", (double)g_path_steps[VG_RUN_PIECEWISE]);
         cJSON_AddNumberToObject(j, "steps_eager", (double)g_path_steps[VG_RUN_EAGER]);
-        cJSON *seqs = cJSON_AddArrayToObject(j, "generated");
+        cJSON *eos = cJSON_AddArrayToObject(j, "eos");
+        for (int i = 0; i < a->num_eos; i++) cJSON_AddItemToArray(eos, cJSON_CreateNumber(a->eos[i]));
+        cJSON *seqs = cJSON_AddArrayToObject(j, "generated"), *ends = cJSON_AddArrayToObject(j, "stopped_at_eos");
         for (int b = 0; b < p->B; b++) {
             cJSON *row = cJSON_CreateArray();
-            for (int64_t i = 0; i < p->N; i++) cJSON_AddItemToArray(row, cJSON_CreateNumber(s[b].out[s[b].L + i]));
+            for (int64_t i = 0; i < s[b].made; i++) cJSON_AddItemToArray(row, cJSON_CreateNumber(s[b].out[s[b].L + i]));
             cJSON_AddItemToArray(seqs, row);
+            cJSON_AddItemToArray(ends, cJSON_CreateBool(s[b].at_eos));
         }
         if (a->output) cJSON_AddStringToObject(j, "output", a->output);
         if (a->stats) cJSON_AddItemToObject(j, "stats", vg_stats_json(vg_lm_runner(lm)));
@@ -456,12 +460,12 @@ static int report(const gen_args *a, const prompts *p, const gen_seq *s, vg_lm *
     }
     for (int b = 0; b < p->B; b++) {
         printf("%d:", b);
-        for (int64_t i = 0; i < p->N; i++) printf("%s%d", i ? "," : " ", s[b].out[s[b].L + i]);
+        for (int64_t i = 0; i < s[b].made; i++) printf("%s%d", i ? "," : " ", s[b].out[s[b].L + i]);
         putchar('\n');
     }
     if (a->expected && (cmp = compare(a, p, s, info->vocab, info->compute_dtype, NULL)) == 1) return 1;
     if (a->stats) {
-        printf("backend %s, %d prompt(s), %lld new token(s) each, %lld step(s): %lld FULL, "
+        printf("backend %s, %d prompt(s), %lld new token(s) each at most, %lld step(s): %lld FULL, "
                "%lld PIECEWISE, %lld eager\n", vg_runtime_backend_name(rt), p->B, (long long)p->N,
                (long long)steps, (long long)g_path_steps[VG_RUN_FULL],
                (long long)g_path_steps[VG_RUN_PIECEWISE], (long long)g_path_steps[VG_RUN_EAGER]);
@@ -474,12 +478,9 @@ static int report(const gen_args *a, const prompts *p, const gen_seq *s, vg_lm *
     return cmp ? vg_cli_fail(CMD, "the result does NOT match %s", a->expected) : 0;
 }
 
-static int run(gen_args *a, prompts *p)
+static int run(gen_args *a, prompts *p, int64_t blocks)
 {
-    int B = p->B, bs = a->block_size ? a->block_size : 16;
-    /* the KV pool: what the prompts need, unless told */
-    int64_t blocks = 0;
-    for (int b = 0; b < B; b++) blocks += (p->lens[b] + p->N + bs - 1) / bs;
+    int B = p->B;
     a->opts.num_blocks = a->kv_blocks ? a->kv_blocks : blocks;
     a->opts.max_seqs = B;
     vg_runtime_options ro;
@@ -493,12 +494,15 @@ static int run(gen_args *a, prompts *p)
         rc = vg_cli_fail(CMD, "%s", vg_last_error());
     vg_lm_info info = {0};
     if (!rc) vg_lm_get_info(lm, &info);
+    int keep_logits = a->output || a->expected;
     int64_t off = 0;
     for (int b = 0; !rc && b < B; b++) {
         s[b].L = p->lens[b], s[b].off = off;
         s[b].out = malloc((size_t)(p->lens[b] + p->N) * sizeof(int32_t));
-        s[b].logits = malloc((size_t)p->N * (size_t)info.vocab * sizeof(float));
-        if (!s[b].out || !s[b].logits) rc = vg_cli_fail(CMD, "out of memory");
+        s[b].logits = keep_logits ? malloc((size_t)p->N * (size_t)info.vocab * sizeof(float)) : NULL;
+        if (!s[b].out || (keep_logits && !s[b].logits))
+            rc = vg_cli_fail(CMD, "out of memory (prompt %d: %lld tokens%s)", b, (long long)(p->lens[b] + p->N),
+                             keep_logits ? " and their logits" : "");
         else memcpy(s[b].out, p->ids + off, (size_t)p->lens[b] * sizeof(int32_t));
         off += p->lens[b];
         if (!rc && vg_lm_seq_add(lm, &s[b].id) != VG_OK) rc = vg_cli_fail(CMD, "%s", vg_last_error());
@@ -506,12 +510,84 @@ static int run(gen_args *a, prompts *p)
     int64_t steps = 0;
     if (!rc) rc = generate(a, p, s, lm, info.vocab, &steps);
     if (!rc && a->output) rc = write_output(a, p, s, info.vocab);
+    if (!rc && a->output) vg_out_divert_stdout(a->output); /* the text after the binary: stderr */
     if (!rc) rc = report(a, p, s, lm, rt, steps, &info);
     for (int b = 0; s && b < B; b++) free(s[b].out), free(s[b].logits);
     free(s);
     vg_lm_free(lm);
     vg_runtime_close(rt);
     return rc;
+}
+
+static int check_prompt_ids(const prompts *p, int vocab)
+{
+    int64_t off = 0;
+    for (int b = 0; b < p->B; off += p->lens[b++])
+        for (int64_t i = 0; i < p->lens[b]; i++)
+            if (p->ids[off + i] >= vocab)
+                return vg_cli_usage(CMD, "--prompt-ids: token %lld of prompt %d is %d, outside the "
+                                         "vocabulary [0, %d)", (long long)i, b, p->ids[off + i], vocab);
+    return 0;
+}
+
+/* The EOS ids in force: --eos, else the model's; none with --ignore-eos. 0, or 2 after the
+ * message. */
+static int pick_eos(gen_args *a, const vg_lm_info *info)
+{
+    if (a->ignore_eos) return 0;
+    if (!a->eos_text.count) {
+        a->num_eos = info->num_eos;
+        memcpy(a->eos, info->eos_ids, (size_t)info->num_eos * sizeof(int32_t));
+        return 0;
+    }
+    for (int i = 0; i < a->eos_text.count; i++) {
+        int64_t ids[VG_LM_MAX_EOS];
+        const vg_int_list rule = {0, INT32_MAX, 0, VG_LM_MAX_EOS - a->num_eos, 0};
+        char why[96];
+        int n = rule.max > 0 ? vg_int_list_parse(a->eos_text.items[i], &rule, ids, NULL, why, sizeof why) : -1;
+        if (n < 0)
+            return vg_cli_usage(CMD, "--eos wants token ids separated by commas, at most %d in all, got "
+                                     "'%s': %s", VG_LM_MAX_EOS, a->eos_text.items[i],
+                                rule.max > 0 ? why : "too many ids");
+        for (int k = 0; k < n; k++) {
+            if (ids[k] >= info->vocab)
+                return vg_cli_usage(CMD, "--eos %lld is outside the vocabulary [0, %d)", (long long)ids[k],
+                                    info->vocab);
+            a->eos[a->num_eos++] = (int32_t)ids[k];
+        }
+    }
+    return 0;
+}
+
+/* Every prompt and N new tokens fit in max_position_embeddings, and the KV pool holds them all:
+ * checked before the model is loaded, naming the user's numbers. *blocks: what the prompts
+ * need. 0, or 1 (the input file's max_new_tokens) or 2 (--max-new-tokens, --kv-blocks) after
+ * the message. */
+static int check_lengths(const gen_args *a, const prompts *p, const vg_lm_info *info, int64_t *blocks)
+{
+    int usage = a->max_new > 0;
+    char from[4200];
+    if (usage) snprintf(from, sizeof from, "--max-new-tokens %lld", (long long)p->N);
+    else snprintf(from, sizeof from, "max_new_tokens %lld of %s", (long long)p->N, a->input);
+    int bs = a->block_size ? a->block_size : 16;
+    *blocks = 0;
+    for (int b = 0; b < p->B; b++) {
+        int64_t L = p->lens[b], room = info->max_position - L;
+        if (p->N > room) {
+            int (*say)(const char *, const char *, ...) = usage ? vg_cli_usage : vg_cli_fail;
+            if (room < 1)
+                return say(CMD, "prompt %d has %lld tokens: no room for a new token within the model's "
+                                "max_position_embeddings %lld", b, (long long)L, (long long)info->max_position);
+            return say(CMD, "prompt %d has %lld tokens; with %s that makes %lld, more than the model's "
+                            "max_position_embeddings %lld: at most %lld new tokens fit", b, (long long)L, from,
+                       (long long)(L + p->N), (long long)info->max_position, (long long)room);
+        }
+        *blocks += (L + p->N + bs - 1) / bs; /* L + N <= max_position: no overflow */
+    }
+    if (a->kv_blocks && a->kv_blocks < *blocks)
+        return vg_cli_usage(CMD, "the %d prompt(s) and %s need %lld KV blocks of %d tokens; --kv-blocks "
+                                 "gives %lld", p->B, from, (long long)*blocks, bs, (long long)a->kv_blocks);
+    return 0;
 }
 
 int vg_cmd_lm_generate(int argc, char **argv)
@@ -521,13 +597,23 @@ int vg_cmd_lm_generate(int argc, char **argv)
     int rc = parse_args(argc, argv, &a);
     if (rc) return rc == VG_OPT_HELP ? 0 : rc;
     prompts p = {0};
-    rc = a.input ? read_input(a.input, &p) : read_prompt_ids(a.prompt_text, &p);
+    vg_lm_info info;
+    int64_t blocks = 0;
+    if (a.prompt_text) rc = read_prompt_ids(a.prompt_text, &p);
+    /* the model's shape and limits from its config files: the request is checked against them
+     * before anything heavy */
+    if (!rc && vg_lm_inspect(a.model, &info) != VG_OK) rc = vg_cli_fail(CMD, "%s", vg_last_error());
+    if (!rc && a.input) rc = read_input(a.input, info.vocab, &p);
+    if (!rc && a.prompt_text) rc = check_prompt_ids(&p, info.vocab);
     if (!rc && a.max_new > 0) p.N = a.max_new;
     if (!rc && p.N < 1)
         rc = vg_cli_usage(CMD, "%s holds no max_new_tokens: give --max-new-tokens", a.input);
+    if (!rc) rc = pick_eos(&a, &info);
+    if (!rc) rc = check_lengths(&a, &p, &info, &blocks);
+    if (!rc && a.output) rc = vg_out_check_distinct(CMD, a.output, "--expected", a.expected);
+    if (!rc && a.output) rc = vg_out_check_distinct(CMD, a.output, "--input", a.input);
     if (!rc && a.output) rc = vg_out_check(CMD, a.output);
-    if (!rc) rc = run(&a, &p);
-    free(p.lens);
-    free(p.ids);
+    if (!rc) rc = run(&a, &p, blocks);
+    vg_lm_prompts_free(&p);
     return rc;
 }

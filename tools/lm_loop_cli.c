@@ -9,10 +9,12 @@
 #include "vg_cli.h"
 
 int vg_cli_lm_generate_rest(const char *cmd, vg_lm *lm, int B, const int32_t *ids,
-                            const int32_t *next, const int64_t *n, int32_t *const *out,
-                            float *const *logits, vg_lm_generate_info *info)
+                            const int32_t *next, const int64_t *n, const int32_t *eos, int num_eos,
+                            int32_t *const *out, float *const *logits, int64_t *got,
+                            vg_lm_generate_info *info)
 {
     memset(info, 0, sizeof *info);
+    for (int b = 0; b < B; b++) got[b] = 0;
     vg_lm_info li;
     vg_lm_get_info(lm, &li);
     size_t V = (size_t)li.vocab;
@@ -22,8 +24,8 @@ int vg_cli_lm_generate_rest(const char *cmd, vg_lm *lm, int B, const int32_t *id
     vg_lm_gen_seq *seqs = malloc((size_t)B * sizeof *seqs);
     int *row = malloc((size_t)B * sizeof *row);
     int32_t *toks = malloc((size_t)B * (size_t)N * sizeof *toks), *counts = malloc((size_t)B * sizeof *counts);
-    float *lg = malloc((size_t)B * (size_t)N * V * sizeof *lg);
-    if (!seqs || !row || !toks || !counts || !lg) {
+    float *lg = logits ? malloc((size_t)B * (size_t)N * V * sizeof *lg) : NULL;
+    if (!seqs || !row || !toks || !counts || (logits && !lg)) {
         free(seqs), free(row), free(toks), free(counts), free(lg);
         return vg_cli_fail(cmd, "out of memory");
     }
@@ -34,18 +36,24 @@ int vg_cli_lm_generate_rest(const char *cmd, vg_lm *lm, int B, const int32_t *id
     vg_lm_generate_options_init(&o);
     o.max_new_tokens = (int32_t)N;
     o.loop = VG_LM_LOOP_DEVICE;
+    o.eos = eos, o.num_eos = num_eos;
     int rc = 0;
     if (vg_lm_generate(lm, seqs, k, &o, toks, counts, lg, info) != VG_OK)
         rc = vg_cli_fail(cmd, "%s", vg_last_error());
     for (int i = 0; !rc && i < k; i++) {
         int b = row[i];
-        if (counts[i] != n[b]) { /* no EOS ids: only a length limit stops a sequence early */
+        const int32_t *t = toks + (size_t)i * (size_t)N;
+        int at_eos = 0;
+        for (int e = 0; counts[i] > 0 && e < num_eos; e++) at_eos |= t[counts[i] - 1] == eos[e];
+        if (counts[i] != n[b] && !at_eos) { /* else only a length limit stops a sequence early */
             rc = vg_cli_fail(cmd, "prompt %d stopped after %d of %lld tokens (its length limit)", b,
                              (int)counts[i], (long long)n[b]);
             break;
         }
-        memcpy(out[b], toks + (size_t)i * (size_t)N, (size_t)n[b] * sizeof(int32_t));
-        memcpy(logits[b], lg + (size_t)i * (size_t)N * V, (size_t)n[b] * V * sizeof(float));
+        got[b] = counts[i];
+        memcpy(out[b], t, (size_t)counts[i] * sizeof(int32_t));
+        if (logits)
+            memcpy(logits[b], lg + (size_t)i * (size_t)N * V, (size_t)counts[i] * V * sizeof(float));
     }
     free(seqs), free(row), free(toks), free(counts), free(lg);
     return rc;

@@ -7,13 +7,15 @@
 
 #include "vg/vg_lm.h"
 
-/* vg lm generate --device-loop: B prefilled sequences (ids[b]) go on from next[b] for n[b] >= 0
- * more tokens each through vg_lm_generate (asking for the device loop), written to
- * out[b][0 .. n[b]) and logits[b] (n[b] rows of vocab). *info says where it ran. Returns 0, or 1
- * after printing the error. */
+/* vg lm generate --device-loop: B prefilled sequences (ids[b]) go on from next[b] for at most
+ * n[b] >= 0 more tokens each through vg_lm_generate (asking for the device loop), stopping after
+ * one of eos[0 .. num_eos) (kept), written to out[b][0 .. got[b]) and, unless logits is NULL,
+ * logits[b] (got[b] rows of vocab). *info says where it ran. A sequence stopped short of n[b]
+ * without an EOS id is an error. Returns 0, or 1 after printing the error. */
 int vg_cli_lm_generate_rest(const char *cmd, vg_lm *lm, int B, const int32_t *ids,
-                            const int32_t *next, const int64_t *n, int32_t *const *out,
-                            float *const *logits, vg_lm_generate_info *info);
+                            const int32_t *next, const int64_t *n, const int32_t *eos, int num_eos,
+                            int32_t *const *out, float *const *logits, int64_t *got,
+                            vg_lm_generate_info *info);
 
 /* vg lm bench --loop: per batch size, tokens/s of vg_lm_generate for `new_tokens` tokens, the
  * host loop against the device loop. */

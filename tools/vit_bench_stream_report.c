@@ -138,7 +138,8 @@ static void report_text(const bench_args *a, vg_runtime *rt, const vg_device_inf
     if (r->lazy)
         printf("no warm-up (--lazy): a bucket's first call runs eagerly, its next is captured\n");
     else
-        printf("warm-up at load: %d graphs captured in %.2f s\n", r->warm_graphs, r->warm_ms / 1000.0);
+        printf("warm-up at load, of the buckets the requests use: %d graphs captured in %.2f s\n",
+               r->warm_graphs, r->warm_ms / 1000.0);
     printf("per request, device time (events from the end of the input upload to the last "
            "kernel; captures inside a call included):\n");
     printf("  %.2f requests/s, p50 %.3f ms, p99 %.3f ms, mean %.3f ms\n",

@@ -3,7 +3,6 @@
  * deepstack features of a Qwen3-VL tower), and say whether they match a reference. Every input and the output's directory are checked before
  * the model is loaded. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 #include "cli_progress.h"
 #include "cli_safetensors.h"
 #include "runner_stats_format.h"
+#include "vg/vg_half.h"
 #include "vg/vg_vit.h"
 #include "vg_cli.h"
 #include "vit_expected.h"
@@ -30,11 +30,12 @@ static const char k_help[] =
     "OUT gets embeddings, F32 [S/merge^2, out_hidden_size], images in input order, and for a\n"
     "model with deepstack mergers (Qwen3-VL) deepstack.0, deepstack.1, ... of the same shape;\n"
     "OUT may be a file (replaced atomically), a symbolic link (its target is written) or a device\n"
-    "or FIFO (written through).\n"
+    "or FIFO (written through), not the --input or --expected file; when OUT is standard output\n"
+    "(/dev/stdout), the summary goes to stderr.\n"
     "  --mode M            graph mode (default full_and_piecewise)\n"
     "  --capture-sizes L   token counts to capture, multiples of the merge unit (4)\n"
     "  --max-capture-size N  calls above N tokens run eagerly\n"
-    "  --warmup            capture every bucket before the first call\n"
+    "  --warmup            capture the input's bucket before the first call\n"
     "  --repeat N          encode N times, 1..1000000 (the first call captures, later ones replay)\n"
     "  --expected REF      compare the outputs with REF's tensors of the same names (same shapes;\n"
     "                      every deepstack.K the model makes): max relative error =\n"
@@ -44,8 +45,8 @@ static const char k_help[] =
     "  --stats             print the graph runner's statistics\n"
     "  --json              print the summary (statistics, comparison) as one JSON document\n"
     "  --quiet             no progress on stderr (shown only when stderr is a terminal)\n"
-    "Exit status: 0; 1 when an input, the run or the output failed, or an output is not within\n"
-    "tolerance; 2 for a wrong command line.\n";
+    "Exit status: 0; 1 when an input, the run or the output failed (a NaN or infinity in an\n"
+    "output included), or an output is not within tolerance; 2 for a wrong command line.\n";
 
 typedef struct encode_args {
     const char *model, *input, *output, *backend, *mode_name, *sizes_text, *expected;
@@ -54,23 +55,6 @@ typedef struct encode_args {
     vg_vit_options opts;
     int64_t sizes[256];
 } encode_args;
-
-static int parse_sizes(const char *text, encode_args *a)
-{
-    int n = 0;
-    const char *p = text;
-    while (*p) {
-        char *end = NULL;
-        errno = 0;
-        long long v = strtoll(p, &end, 10);
-        if (errno || end == p || v <= 0 || n == 256 || (*end && *end != ',')) return -1;
-        a->sizes[n++] = v;
-        p = *end ? end + 1 : end;
-    }
-    a->opts.capture_sizes = a->sizes;
-    a->opts.num_capture_sizes = n;
-    return n ? 0 : -1;
-}
 
 static int parse_args(int argc, char **argv, encode_args *a)
 {
@@ -97,9 +81,17 @@ static int parse_args(int argc, char **argv, encode_args *a)
     if (rc) return rc;
     if (a->mode_name && vg_graph_mode_parse(a->mode_name, &a->opts.mode) != VG_OK)
         return vg_cli_usage("vit encode", "--mode: %s", vg_last_error());
-    if (a->sizes_text && parse_sizes(a->sizes_text, a))
-        return vg_cli_usage("vit encode", "--capture-sizes wants up to 256 positive integers separated "
-                                          "by commas, got '%s'", a->sizes_text);
+    if (a->sizes_text) {
+        const vg_int_list rule = {1, INT32_MAX, 1, 256, 0};
+        char why[96];
+        int n = vg_int_list_parse(a->sizes_text, &rule, a->sizes, NULL, why, sizeof why);
+        if (n < 0)
+            return vg_cli_usage("vit encode", "--capture-sizes wants up to 256 positive integers in "
+                                              "ascending order, separated by commas, got '%s': %s",
+                                a->sizes_text, why);
+        a->opts.capture_sizes = a->sizes;
+        a->opts.num_capture_sizes = n;
+    }
     if (a->tolerance >= 0 && !a->expected)
         return vg_cli_usage("vit encode", "--tolerance needs --expected");
     if (!a->model || !a->input || !a->output)
@@ -112,6 +104,29 @@ typedef struct input {
     const vg_st_tensor *pv;
     int64_t *grid, n;
 } input;
+
+static double pixel(const vg_st_tensor *pv, int64_t i)
+{
+    if (pv->dtype == VG_DTYPE_F32) {
+        float v;
+        memcpy(&v, (const char *)pv->data + 4 * i, 4);
+        return v;
+    }
+    uint16_t h;
+    memcpy(&h, (const char *)pv->data + 2 * i, 2);
+    return pv->dtype == VG_DTYPE_BF16 ? vg_bf16_to_f32(h) : vg_f16_to_f32(h);
+}
+
+/* A NaN or infinity among the pixels would make the outputs so; refused, so that a non-finite
+ * output always means the model overflowed. */
+static int check_finite_pixels(const char *path, const vg_st_tensor *pv)
+{
+    for (int64_t i = 0; i < (int64_t)pv->numel; i++)
+        if (!isfinite(pixel(pv, i)))
+            return vg_cli_fail("vit encode", "%s: pixel_values[%lld, %lld] is %g: the input must be finite",
+                               path, (long long)(i / pv->shape[1]), (long long)(i % pv->shape[1]), pixel(pv, i));
+    return 0;
+}
 
 /* pixel_values and grid_thw out of the input file, checked and converted. */
 static int read_input(const char *path, input *in)
@@ -138,18 +153,49 @@ static int read_input(const char *path, input *in)
             in->grid[i] = v;
         }
     }
-    return 0;
+    return check_finite_pixels(path, pv);
+}
+
+/* The patches grid_thw describes (sum of t x h x w), computed without overflow: -1 when a value
+ * is below 1 or the sum passes pixel_values' rows (the encoder then says what is wrong). */
+static int64_t grid_patches(const input *in)
+{
+    int64_t rows = in->pv->shape[0], total = 0;
+    for (int64_t i = 0; i < in->n; i++) {
+        int64_t t = in->grid[3 * i], h = in->grid[3 * i + 1], w = in->grid[3 * i + 2], left = rows - total;
+        if (t < 1 || h < 1 || w < 1 || t > left || h > left / t || w > left / (t * h)) return -1;
+        total += t * h * w;
+    }
+    return total;
 }
 
 /* The reference's tensors against the outputs', when the input is consistent (otherwise the
  * encoder names what is wrong with it). */
 static int check_expected_shape(const vg_expected *e, const input *in, const vg_vit_info *info)
 {
-    int64_t patches = 0, unit = (int64_t)info->spatial_merge * info->spatial_merge;
-    for (int64_t i = 0; i < in->n; i++) patches += in->grid[3 * i] * in->grid[3 * i + 1] * in->grid[3 * i + 2];
+    int64_t patches = grid_patches(in), unit = (int64_t)info->spatial_merge * info->spatial_merge;
     if (patches != in->pv->shape[0] || patches % unit) return 0;
     if (vg_expected_check_shape(e, patches / unit, info->out_hidden)) return 1;
     return vg_expected_check_deepstack(e, info->num_deepstack, patches / unit, info->out_hidden);
+}
+
+/* Every output value is finite (the inputs were): 0, or 1 after naming the first that is not. */
+static int check_finite_outputs(const vg_vit_output *o)
+{
+    size_t n = (size_t)(o->rows * o->cols);
+    for (int k = 0; k <= o->num_deepstack; k++) {
+        const float *v = k ? o->deepstack[k - 1] : o->embeddings;
+        for (size_t i = 0; i < n; i++) {
+            if (isfinite(v[i])) continue;
+            char name[32];
+            if (k) snprintf(name, sizeof name, "deepstack.%d", k - 1);
+            else snprintf(name, sizeof name, "embeddings");
+            return vg_cli_fail("vit encode", "%s[%lld, %lld] is %g from finite pixel values: the model's "
+                                             "weights overflow in this computation; nothing was written",
+                               name, (long long)(i / (size_t)o->cols), (long long)(i % (size_t)o->cols), v[i]);
+        }
+    }
+    return 0;
 }
 
 /* embeddings, then deepstack.0, deepstack.1, ... */
@@ -237,8 +283,11 @@ static int encode(const encode_args *a, const input *in, const vg_expected *e)
         rc = vg_cli_fail("vit encode", "%s", vg_last_error());
     if (!rc) vg_vit_get_info(vit, &info);
     if (!rc && e) rc = check_expected_shape(e, in, &info);
+    /* every call encodes the same input: its bucket is the only one to warm */
     vg_batch_desc like = {.num_tokens = 0};
-    if (!rc && a->warmup && vg_runner_warmup(vg_vit_runner(vit), &like, vg_progress_warmup, &progress) != VG_OK)
+    int64_t rows = in->pv->shape[0];
+    if (!rc && a->warmup &&
+        vg_runner_warmup_for(vg_vit_runner(vit), &like, &rows, 1, vg_progress_warmup, &progress) != VG_OK)
         rc = vg_cli_fail("vit encode", "warm-up: %s", vg_last_error());
     /* pixel data may sit unaligned in the mapping: encode copies it, element by element */
     void *pixels = rc ? NULL : malloc(in->pv->nbytes ? in->pv->nbytes : 1);
@@ -254,7 +303,9 @@ static int encode(const encode_args *a, const input *in, const vg_expected *e)
     }
     vg_progress_end(&progress);
     free(pixels);
+    if (!rc) rc = check_finite_outputs(&o);
     if (!rc) rc = write_outputs(a->output, &o);
+    if (!rc) vg_out_divert_stdout(a->output); /* the text after the binary: stderr */
     if (!rc) {
         vg_comparison c = {0};
         if (e) c = vg_expected_compare(e, &o, a->tolerance >= 0 ? a->tolerance
@@ -280,6 +331,8 @@ int vg_cmd_vit_encode(int argc, char **argv)
     vg_expected e = {0};
     rc = read_input(a.input, &in);
     if (!rc && a.expected) rc = vg_expected_open(&e, a.expected);
+    if (!rc) rc = vg_out_check_distinct("vit encode", a.output, "--expected", a.expected);
+    if (!rc) rc = vg_out_check_distinct("vit encode", a.output, "--input", a.input);
     if (!rc) rc = vg_out_check("vit encode", a.output);
     if (!rc) rc = encode(&a, &in, a.expected ? &e : NULL);
     vg_expected_close(&e);

@@ -38,6 +38,12 @@ vg_status vgc_ipc_alloc(vg_bk_device *, size_t, void **);
 vg_status vgc_ipc_export(vg_bk_device *, void *, vg_ipc_handle *);
 vg_status vgc_ipc_open(vg_bk_device *, const vg_ipc_handle *, void **, size_t *);
 vg_status vgc_ipc_close(vg_bk_device *, void *);
+vg_status vgc_native_device(vg_bk_device *, vg_native_device *);
+vg_status vgc_stream_native(vg_bk_device *, vg_bk_stream *, void **);
+vg_status vgc_stream_wrap(vg_bk_device *, void *, vg_bk_stream **);
+vg_status vgc_mem_native(vg_bk_device *, const void *, vg_native_mem *);
+vg_status vgc_mem_register(vg_bk_device *, void *, size_t, void **);
+vg_status vgc_mem_unregister(vg_bk_device *, void *);
 }
 
 /* Auto-selection: a GPU backend beats the CPU stand-in; cuda 900, hip 800 (vendor.h). */
@@ -88,6 +94,13 @@ static vg_backend_iface make_iface(void)
     t.ipc_export = vgc_ipc_export;
     t.ipc_open = vgc_ipc_open;
     t.ipc_close = vgc_ipc_close;
+    t.native_device = vgc_native_device;
+    t.stream_native = vgc_stream_native;
+    t.stream_wrap = vgc_stream_wrap;
+    t.mem_native = vgc_mem_native;
+    t.mem_register = vgc_mem_register;
+    t.mem_unregister = vgc_mem_unregister;
+    t.option_names = vgc_option_names;
     t.loop_capture_begin = vgc_loop_capture_begin; /* graph_loop.cu */
     t.loop_capture_end = vgc_loop_capture_end;
     return t;

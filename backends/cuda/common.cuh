@@ -21,6 +21,10 @@ vg_status vgc_fail(cudaError_t err, const char *what, const char *file, int line
 /* After a kernel launch: launch-configuration errors surface here. */
 #define VGC_CHECK_LAUNCH(name) VGC_CHECK(cudaGetLastError())
 #define VGC_ERR(status, ...) (vgc_host->set_error((status), __VA_ARGS__), (status))
+/* A knob's value: the application's backend option of that name, else the environment. Read at
+ * device_open (native.cu lists the names). */
+#define vgc_option(name) vg_backend_option(vgc_host, (name))
+extern const char *const vgc_option_names[];
 
 struct vgc_gemm_cache;
 
@@ -42,6 +46,7 @@ struct vg_bk_device {
     int decode_heads;     /* VG_CUDA_DECODE_HEADS=1..8: query heads per paged-attention block (0: chosen per call) */
     int attention_rows;   /* VG_CUDA_ATTENTION_ROWS=64|128: rows per tensor-core attention block (0: chosen per call) */
     int pdl;              /* VGC_PDL_*: where kernels use programmatic dependent launch (VG_CUDA_PDL) */
+    char gemm_choice[16]; /* VG_CUDA_GEMM, as given at open ("" when unset) */
     cudaDeviceProp prop;
     cudaStream_t upload_stream; /* for graph uploads at instantiate */
     void *blas;                 /* cublasLtHandle_t (hipBLASLt or none under HIP) */
@@ -60,6 +65,7 @@ struct vg_bk_stream {
     size_t gemm_workspace_bytes;
     struct vgc_gemm_cache *gemm_cache;
     unsigned *counters; /* VGC_COUNTERS words of device memory, or NULL (HIP): see above */
+    int wrapped;        /* stream_wrap: `s` is the caller's, never destroyed here */
     /* graph_loop.cu: between loop_capture_begin and loop_capture_end, the graph holding the
      * WHILE node whose body the stream captures into, its condition and the loop's flag */
     cudaGraph_t loop_graph;
@@ -106,6 +112,13 @@ static inline void vgc_launch(vg_bk_stream *s, void (*kern)(KArgs...), dim3 grid
 /* gemm_tiled.cu: the portable GEMM kernel. Like every op, GEMM receives arguments the core has
  * validated against the catalogue (vg_ops.h); a backend checks only its own limits. */
 vg_status vgc_gemm_tiled(vg_bk_stream *s, const vg_gemm_args *a);
+/* A gated GEMM's second step where the GEMM itself did not gate (vg_ops.h: args.gate): silu_mul
+ * over C's halves in place. VG_OK at once without a gate. */
+vg_status vgc_gemm_gate_after(vg_bk_stream *s, const vg_gemm_args *a);
+/* A GEMM with a norm of A (args.norm_w) where the GEMM itself does not normalise: rmsnorm into
+ * norm_out, and *out = the call on it (in *normed); *out = a without a norm. */
+vg_status vgc_gemm_norm_before(vg_bk_stream *s, const vg_gemm_args *a, vg_gemm_args *normed,
+                               const vg_gemm_args **out);
 
 /* gemm.cu (cuBLASLt) on CUDA; backends/hip/hip_glue.cu (the tiled kernel) on HIP */
 vg_status vgc_gemm_device_init(vg_bk_device *dev);
@@ -161,6 +174,10 @@ vg_status vgc_op_rmsnorm_heads(vg_bk_device *, vg_bk_stream *, vg_dtype, void *,
 vg_status vgc_op_kv_store(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                           const void *, int64_t, void *, void *, const int32_t *, int64_t, int,
                           int);
+/* op table version 6 */
+vg_status vgc_op_rotary_kv_store(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, int64_t, int64_t,
+                                 int, int, int, const void *, const void *, float, const int32_t *,
+                                 float, void *, void *, const int32_t *);
 vg_status vgc_op_paged_attention(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                                  void *, int64_t, int64_t, const void *, const void *,
                                  const int32_t *, int, const int32_t *, const int32_t *, int, int,

@@ -37,7 +37,7 @@ vg_status vgc_fail(cudaError_t err, const char *what, const char *file, int line
 
 static int default_index(void)
 {
-    const char *v = getenv("VG_CUDA_DEVICE");
+    const char *v = vgc_option("VG_CUDA_DEVICE");
     if (!v || !*v) return 0;
     char *end = NULL;
     long i = strtol(v, &end, 10);
@@ -98,20 +98,21 @@ extern "C" vg_status vgc_device_open(int index, vg_bk_device **out)
         free(dev);
         return st;
     }
-    const char *att = getenv("VG_CUDA_ATTENTION");
+    const char *att = vgc_option("VG_CUDA_ATTENTION");
     dev->simple_attention = att && strcmp(att, "simple") == 0;
     dev->wgmma_attention_off = att && strcmp(att, "mma") == 0;
-    const char *tune = getenv("VG_CUDA_GEMM_TUNE");
+    const char *tune = vgc_option("VG_CUDA_GEMM_TUNE");
     dev->gemm_tune = tune && strcmp(tune, "0") == 0   ? VGC_TUNE_OFF
                      : tune && strcmp(tune, "2") == 0 ? VGC_TUNE_WIDE : VGC_TUNE_CANDIDATES;
-    const char *gemm = getenv("VG_CUDA_GEMM");
+    const char *gemm = vgc_option("VG_CUDA_GEMM");
     dev->gemm_tiled = gemm && strcmp(gemm, "tiled") == 0;
-    const char *pdl = getenv("VG_CUDA_PDL");
+    snprintf(dev->gemm_choice, sizeof dev->gemm_choice, "%s", gemm ? gemm : "");
+    const char *pdl = vgc_option("VG_CUDA_PDL");
     dev->pdl = !vg_pdl_capable(&dev->prop) || (pdl && strcmp(pdl, "0") == 0) ? VGC_PDL_OFF
                : pdl && strcmp(pdl, "1") == 0 ? VGC_PDL_ALWAYS : VGC_PDL_EAGER;
-    const char *dheads = getenv("VG_CUDA_DECODE_HEADS");
+    const char *dheads = vgc_option("VG_CUDA_DECODE_HEADS");
     dev->decode_heads = dheads && atoi(dheads) >= 1 && atoi(dheads) <= 8 ? atoi(dheads) : 0;
-    const char *arows = getenv("VG_CUDA_ATTENTION_ROWS");
+    const char *arows = vgc_option("VG_CUDA_ATTENTION_ROWS");
     dev->attention_rows = arows && (strcmp(arows, "64") == 0 || strcmp(arows, "128") == 0) ? atoi(arows) : 0;
     st = vgc_attention_tc_prepare();
     if (st == VG_OK) st = vgc_attention_wg_prepare(dev);
@@ -137,7 +138,9 @@ extern "C" vg_status vgc_device_close(vg_bk_device *dev)
 }
 
 /* What every device of this backend offers. */
-static const uint64_t k_caps = VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_PINNED_HOST | VG_CAP_IPC;
+/* Stream capture records whatever runs on the stream: foreign work is captured too. */
+static const uint64_t k_caps = VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_PINNED_HOST | VG_CAP_IPC |
+                               VG_CAP_NATIVE | VG_CAP_FOREIGN_CAPTURE;
 
 /* ABI 1.1. Every op is captured as plain kernel launches (GEMM plans are tuned only outside
  * capture; inside it cuBLASLt's first pick is used), so each is capturable. */
@@ -149,6 +152,12 @@ extern "C" vg_status vgc_op_caps(vg_bk_device *dev, uint32_t op, vg_op_caps *out
     static_assert(VG_OP_COUNT_ == VG_OP_LM_ADVANCE + 1,
                   "a new op in vg_ops.h: implement it in vgc_ops, then extend this assertion");
     int known = op < VG_OP_COUNT_;
+    /* VG_CUDA_FUSE=0: not op table version 6's fusions, so a model takes its separate ops (to
+     * compare the two in one build) */
+    const char *fuse = getenv("VG_CUDA_FUSE");
+    if (fuse && strcmp(fuse, "0") == 0 &&
+        (op == VG_OP_ROTARY_KV_STORE || op == VG_OP_GEMM_SILU_GATE || op == VG_OP_GEMM_RMSNORM_A))
+        known = 0;
     out->flags = known ? VG_OP_SUPPORTED | ((k_caps & VG_CAP_GRAPH) ? VG_OP_CAPTURABLE : 0u) : 0u;
     out->dtypes = 0;
     return VG_OK;

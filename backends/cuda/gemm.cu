@@ -20,7 +20,13 @@
  * candidates, in a few split-K variants, and a plan uses it only when it was faster; the log
  * (debug) gives both times and bandwidths. VG_CUDA_GEMM=cublaslt leaves it out;
  * VG_CUDA_GEMM=skinny (4 warps a block) or skinny_wide (8 warps where m <= 8) runs it for every
- * call it can take (for testing it). */
+ * call it can take (for testing it).
+ *
+ * A gated call (args.gate, op table version 6: C = silu(gate half) · up half) is one launch of
+ * the skinny kernel, which gates in its epilogue, or cuBLASLt then silu_mul in place; a call with
+ * a norm of A (args.norm_w) is one launch of the skinny kernel, which normalises A on load, or
+ * rmsnorm into norm_out then cuBLASLt. The tuner times cuBLASLt's candidates with those extra
+ * launches, so the plan takes whichever is faster. */
 #include <cublasLt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -37,6 +43,8 @@ typedef struct gemm_key {
     int64_t m, n, k, lda, ldb, ldc, ldr;
     int32_t dtype_ab, dtype_c, epilogue, beta;
     int32_t align_a, align_b, align_c, align_r;
+    int32_t gate; /* vg_gemm_gate: timed with its silu_mul, against the skinny kernel's fused gate */
+    int32_t norm; /* a norm of A: timed with its rmsnorm, against the skinny kernel's fused norm */
 } gemm_key;
 
 typedef struct gemm_plan {
@@ -107,7 +115,7 @@ vg_status vgc_gemm_stream_init(vg_bk_stream *s)
         return vgc_fail(e, "cudaMalloc(gemm workspace)", __FILE__, __LINE__);
     }
     s->gemm_workspace_bytes = VGC_GEMM_WORKSPACE;
-    const char *g = getenv("VG_CUDA_GEMM");
+    const char *g = s->dev->gemm_choice; /* VG_CUDA_GEMM, read at open */
     s->gemm_cache->own = g && strcmp(g, "cublaslt") == 0      ? OWN_NEVER
                          : g && strcmp(g, "skinny") == 0      ? OWN_ALWAYS
                          : g && strcmp(g, "skinny_wide") == 0 ? OWN_ALWAYS_WIDE : OWN_TUNED;
@@ -159,6 +167,7 @@ typedef struct tune_ctx {
     gemm_plan *p;
     const vg_gemm_args *a;
     void *scratch, *cold;
+    void *norm_scratch; /* a norm's rows while timing: norm_out may be A itself (normalised in place) */
     size_t flush;
     cudaEvent_t e0, e1;
 } tune_ctx;
@@ -174,16 +183,23 @@ static float time_cold(tune_ctx *t, const cublasLtMatmulAlgo_t *algo, vgc_skinny
     cublasLtHandle_t h = (cublasLtHandle_t)t->s->dev->blas;
     vg_gemm_args own = *a;
     own.c = t->scratch;
+    own.norm_out = t->norm_scratch;
     for (int rep = 0; rep <= reps; rep++) {
         if (rep > 0) cudaMemsetAsync(t->cold, rep, t->flush, t->s->s);
         cudaEventRecord(t->e0, t->s->s);
         if (own_cfg.ksplit > 0) {
             if (vgc_gemm_skinny(t->s, &own, own_cfg, (float *)t->s->gemm_workspace, t->s->counters) != VG_OK)
                 return INFINITY;
-        } else if (cublasLtMatmul(h, p->desc, &alpha, a->b, p->la, a->a, p->lb, &beta, cptr, p->lc,
-                                  t->scratch, p->ld, algo, t->s->gemm_workspace,
-                                  t->s->gemm_workspace_bytes, t->s->s) != CUBLAS_STATUS_SUCCESS)
-            return INFINITY;
+        } else { /* a norm and a gate cost cuBLASLt a launch each */
+            vg_gemm_args normed;
+            const vg_gemm_args *lt = &own;
+            if (vgc_gemm_norm_before(t->s, &own, &normed, &lt) != VG_OK ||
+                cublasLtMatmul(h, p->desc, &alpha, a->b, p->la, lt->a, p->lb, &beta, cptr, p->lc,
+                               t->scratch, p->ld, algo, t->s->gemm_workspace,
+                               t->s->gemm_workspace_bytes, t->s->s) != CUBLAS_STATUS_SUCCESS ||
+                vgc_gemm_gate_after(t->s, &own) != VG_OK)
+                return INFINITY;
+        }
         float ms = 0;
         if (cudaEventRecord(t->e1, t->s->s) != cudaSuccess || cudaEventSynchronize(t->e1) != cudaSuccess ||
             cudaEventElapsedTime(&ms, t->e0, t->e1) != cudaSuccess)
@@ -340,9 +356,11 @@ static void tune(vg_bk_stream *s, gemm_plan *p, const cublasLtMatmulHeuristicRes
         (void)cudaGetLastError();
         return;
     }
-    tune_ctx t = {s, p, a, NULL, NULL, 2 * (size_t)dev->prop.l2CacheSize, NULL, NULL};
+    tune_ctx t = {s, p, a, NULL, NULL, NULL, 2 * (size_t)dev->prop.l2CacheSize, NULL, NULL};
     size_t bytes = (size_t)a->m * (size_t)a->ldc * (a->dtype_c == VG_DTYPE_F32 ? 4 : 2);
+    size_t norm_bytes = a->norm_w ? (size_t)a->m * (size_t)a->k * (a->dtype_ab == VG_DTYPE_F32 ? 4 : 2) : 0;
     if (cudaMalloc(&t.scratch, bytes) == cudaSuccess && cudaMalloc(&t.cold, t.flush) == cudaSuccess &&
+        (!norm_bytes || cudaMalloc(&t.norm_scratch, norm_bytes) == cudaSuccess) &&
         cudaEventCreate(&t.e0) == cudaSuccess && cudaEventCreate(&t.e1) == cudaSuccess) {
         if (p->key.epilogue == CUBLASLT_EPILOGUE_BIAS || p->key.epilogue == CUBLASLT_EPILOGUE_GELU_BIAS)
             cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a->bias, sizeof a->bias);
@@ -366,6 +384,7 @@ static void tune(vg_bk_stream *s, gemm_plan *p, const cublasLtMatmulHeuristicRes
     if (t.e1) cudaEventDestroy(t.e1);
     cudaFree(t.scratch); /* the stream is synchronised: nothing still uses them */
     cudaFree(t.cold);
+    cudaFree(t.norm_scratch);
 }
 
 static vg_status plan_build(vg_bk_stream *s, gemm_plan *p, const gemm_key *k, const vg_gemm_args *a)
@@ -439,6 +458,7 @@ static vg_status plan_get(vg_bk_stream *s, const gemm_key *k, const vg_gemm_args
 vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
 {
     if (s->dev->gemm_tiled) return vgc_gemm_tiled(s, a); /* the portable kernel, for testing it */
+    /* a gate (vg_ops.h): fused by the skinny kernel where it runs, else silu_mul after the GEMM */
     if (s->gemm_cache->own >= OWN_ALWAYS && vgc_skinny_fits(a))
         return vgc_gemm_skinny(s, a, vgc_skinny_split(a, s->dev->prop.multiProcessorCount, 1.0,
                                                       s->gemm_cache->own == OWN_ALWAYS_WIDE,
@@ -459,10 +479,12 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
     k.m = a->m, k.n = a->n, k.k = a->k, k.lda = a->lda, k.ldb = a->ldb, k.ldc = a->ldc;
     k.ldr = lt_residual ? a->ldr : 0;
     k.dtype_ab = a->dtype_ab, k.dtype_c = a->dtype_c, k.epilogue = (int32_t)epi, k.beta = lt_residual;
-    k.align_a = align_of(a->a, a->lda, eab);
+    k.align_a = align_of(a->norm_w ? a->norm_out : a->a, a->lda, eab); /* what cuBLASLt reads */
     k.align_b = align_of(a->b, a->ldb, eab);
     k.align_c = align_of(a->c, a->ldc, ec);
     k.align_r = lt_residual ? align_of(a->residual, a->ldr, ec) : k.align_c;
+    k.gate = (int32_t)a->gate;
+    k.norm = a->norm_w != NULL;
     gemm_plan *p = NULL;
     vg_status st = plan_get(s, &k, a, &p);
     if (st == VG_ERR_UNSUPPORTED) {
@@ -475,19 +497,24 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
     if (st != VG_OK) return st;
     if (p->own.ksplit > 0) /* measured faster than cuBLASLt for this shape: the whole epilogue fused */
         return vgc_gemm_skinny(s, a, p->own, (float *)s->gemm_workspace, s->counters);
+    vg_gemm_args normed; /* cuBLASLt reads A normalised into norm_out by a launch before it */
+    const vg_gemm_args *call = a;
+    st = vgc_gemm_norm_before(s, a, &normed, &call);
+    if (st != VG_OK) return st;
     if (lt_bias)
         LT_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                 &a->bias, sizeof a->bias));
     float alpha = a->alpha, beta = lt_residual ? 1.0f : 0.0f;
     const void *cptr = lt_residual ? a->residual : a->c;
     cublasStatus_t ls = cublasLtMatmul((cublasLtHandle_t)s->dev->blas, p->desc, &alpha, a->b,
-                                       p->la, a->a, p->lb, &beta, cptr, p->lc, a->c, p->ld,
+                                       p->la, call->a, p->lb, &beta, cptr, p->lc, a->c, p->ld,
                                        &p->algo, s->gemm_workspace, s->gemm_workspace_bytes, s->s);
-    if (ls == CUBLAS_STATUS_NOT_SUPPORTED) /* refused at run time: nothing was enqueued */
-        return vgc_gemm_tiled(s, a);
+    if (ls == CUBLAS_STATUS_NOT_SUPPORTED) /* refused at run time: nothing of it was enqueued */
+        return vgc_gemm_tiled(s, call);
     if (ls != CUBLAS_STATUS_SUCCESS) return lt_fail(ls, "cublasLtMatmul");
     /* What was not fused: bias of another type, the activation, the residual after it. */
     vg_gemm_args rest = *a;
     if (lt_gelu) rest.act = VG_ACT_NONE;
-    return vgc_epilogue(s, &rest, a->bias && !lt_bias, a->residual && !lt_residual);
+    st = vgc_epilogue(s, &rest, a->bias && !lt_bias, a->residual && !lt_residual);
+    return st == VG_OK ? vgc_gemm_gate_after(s, a) : st;
 }

@@ -72,24 +72,64 @@ __device__ __forceinline__ void sk_store(TC *C, int64_t ldc, const T *bias, cons
     C[(int64_t)tok * ldc + col] = vgk_from_f<TC>(v);
 }
 
-/* MT: 8-row tiles of activations (m <= 8·MT); W: warps per block. */
+/* The gated epilogue (vg_ops.h, gemm's gate): silu(gate) · up of one output, each half with its
+ * bias; silu as the silu_mul kernel computes it. */
+template <typename T, typename TC>
+__device__ __forceinline__ void sk_store_gated(TC *C, int64_t ldc, const T *bias, int half, int tok,
+                                               int col, float vg, float vu, float alpha)
+{
+    vg *= alpha, vu *= alpha;
+    if (bias) vg += vgk_to_f(bias[col]), vu += vgk_to_f(bias[half + col]);
+    C[(int64_t)tok * ldc + col] = vgk_from_f<TC>(vg / (1.0f + __expf(-vg)) * vu);
+}
+
+/* Σ x² over the 8 elements of a 16-byte load. */
+template <typename T> __device__ __forceinline__ float sk_sumsq(uint4 v)
+{
+    const T *e = reinterpret_cast<const T *>(&v);
+    float s = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 8; i++) s += vgk_to_f(e[i]) * vgk_to_f(e[i]);
+    return s;
+}
+
+/* x ⊙ w over the 8 elements of two 16-byte loads, rounded to T (the norm's weight on load). */
+template <typename T> __device__ __forceinline__ uint4 sk_scale(uint4 x, uint4 w)
+{
+    const T *xe = reinterpret_cast<const T *>(&x), *we = reinterpret_cast<const T *>(&w);
+    uint4 r;
+    T *re = reinterpret_cast<T *>(&r);
+#pragma unroll
+    for (int i = 0; i < 8; i++) re[i] = vgk_from_f<T>(vgk_to_f(xe[i]) * vgk_to_f(we[i]));
+    return r;
+}
+
+/* MT: 8-row tiles of activations (m <= 8·MT); W: warps per block. half > 0: gated (n = 2·half):
+ * a block owns 8 outputs, its fragment rows g the gate rows and g + 8 the matching up rows.
+ * norm_w: A is rmsnorm'd (vg_ops.h, gemm's norm_w): every block takes each row's 1/rms over the
+ * whole of k first (m <= 64 short rows, from L2), multiplies the activations by norm_w as it loads
+ * them, and scales the sums by 1/rms in the epilogue. */
 template <typename T, typename TC, int MT, int W>
 __global__ void __launch_bounds__(32 * W)
 k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t ldc, const T *bias,
               const TC *res, int64_t ldr, int m, int n, int k, float alpha, vg_activation act,
-              int ksplit, float *part, unsigned *counters)
+              int half, const T *norm_w, float norm_eps, int ksplit, float *part, unsigned *counters)
 {
     constexpr int SK_WARPS = W, SK_THREADS = 32 * W, UNR = sk_shape<MT, W>::unroll;
     __shared__ float red[SK_WARPS][8 * MT][SK_ROWS + 1];
+    __shared__ float inv_row[8 * MT]; /* with norm_w: each row's 1/rms */
     __shared__ int last_block;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
-    const int r0 = blockIdx.x * SK_ROWS;
+    const int r0 = blockIdx.x * SK_ROWS, o0 = blockIdx.x * (SK_ROWS / 2); /* o0: gated outputs */
     const int nchunks = (k + SK_CHUNK - 1) / SK_CHUNK, per = (nchunks + ksplit - 1) / ksplit;
     const int c0 = (int)blockIdx.y * per, c1 = c0 + per < nchunks ? c0 + per : nchunks;
-    const bool row0 = r0 + g < n, row1 = r0 + g + 8 < n;
+    /* the weight row behind fragment row r (0..15), and whether it exists */
+    auto wrow = [&](int r) { return half ? (r < 8 ? o0 + r : half + o0 + r - 8) : r0 + r; };
+    auto wvalid = [&](int r) { return half ? o0 + (r & 7) < half : r0 + r < n; };
+    const bool row0 = wvalid(g), row1 = wvalid(g + 8);
     /* rows past n and activation rows past m read a valid row (clamped) and are zeroed after */
-    const T *w0 = B + (int64_t)(row0 ? r0 + g : n - 1) * ldb + tq * 8;
-    const T *w1 = B + (int64_t)(row1 ? r0 + g + 8 : n - 1) * ldb + tq * 8;
+    const T *w0 = B + (int64_t)(row0 ? wrow(g) : n - 1) * ldb + tq * 8;
+    const T *w1 = B + (int64_t)(row1 ? wrow(g + 8) : n - 1) * ldb + tq * 8;
     const T *x0[MT];
 #pragma unroll
     for (int j = 0; j < MT; j++) x0[j] = A + (int64_t)(8 * j + g < m ? 8 * j + g : m - 1) * lda + tq * 8;
@@ -98,6 +138,16 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
         if (row1) sk_prefetch_l2(w1 + c * SK_CHUNK);
     }
     vgk_grid_sync(); /* the activations (and residual) come from the previous kernel */
+    if (norm_w) { /* read by the epilogue, after the __syncthreads before the reduction */
+        for (int t = warp; t < m; t += SK_WARPS) {
+            const T *row = A + (int64_t)t * lda;
+            float ss = 0.0f;
+            for (int c = lane * 8; c < k; c += 32 * 8) ss += sk_sumsq<T>(__ldg((const uint4 *)(row + c)));
+            for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+            if (lane == 0) inv_row[t] = rsqrtf(ss / (float)k + norm_eps);
+        }
+    }
+    const T *nw = norm_w ? norm_w + tq * 8 : nullptr;
 
     float acc[MT][4];
 #pragma unroll
@@ -106,7 +156,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
     /* UNR chunks per warp at a time: every load of a batch unconditional (addresses clamped,
      * values selected), all issued before the first mma waits for one */
     for (int c = c0 + warp; c < c1; c += SK_WARPS * UNR) {
-        uint4 wa[UNR], wb[UNR], x[UNR][MT];
+        uint4 wa[UNR], wb[UNR], x[UNR][MT], nv[UNR];
 #pragma unroll
         for (int u = 0; u < UNR; u++) {
             const int kk = (c + u * SK_WARPS) * SK_CHUNK + tq * 8;
@@ -115,6 +165,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
             wb[u] = sk_load_weight(w1 + kc);
 #pragma unroll
             for (int j = 0; j < MT; j++) x[u][j] = __ldg((const uint4 *)(x0[j] + kc));
+            if (nw) nv[u] = __ldg((const uint4 *)(nw + kc));
         }
 #pragma unroll
         for (int u = 0; u < UNR; u++) {
@@ -122,7 +173,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
             const uint4 a0 = kin && row0 ? wa[u] : zero, a1 = kin && row1 ? wb[u] : zero;
 #pragma unroll
             for (int j = 0; j < MT; j++) {
-                const uint4 xv = kin && 8 * j + g < m ? x[u][j] : zero;
+                const uint4 xv = kin && 8 * j + g < m ? (nw ? sk_scale<T>(x[u][j], nv[u]) : x[u][j]) : zero;
                 sk_mma<T>(acc[j], a0.x, a1.x, a0.y, a1.y, xv.x, xv.y);
                 sk_mma<T>(acc[j], a0.z, a1.z, a0.w, a1.w, xv.z, xv.w);
             }
@@ -138,6 +189,18 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
     }
     __syncthreads();
     const int items = m * SK_ROWS; /* m <= 8·MT */
+    if (ksplit == 1 && half) {
+        for (int e = threadIdx.x; e < m * 8; e += SK_THREADS) {
+            int tok = e / 8, r = e % 8;
+            if (o0 + r >= half) continue;
+            float vg = 0.0f, vu = 0.0f;
+#pragma unroll
+            for (int w = 0; w < SK_WARPS; w++) vg += red[w][tok][r], vu += red[w][tok][r + 8];
+            const float sc = norm_w ? inv_row[tok] : 1.0f;
+            sk_store_gated(C, ldc, bias, half, tok, o0 + r, vg * sc, vu * sc, alpha);
+        }
+        return;
+    }
     if (ksplit == 1) {
         for (int e = threadIdx.x; e < items; e += SK_THREADS) {
             int tok = e / SK_ROWS, r = e % SK_ROWS, col = r0 + r;
@@ -145,17 +208,17 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
             float v = 0.0f;
 #pragma unroll
             for (int w = 0; w < SK_WARPS; w++) v += red[w][tok][r];
-            sk_store(C, ldc, bias, res, ldr, tok, col, v, alpha, act);
+            sk_store(C, ldc, bias, res, ldr, tok, col, norm_w ? v * inv_row[tok] : v, alpha, act);
         }
         return;
     }
     for (int e = threadIdx.x; e < items; e += SK_THREADS) {
-        int tok = e / SK_ROWS, r = e % SK_ROWS, col = r0 + r;
-        if (col >= n) continue;
+        int tok = e / SK_ROWS, r = e % SK_ROWS;
+        if (!wvalid(r)) continue;
         float v = 0.0f;
 #pragma unroll
         for (int w = 0; w < SK_WARPS; w++) v += red[w][tok][r];
-        part[((int64_t)blockIdx.y * m + tok) * n + col] = v;
+        part[((int64_t)blockIdx.y * m + tok) * n + wrow(r)] = v; /* by weight row */
     }
     __threadfence(); /* the partials are visible before the count says so */
     __syncthreads();
@@ -163,13 +226,27 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
     __syncthreads();
     if (!last_block) return;
     __threadfence();
-    for (int e = threadIdx.x; e < items; e += SK_THREADS) {
+    if (half) {
+        for (int e = threadIdx.x; e < m * 8; e += SK_THREADS) {
+            int tok = e / 8, col = o0 + e % 8;
+            if (col >= half) continue;
+            float vg = 0.0f, vu = 0.0f;
+#pragma unroll 8
+            for (int s = 0; s < ksplit; s++) {
+                const float *ps = &part[((int64_t)s * m + tok) * n];
+                vg += __ldcg(ps + col), vu += __ldcg(ps + half + col);
+            }
+            const float sc = norm_w ? inv_row[tok] : 1.0f;
+            sk_store_gated(C, ldc, bias, half, tok, col, vg * sc, vu * sc, alpha);
+        }
+    }
+    for (int e = threadIdx.x; e < (half ? 0 : items); e += SK_THREADS) {
         int tok = e / SK_ROWS, r = e % SK_ROWS, col = r0 + r;
         if (col >= n) continue;
         float v = 0.0f;
 #pragma unroll 8 /* the loads in flight together, not a chain of round trips */
         for (int s = 0; s < ksplit; s++) v += __ldcg(&part[((int64_t)s * m + tok) * n + col]);
-        sk_store(C, ldc, bias, res, ldr, tok, col, v, alpha, act);
+        sk_store(C, ldc, bias, res, ldr, tok, col, norm_w ? v * inv_row[tok] : v, alpha, act);
     }
     if (threadIdx.x == 0) counters[blockIdx.x] = 0; /* ready for the next launch */
 }
@@ -179,7 +256,8 @@ int vgc_skinny_fits(const vg_gemm_args *a)
     int ab16 = a->dtype_ab == VG_DTYPE_BF16 || a->dtype_ab == VG_DTYPE_F16;
     return ab16 && a->m >= 1 && a->m <= VGC_SKINNY_MAX_M &&
            (a->dtype_c == a->dtype_ab || a->dtype_c == VG_DTYPE_F32) && a->k % 8 == 0 &&
-           a->lda % 8 == 0 && a->ldb % 8 == 0 && ((uintptr_t)a->a | (uintptr_t)a->b) % 16 == 0;
+           a->lda % 8 == 0 && a->ldb % 8 == 0 &&
+           ((uintptr_t)a->a | (uintptr_t)a->b | (uintptr_t)a->norm_w) % 16 == 0;
 }
 
 vgc_skinny_cfg vgc_skinny_split(const vg_gemm_args *a, int sms, double scale, int wide, size_t ws_bytes,
@@ -200,11 +278,14 @@ vgc_skinny_cfg vgc_skinny_split(const vg_gemm_args *a, int sms, double scale, in
 template <typename T, typename TC, int MT, int W>
 static void sk_launch(vg_bk_stream *s, const vg_gemm_args *a, int ksplit, float *ws, unsigned *counters)
 {
-    dim3 grid((unsigned)((a->n + SK_ROWS - 1) / SK_ROWS), (unsigned)ksplit);
+    int half = a->gate == VG_GEMM_GATE_SILU ? (int)(a->n / 2) : 0;
+    /* gated: 8 outputs a block, as many blocks as 16 weight rows ungated (n = 2·half) */
+    unsigned groups = (unsigned)(half ? (half + SK_ROWS / 2 - 1) / (SK_ROWS / 2) : (a->n + SK_ROWS - 1) / SK_ROWS);
+    dim3 grid(groups, (unsigned)ksplit);
     vgc_launch(s, k_gemm_skinny<T, TC, MT, W>, grid, 32 * W, 0, (const T *)a->a, a->lda,
                (const T *)a->b, a->ldb, (TC *)a->c, a->ldc, (const T *)a->bias,
                (const TC *)a->residual, a->ldr, (int)a->m, (int)a->n, (int)a->k, a->alpha, a->act,
-               ksplit, ws, counters);
+               half, (const T *)a->norm_w, a->norm_eps, ksplit, ws, counters);
 }
 
 template <typename T, typename TC>

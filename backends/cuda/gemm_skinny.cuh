@@ -12,7 +12,7 @@
 #define VGC_SKINNY_MAX_M 64
 
 /* Whether the kernel computes this call: m <= VGC_SKINNY_MAX_M, BF16 or F16 operands, C of the
- * operands' dtype or F32, k, lda and ldb multiples of 8 and A, B 16-byte aligned. */
+ * operands' dtype or F32, k, lda and ldb multiples of 8 and A, B (and norm_w) 16-byte aligned. */
 int vgc_skinny_fits(const vg_gemm_args *a);
 
 /* A launch configuration: blocks along k for each group of 16 output columns (split-K), and
@@ -28,7 +28,8 @@ typedef struct vgc_skinny_cfg {
 vgc_skinny_cfg vgc_skinny_split(const vg_gemm_args *a, int sms, double scale, int wide, size_t ws_bytes,
                                 int ncounters);
 
-/* C = act(alpha·A·Bᵀ + bias) + residual in one launch. With cfg.ksplit > 1, the blocks of one
+/* C = act(alpha·A·Bᵀ + bias) + residual in one launch, or with a->gate the gated product, and
+ * with a->norm_w A normalised on load (vg_ops.h), in one launch. With cfg.ksplit > 1, the blocks of one
  * column group leave fp32 partials in ws (ksplit·m·n floats) and the last to finish, counted in
  * counters[group] (zero before, zero again after), adds them and applies the epilogue. */
 vg_status vgc_gemm_skinny(vg_bk_stream *s, const vg_gemm_args *a, vgc_skinny_cfg cfg, float *ws,

@@ -57,13 +57,38 @@ k_gemm_tiled(const TA *A, int64_t lda, const TA *B, int64_t ldb, TC *C, int64_t 
     }
 }
 
-vg_status vgc_gemm_tiled(vg_bk_stream *s, const vg_gemm_args *a)
+vg_status vgc_gemm_tiled(vg_bk_stream *s, const vg_gemm_args *args)
 {
+    vg_gemm_args normed;
+    const vg_gemm_args *a = args;
+    vg_status st = vgc_gemm_norm_before(s, args, &normed, &a);
+    if (st != VG_OK) return st;
     dim3 grid((unsigned)((a->n + TG_BN - 1) / TG_BN), (unsigned)((a->m + TG_BM - 1) / TG_BM));
     VGK_FLOAT_DISPATCH(a->dtype_ab, TA, VGK_FLOAT_DISPATCH(a->dtype_c, TC,
         vgc_launch(s, k_gemm_tiled<TA, TC>, grid, 256, 0, (const TA *)a->a, a->lda, (const TA *)a->b,
             a->ldb, (TC *)a->c, a->ldc, (const TA *)a->bias, (const TC *)a->residual, a->ldr,
             (int)a->m, (int)a->n, (int)a->k, a->alpha, a->act)));
     VGC_CHECK_LAUNCH("gemm_tiled");
+    return vgc_gemm_gate_after(s, a);
+}
+
+vg_status vgc_gemm_norm_before(vg_bk_stream *s, const vg_gemm_args *a, vg_gemm_args *normed,
+                               const vg_gemm_args **out)
+{
+    *out = a;
+    if (!a->norm_w) return VG_OK;
+    vg_status st = vgc_op_rmsnorm(s->dev, s, a->dtype_ab, a->a, a->norm_w, a->norm_out, a->m, a->k,
+                                  a->norm_eps);
+    if (st != VG_OK) return st;
+    *normed = *a;
+    normed->a = a->norm_out, normed->norm_w = NULL;
+    *out = normed;
     return VG_OK;
+}
+
+vg_status vgc_gemm_gate_after(vg_bk_stream *s, const vg_gemm_args *a)
+{
+    if (a->gate != VG_GEMM_GATE_SILU) return VG_OK;
+    /* in place: each thread of silu_mul reads its gate and up elements before it writes */
+    return vgc_op_silu_mul(s->dev, s, a->dtype_c, a->c, a->ldc, a->c, a->ldc, a->m, a->n / 2);
 }

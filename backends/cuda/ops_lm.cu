@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Decoder-LM kernels of the op table (version 4): rotary, rmsnorm_heads, kv_store,
- * paged_attention, argmax, correct for every shape the catalogue allows, fp32 accumulation.
+ * paged_attention, argmax, and version 6's rotary_kv_store (the first three in one launch), correct for every shape the catalogue allows, fp32 accumulation.
  * paged_attention is split over the context for decode (see k_paged_split); the others are one
  * block or warp per row or head, their loads batched before first use. The core has validated
  * every call (vg_ops.h); what lives in device memory (positions, slots, block tables, lengths,
  * query starts) is read when the kernel runs, so one capture serves any contents, and values no
  * op could follow (a query row beyond its table, say) are clamped or skipped, as kunlun_stub does. */
 #include "kernels.cuh"
+#ifdef VG_HAVE_KERNEL_LIBS
+#include "decode_lib.cuh"
+#endif
 
 /* 32-lane groups (vendor.h: wave64 runs them as two halves). */
 __device__ __forceinline__ float vgk_warp_sum(float v)
@@ -161,6 +164,81 @@ vg_status vgc_op_kv_store(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const voi
                                         ld_k, (const T *)v, ld_v, (T *)k_cache, (T *)v_cache,
                                         slots, (int)rows, (int)width));
     VGC_CHECK_LAUNCH("kv_store");
+    return VG_OK;
+}
+
+/* ---- rotary_kv_store: q/k norms, rotary and the cache store in one launch ----------------------- */
+
+/* A warp per (row, head slice) over the heads + 2·kv_heads slices of a qkv row, grid-stride. A
+ * query or key slice: its rmsnorm (w set: statistics by the warp, the result rounded to T as
+ * rmsnorm_heads leaves it), then each lane rotates its pairs in place, and a key slice also goes
+ * to the cache; a value slice is only copied to the cache. The branches are per warp. */
+template <typename T>
+__global__ void k_rotary_kv_store(T *x, int64_t ld, int rows, int heads, int kv_heads, int head_dim,
+                                  const T *q_norm, const T *k_norm, float eps, const int32_t *pos,
+                                  float log2_theta, T *k_cache, T *v_cache, const int32_t *slots)
+{
+    vgk_grid_sync();
+    const int lane = threadIdx.x % 32, half = head_dim / 2, per_row = heads + 2 * kv_heads;
+    const int64_t n = (int64_t)rows * per_row, wpb = blockDim.x / 32, width = (int64_t)kv_heads * head_dim;
+    for (int64_t i = blockIdx.x * wpb + threadIdx.x / 32; i < n; i += (int64_t)gridDim.x * wpb) {
+        const int64_t r = i / per_row;
+        const int h = (int)(i - r * per_row);
+        T *base = x + r * ld + (int64_t)h * head_dim;
+        const int32_t slot = slots[r];
+        if (h >= heads + kv_heads) { /* a value slice */
+            if (slot < 0) continue;
+            T *vd = v_cache + (int64_t)slot * width + (int64_t)(h - heads - kv_heads) * head_dim;
+            for (int c = lane; c < head_dim; c += 32) vd[c] = base[c];
+            continue;
+        }
+        const T *w = h < heads ? q_norm : k_norm;
+        float inv = 1.0f;
+        if (w) {
+            float ss = 0.0f;
+            for (int c = lane; c < head_dim; c += 32) {
+                float v = vgk_to_f(base[c]);
+                ss += v * v;
+            }
+            inv = rsqrtf(vgk_warp_sum(ss) / (float)head_dim + eps);
+        }
+        const float p = (float)pos[r];
+        T *kd = h >= heads && slot >= 0
+                    ? k_cache + (int64_t)slot * width + (int64_t)(h - heads) * head_dim
+                    : nullptr;
+        for (int j = lane; j < half; j += 32) {
+            float x0 = vgk_to_f(base[j]), x1 = vgk_to_f(base[j + half]);
+            if (w) {
+                x0 = vgk_to_f(vgk_from_f<T>(vgk_to_f(w[j]) * (x0 * inv)));
+                x1 = vgk_to_f(vgk_from_f<T>(vgk_to_f(w[j + half]) * (x1 * inv)));
+            }
+            float c, sn;
+            sincosf(p * exp2f(-log2_theta * (float)(2 * j) / (float)head_dim), &sn, &c);
+            const T y0 = vgk_from_f<T>(x0 * c - x1 * sn), y1 = vgk_from_f<T>(x1 * c + x0 * sn);
+            base[j] = y0;
+            base[j + half] = y1;
+            if (kd) {
+                kd[j] = y0;
+                kd[j + half] = y1;
+            }
+        }
+    }
+}
+
+vg_status vgc_op_rotary_kv_store(vg_bk_device *, vg_bk_stream *s, vg_dtype t, void *qkv, int64_t ld,
+                                 int64_t rows, int heads, int kv_heads, int head_dim,
+                                 const void *q_norm, const void *k_norm, float eps,
+                                 const int32_t *pos, float theta, void *k_cache, void *v_cache,
+                                 const int32_t *slots)
+{
+    if (!rows) return VG_OK;
+    int64_t warps = rows * (heads + 2 * (int64_t)kv_heads), blocks = (warps + 3) / 4;
+    unsigned g = (unsigned)(blocks < 65535 * 16 ? blocks : 65535 * 16);
+    VGK_FLOAT_DISPATCH(t, T, vgc_launch(s, k_rotary_kv_store<T>, g, 128, 0, (T *)qkv, ld, (int)rows,
+                                        heads, kv_heads, head_dim, (const T *)q_norm,
+                                        (const T *)k_norm, eps, pos, log2f(theta), (T *)k_cache,
+                                        (T *)v_cache, slots));
+    VGC_CHECK_LAUNCH("rotary_kv_store");
     return VG_OK;
 }
 
@@ -696,6 +774,19 @@ static vg_status pd_run(vg_bk_stream *s, const T *q, int64_t ld_q, T *out, int64
     return VG_OK;
 }
 
+#ifdef VG_HAVE_KERNEL_LIBS
+/* vg's split kernel for a call the kernel library could also take, for the timed choice */
+static vg_status pd_own(vg_bk_stream *s, const vgc_decode_call *c)
+{
+    VGK_FLOAT_DISPATCH(c->t, T, return pd_run<T>(s, (const T *)c->q, c->ld_q, (T *)c->out, c->ld_out, c->rows,
+                                                 (const T *)c->k_cache, (const T *)c->v_cache,
+                                                 c->block_tables, c->max_blocks, c->context_lens,
+                                                 c->query_start, c->num_seqs, c->heads, c->kv_heads,
+                                                 c->head_dim, c->block_size, c->scale));
+    return VG_ERR_INTERNAL;
+}
+#endif
+
 vg_status vgc_op_paged_attention(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void *q,
                                  int64_t ld_q, void *out, int64_t ld_out, int64_t rows,
                                  const void *k_cache, const void *v_cache,
@@ -715,6 +806,13 @@ vg_status vgc_op_paged_attention(vg_bk_device *, vg_bk_stream *s, vg_dtype t, co
     size_t vec = 8 * (t == VG_DTYPE_F32 ? 4 : 2);
     int split_ok = !s->dev->simple_attention && ((uintptr_t)k_cache | (uintptr_t)v_cache) % vec == 0;
     if (split_ok) {
+#ifdef VG_HAVE_KERNEL_LIBS /* FlashInfer's batch decode where it was compiled and measures faster */
+        const vgc_decode_call c = {t, q, ld_q, out, ld_out, rows, k_cache, v_cache, block_tables,
+                                   max_blocks, context_lens, query_start, num_seqs, heads, kv_heads,
+                                   head_dim, block_size, scale};
+        const int nsplit = vgc_decode_lib_takes(s, &c) ? vgc_decode_lib_pick(s, &c, pd_own) : 0;
+        if (nsplit) return vgc_decode_lib(s, &c, nsplit);
+#endif
         VGK_FLOAT_DISPATCH(t, T, return pd_run<T>(s, (const T *)q, ld_q, (T *)out, ld_out, rows,
                                                   (const T *)k_cache, (const T *)v_cache,
                                                   block_tables, max_blocks, context_lens,

@@ -33,7 +33,7 @@ extern "C" vg_status vgc_stream_destroy(vg_bk_device *dev, vg_bk_stream *s)
     (void)cudaSetDevice(dev->index);
     cudaError_t e = cudaStreamSynchronize(s->s); /* the gemm workspace must outlive pending work */
     vgc_gemm_stream_fini(s);
-    cudaError_t e2 = cudaStreamDestroy(s->s);
+    cudaError_t e2 = s->wrapped ? cudaSuccess : cudaStreamDestroy(s->s); /* the caller's stays */
     free(s);
     VGC_CHECK(e);
     VGC_CHECK(e2);

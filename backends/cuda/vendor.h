@@ -140,6 +140,29 @@ static inline hipError_t vg_mem_address_range(void *ptr, void **base, size_t *si
     return hipMemGetAddressRange(base, size, ptr);
 }
 
+/* ABI 1.3 native handles: what a pointer is, and which device a caller's stream runs on. */
+#define VG_VENDOR_NATIVE_API VG_NATIVE_HIP
+enum { VG_PTR_UNKNOWN = 0, VG_PTR_DEVICE, VG_PTR_HOST, VG_PTR_MANAGED };
+static inline int vg_pointer_kind(const void *p, int *device)
+{
+    hipPointerAttribute_t a;
+    if (hipPointerGetAttributes(&a, p) != hipSuccess) {
+        (void)hipGetLastError(); /* older ROCm fails for memory HIP never saw */
+        return VG_PTR_UNKNOWN;
+    }
+    *device = a.device;
+    return a.isManaged ? VG_PTR_MANAGED
+           : a.memoryType == hipMemoryTypeDevice ? VG_PTR_DEVICE
+           : a.memoryType == hipMemoryTypeHost ? VG_PTR_HOST : VG_PTR_UNKNOWN;
+}
+/* HIP of Debian 12 (ROCm 5.2) has no hipStreamGetDevice: a stream is checked to be one only. */
+static inline hipError_t vg_stream_device(hipStream_t s, int *device)
+{
+    unsigned flags = 0;
+    *device = -1;
+    return hipStreamGetFlags(s, &flags);
+}
+
 /* No programmatic dependent launch on HIP: every launch is a plain one, and kernels do not wait. */
 static inline int vg_pdl_capable(const hipDeviceProp_t *prop)
 {
@@ -206,6 +229,32 @@ static inline cudaError_t vg_mem_address_range(void *ptr, void **base, size_t *s
     *base = (void *)(uintptr_t)b;
     *size = n;
     return cudaSuccess;
+}
+
+/* ABI 1.3 native handles: what a pointer is, and which device a caller's stream runs on. */
+#define VG_VENDOR_NATIVE_API VG_NATIVE_CUDA
+enum { VG_PTR_UNKNOWN = 0, VG_PTR_DEVICE, VG_PTR_HOST, VG_PTR_MANAGED };
+static inline int vg_pointer_kind(const void *p, int *device)
+{
+    cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return VG_PTR_UNKNOWN;
+    }
+    *device = a.device;
+    return a.type == cudaMemoryTypeDevice    ? VG_PTR_DEVICE
+           : a.type == cudaMemoryTypeHost    ? VG_PTR_HOST
+           : a.type == cudaMemoryTypeManaged ? VG_PTR_MANAGED : VG_PTR_UNKNOWN;
+}
+static inline cudaError_t vg_stream_device(cudaStream_t s, int *device)
+{
+#if CUDART_VERSION >= 12080
+    return cudaStreamGetDevice(s, device);
+#else
+    unsigned flags = 0;
+    *device = -1; /* before 12.8 the runtime cannot tell: a stream is checked to be one only */
+    return cudaStreamGetFlags(s, &flags);
+#endif
 }
 
 /* Programmatic dependent launch: sm_90 and newer. */

@@ -49,6 +49,13 @@ static const vg_backend_iface k_iface = {
     .ipc_export = stub_ipc_export,
     .ipc_open = stub_ipc_open,
     .ipc_close = stub_ipc_close,
+    .native_device = stub_native_device,
+    .stream_native = stub_stream_native,
+    .stream_wrap = stub_stream_wrap,
+    .mem_native = stub_mem_native,
+    .mem_register = stub_mem_register,
+    .mem_unregister = stub_mem_unregister,
+    .option_names = stub_option_names,
     .loop_capture_begin = stub_loop_capture_begin,
     .loop_capture_end = stub_loop_capture_end,
 };

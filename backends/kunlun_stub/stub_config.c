@@ -5,11 +5,12 @@
  *   VG_STUB_POISON=1            fill fresh and freed memory with NaN bytes; keep freed memory
  *                               mapped (quarantined, up to VG_STUB_QUARANTINE, default 256M)
  *   VG_STUB_LAUNCH_US=N         simulated host cost of each launch (eager op or graph launch)
- *   VG_STUB_CAPS=tok,...        nograph | noupdate | noipc | noloop | nocapture:<op name>
+ *   VG_STUB_CAPS=tok,...        nograph | noupdate | noipc | noloop | nocapture:<op name> | noop:<op name>
  *   VG_STUB_FAULT=point[:n[+]],...  fail the n-th call (n+ : and all later ones) of a point:
  *                               device_open mem_alloc capture_begin capture_end instantiate
  *                               launch update ipc_open   (no :n means every call) */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,8 +25,28 @@ static const char *const k_fault_names[STUB_FAULT_COUNT_] = {
 static const char *const k_op_names[STUB_OP_COUNT] = {
     "fill", "axpby", "gemm", "gather_rows", "rmsnorm", "rotary_2d", "attention", "silu_mul", "convert",
     "attention_rotary", "rotary", "rmsnorm_heads", "kv_store", "paged_attention", "argmax",
-    "layernorm", "gather_weighted", "lm_advance",
+    "layernorm", "gather_weighted", "rotary_kv_store", "gemm_silu_gate", "gemm_rmsnorm_a", "lm_advance",
 };
+
+/* The configuration is read at every device_count and device_open (vg info reads it half a
+ * dozen times): each warning about it is given once per process; a changed value makes a new
+ * message, which is given. */
+static void warn_once(const char *fmt, ...)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static char said[16][256];
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&lock);
+    int seen = 0, i = 0;
+    for (; i < 16 && said[i][0] && !seen; i++) seen = !strcmp(said[i], msg);
+    if (!seen && i < 16) memcpy(said[i], msg, sizeof msg); /* when full: said again, never lost */
+    pthread_mutex_unlock(&lock);
+    if (!seen) STUB_LOG(VG_LOG_WARN, "%s", msg);
+}
 
 static int parse_bytes(const char *s, uint64_t *out)
 {
@@ -45,9 +66,9 @@ static int parse_bytes(const char *s, uint64_t *out)
 
 static void env_bytes(const char *name, uint64_t *dst)
 {
-    const char *v = getenv(name);
+    const char *v = stub_option(name);
     if (v && *v && parse_bytes(v, dst) != 0)
-        STUB_LOG(VG_LOG_WARN, "kunlun_stub: %s=%s is not a size (e.g. 512M); ignored", name, v);
+        warn_once("kunlun_stub: %s=%s is not a size (e.g. 512M); ignored", name, v);
 }
 
 static void parse_caps(stub_config *cfg, const char *spec)
@@ -64,16 +85,19 @@ static void parse_caps(stub_config *cfg, const char *spec)
             cfg->caps &= ~VG_CAP_IPC;
         } else if (strcmp(tok, "noupdate") == 0) {
             cfg->caps &= ~VG_CAP_GRAPH_UPDATE;
-        } else if (strncmp(tok, "nocapture:", 10) == 0) {
-            int found = 0;
+        } else if (strncmp(tok, "nocapture:", 10) == 0 || strncmp(tok, "noop:", 5) == 0) {
+            /* nocapture: the op is not capturable; noop: not offered at all (a device without it) */
+            int noop = tok[2] == 'o', found = 0;
+            const char *name = tok + (noop ? 5 : 10);
             for (int i = 0; i < STUB_OP_COUNT; i++)
-                if (strcmp(tok + 10, k_op_names[i]) == 0) {
-                    cfg->nocapture[i] = 1;
+                if (strcmp(name, k_op_names[i]) == 0) {
+                    if (noop) cfg->noop[i] = 1;
+                    else cfg->nocapture[i] = 1;
                     found = 1;
                 }
-            if (!found) STUB_LOG(VG_LOG_WARN, "kunlun_stub: VG_STUB_CAPS: unknown op '%s'", tok + 10);
+            if (!found) warn_once("kunlun_stub: VG_STUB_CAPS: unknown op '%s'", name);
         } else {
-            STUB_LOG(VG_LOG_WARN, "kunlun_stub: VG_STUB_CAPS: unknown token '%s'", tok);
+            warn_once("kunlun_stub: VG_STUB_CAPS: unknown token '%s'", tok);
         }
     }
 }
@@ -93,7 +117,7 @@ static void parse_faults(stub_config *cfg, const char *spec)
             nth = strtoll(colon + 1, &end, 10);
             sticky = end && *end == '+';
             if (nth < 1 || !end || (*end && strcmp(end, "+") != 0)) {
-                STUB_LOG(VG_LOG_WARN, "kunlun_stub: VG_STUB_FAULT: bad count in '%s'", tok);
+                warn_once("kunlun_stub: VG_STUB_FAULT: bad count in '%s'", tok);
                 continue;
             }
         }
@@ -104,7 +128,7 @@ static void parse_faults(stub_config *cfg, const char *spec)
                 cfg->faults[i].sticky = sticky;
                 found = 1;
             }
-        if (!found) STUB_LOG(VG_LOG_WARN, "kunlun_stub: VG_STUB_FAULT: unknown point '%s'", tok);
+        if (!found) warn_once("kunlun_stub: VG_STUB_FAULT: unknown point '%s'", tok);
     }
 }
 
@@ -114,32 +138,32 @@ void stub_config_load(stub_config *cfg)
     cfg->devices = 1;
     cfg->capacity = 8ull << 30;
     cfg->quarantine_cap = 256ull << 20;
-    cfg->caps = VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_IPC | VG_CAP_GRAPH_LOOP;
-    const char *v = getenv("VG_STUB_DEVICES");
+    cfg->caps = VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_IPC | VG_CAP_NATIVE | VG_CAP_GRAPH_LOOP;
+    const char *v = stub_option("VG_STUB_DEVICES");
     if (v && *v) {
         char *end = NULL;
         long n = strtol(v, &end, 10);
         if (*end || n < 0 || n > 64)
-            STUB_LOG(VG_LOG_WARN, "kunlun_stub: VG_STUB_DEVICES=%s not in 0..64; ignored", v);
+            warn_once("kunlun_stub: VG_STUB_DEVICES=%s not in 0..64; ignored", v);
         else
             cfg->devices = (int)n;
     }
     env_bytes("VG_STUB_MEM_CAPACITY", &cfg->capacity);
     env_bytes("VG_STUB_QUARANTINE", &cfg->quarantine_cap);
-    v = getenv("VG_STUB_POISON");
+    v = stub_option("VG_STUB_POISON");
     cfg->poison = v && *v && strcmp(v, "0") != 0;
-    v = getenv("VG_STUB_LAUNCH_US");
+    v = stub_option("VG_STUB_LAUNCH_US");
     if (v && *v) {
         char *end = NULL;
         double us = strtod(v, &end);
         if (*end || us < 0 || us > 1e6)
-            STUB_LOG(VG_LOG_WARN, "kunlun_stub: VG_STUB_LAUNCH_US=%s not in 0..1e6; ignored", v);
+            warn_once("kunlun_stub: VG_STUB_LAUNCH_US=%s not in 0..1e6; ignored", v);
         else
             cfg->launch_ns = (long long)(us * 1000.0);
     }
-    v = getenv("VG_STUB_CAPS");
+    v = stub_option("VG_STUB_CAPS");
     if (v && *v) parse_caps(cfg, v);
-    v = getenv("VG_STUB_FAULT");
+    v = stub_option("VG_STUB_FAULT");
     if (v && *v) parse_faults(cfg, v);
 }
 

@@ -57,6 +57,11 @@ vg_status stub_device_close(vg_bk_device *dev)
                               "closing them", dev->index, dev->nimports);
     while (dev->nimports) stub_ipc_close(dev, dev->imports[dev->nimports - 1].ptr);
     free(dev->imports);
+    if (dev->nregs)
+        STUB_LOG(VG_LOG_WARN, "kunlun_stub: device %d closed with %zu registrations of caller "
+                              "memory; forgetting them", dev->index, dev->nregs);
+    free(dev->regs);
+    free(dev->streams);
     for (size_t i = 0; i < dev->nquarantine; i++) free(dev->quarantine[i].ptr);
     free(dev->allocs);
     free(dev->quarantine);
@@ -70,7 +75,8 @@ int stub_op_capturable(const vg_bk_device *dev, int op)
     return op >= 0 && op < STUB_OP_COUNT && !dev->cfg.nocapture[op];
 }
 
-/* ABI 1.1: per-op capabilities. Every op the stub implements is supported; it is capturable
+/* ABI 1.1: per-op capabilities. Every op the stub implements is supported unless VG_STUB_CAPS
+ * says noop:<op> (a device without it: the models' fallbacks are tested so); it is capturable
  * when the device has graphs and VG_STUB_CAPS did not say nocapture:<op>. The core asks once per
  * op when it opens the device. */
 vg_status stub_op_caps(vg_bk_device *dev, uint32_t op, vg_op_caps *out)
@@ -80,7 +86,7 @@ vg_status stub_op_caps(vg_bk_device *dev, uint32_t op, vg_op_caps *out)
      * catalogue is not offered until it is written), in every dtype the catalogue allows */
     out->flags = 0;
     out->dtypes = 0;
-    if (op < STUB_OP_COUNT) {
+    if (op < STUB_OP_COUNT && !dev->cfg.noop[op]) {
         out->flags = VG_OP_SUPPORTED;
         if ((dev->cfg.caps & VG_CAP_GRAPH) && stub_op_capturable(dev, (int)op))
             out->flags |= VG_OP_CAPTURABLE;

@@ -18,6 +18,8 @@ extern const vg_host_services *stub_host;
 
 #define STUB_ERR(status, ...) (stub_host->set_error((status), __VA_ARGS__), (status))
 #define STUB_LOG(level, ...) stub_host->log((level), __VA_ARGS__)
+/* A knob's value: the application's backend option of that name, else the environment. */
+#define stub_option(name) vg_backend_option(stub_host, (name))
 
 /* Fault injection points (VG_STUB_FAULT), so callers' failure paths can be tested. */
 typedef enum stub_fault_point {
@@ -58,6 +60,12 @@ typedef struct stub_import {
  * it. */
 #define STUB_OP_COUNT (VG_OP_LM_ADVANCE + 1)
 
+/* Caller-owned memory registered with mem_register (ABI 1.3): host memory on this device. */
+typedef struct stub_region {
+    void *ptr;
+    size_t bytes;
+} stub_region;
+
 typedef struct stub_config {
     int devices;             /* VG_STUB_DEVICES, default 1 */
     uint64_t capacity;       /* VG_STUB_MEM_CAPACITY, bytes */
@@ -66,6 +74,7 @@ typedef struct stub_config {
     long long launch_ns;     /* VG_STUB_LAUNCH_US: simulated host cost per launch */
     uint64_t caps;           /* after VG_STUB_CAPS */
     unsigned char nocapture[STUB_OP_COUNT]; /* VG_STUB_CAPS nocapture:<op>, per op */
+    unsigned char noop[STUB_OP_COUNT];      /* VG_STUB_CAPS noop:<op>: not offered */
     stub_fault faults[STUB_FAULT_COUNT_];
 } stub_config;
 
@@ -81,6 +90,10 @@ struct vg_bk_device {
     uint64_t quarantine_bytes;
     stub_import *imports; /* ipc_open's mappings */
     size_t nimports, cap_imports;
+    struct vg_bk_stream **streams; /* the streams stream_create made: what stream_wrap accepts */
+    size_t nstreams, cap_streams;
+    stub_region *regs; /* mem_register's */
+    size_t nregs, cap_regs;
 };
 
 /* One enqueued unit of work: a function and a private copy of its arguments. */
@@ -107,6 +120,11 @@ struct vg_bk_stream {
     float *scratch; /* per-stream host scratch for kernels (format conversion) */
     size_t scratch_elems;
     const int32_t *loop_flag; /* stub_loop.c: the flag of the loop being captured, or NULL */
+    /* stream_wrap: the caller's stream this one wraps (its native handle), NULL for a stream
+     * stream_create made. The stub's native stream object is its stream: a wrapper is a stream
+     * of its own that reports the wrapped one as its native handle and is not listed in
+     * dev->streams. */
+    struct vg_bk_stream *wraps;
 };
 
 struct vg_bk_event {
@@ -164,6 +182,16 @@ vg_status stub_ipc_alloc(vg_bk_device *dev, size_t bytes, void **out);
 vg_status stub_ipc_export(vg_bk_device *dev, void *base, vg_ipc_handle *out);
 vg_status stub_ipc_open(vg_bk_device *dev, const vg_ipc_handle *h, void **out, size_t *bytes);
 vg_status stub_ipc_close(vg_bk_device *dev, void *ptr);
+/* stub_native.c: ABI 1.3, native handles (the host), wrapped streams, registered memory */
+vg_status stub_native_device(vg_bk_device *dev, vg_native_device *out);
+vg_status stub_stream_native(vg_bk_device *dev, vg_bk_stream *s, void **out);
+vg_status stub_stream_wrap(vg_bk_device *dev, void *native, vg_bk_stream **out);
+vg_status stub_mem_native(vg_bk_device *dev, const void *ptr, vg_native_mem *out);
+vg_status stub_mem_register(vg_bk_device *dev, void *native, size_t bytes, void **out);
+vg_status stub_mem_unregister(vg_bk_device *dev, void *ptr);
+/* Forget a stream stream_create listed (stream_destroy). */
+void stub_stream_unlist(vg_bk_device *dev, vg_bk_stream *s);
+extern const char *const stub_option_names[];
 /* Unmap a shared allocation (mem_free, device_close). */
 void stub_ipc_release(stub_alloc *a);
 /* Grow an array of `elem`-byte items to hold `need`; 0 or -1 when out of memory. */
@@ -212,6 +240,9 @@ vg_status stub_op_rmsnorm_heads(vg_bk_device *, vg_bk_stream *, vg_dtype, void *
 vg_status stub_op_kv_store(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                            const void *, int64_t, void *, void *, const int32_t *, int64_t, int,
                            int);
+vg_status stub_op_rotary_kv_store(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, int64_t, int64_t,
+                                  int, int, int, const void *, const void *, float, const int32_t *,
+                                  float, void *, void *, const int32_t *);
 vg_status stub_op_paged_attention(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                                   void *, int64_t, int64_t, const void *, const void *,
                                   const int32_t *, int, const int32_t *, const int32_t *, int, int,

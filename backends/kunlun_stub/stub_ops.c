@@ -101,11 +101,27 @@ static void run_gemm(vg_bk_stream *s, const void *p)
             store_f(g->c, g->dtype_c, i * (size_t)g->ldc + j, v);
         }
     }
+    if (g->gate == VG_GEMM_GATE_SILU) /* silu_mul in place over the stored halves, as the ops in turn */
+        for (size_t i = 0; i < m; i++)
+            for (size_t j = 0; j < n / 2; j++) {
+                size_t at = i * (size_t)g->ldc + j;
+                float gv = load_f(g->c, g->dtype_c, at), uv = load_f(g->c, g->dtype_c, at + n / 2);
+                store_f(g->c, g->dtype_c, at, activate(VG_ACT_SILU, gv) * uv);
+            }
 }
 
-static vg_status op_gemm(vg_bk_device *dev, vg_bk_stream *s, const vg_gemm_args *g)
+static vg_status op_gemm(vg_bk_device *dev, vg_bk_stream *s, const vg_gemm_args *args)
 {
-    (void)dev;
+    vg_gemm_args normed;
+    const vg_gemm_args *g = args;
+    if (args->norm_w) { /* the rmsnorm into norm_out, then the GEMM on it, as the ops in turn */
+        vg_status st = stub_op_rmsnorm(dev, s, args->dtype_ab, args->a, args->norm_w, args->norm_out,
+                                       args->m, args->k, args->norm_eps);
+        if (st != VG_OK) return st;
+        normed = *args;
+        normed.a = args->norm_out, normed.norm_w = NULL;
+        g = &normed;
+    }
     /* Reserve the scratch now so the run cannot fail later (it may be inside a graph). */
     size_t need = (size_t)g->m * (size_t)g->n +
                   (g->dtype_ab == VG_DTYPE_F32 ? 0 : ((size_t)g->m + (size_t)g->n) * (size_t)g->k);
@@ -162,5 +178,6 @@ const vg_op_table stub_ops = {
     .argmax = stub_op_argmax,
     .layernorm = stub_op_layernorm,
     .gather_weighted = stub_op_gather_weighted,
+    .rotary_kv_store = stub_op_rotary_kv_store,
     .lm_advance = stub_op_lm_advance,
 };

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* kunlun_stub: CPU versions of the decoder-LM ops (op table version 4: rotary, rmsnorm_heads,
- * kv_store, paged_attention, argmax). Plain loops with fp32 accumulation, submitted through
+ * kv_store, paged_attention, argmax; version 6: rotary_kv_store, the first three in one). Plain loops with fp32 accumulation, submitted through
  * stub_submit so they run eagerly or are recorded into a graph. The core has validated every call
  * against the catalogue (vg_ops.h); what lives in device memory (positions, slots, block tables,
  * context lengths, query starts) is read when the op runs, and a malformed value there is
@@ -118,6 +118,50 @@ vg_status stub_op_kv_store(vg_bk_device *dev, vg_bk_stream *s, vg_dtype dtype, c
     kv_store_args a = {dtype_size(dtype), k, v, ld_k, ld_v, k_cache, v_cache, slots, rows,
                        (int64_t)kv_heads * head_dim};
     return stub_submit(s, VG_OP_KV_STORE, "kv_store", run_kv_store, &a, sizeof a);
+}
+
+/* ---- rotary_kv_store: the three above as one submitted op, in their order ------------------------ */
+
+typedef struct rotary_kv_store_args {
+    vg_dtype dtype;
+    void *qkv;
+    int64_t ld, rows;
+    int heads, kv_heads, head_dim;
+    float eps, theta;
+    const void *q_norm, *k_norm;
+    const int32_t *pos, *slots;
+    void *k_cache, *v_cache;
+} rotary_kv_store_args;
+
+static void run_rotary_kv_store(vg_bk_stream *s, const void *p)
+{
+    const rotary_kv_store_args *a = p;
+    size_t es = dtype_size(a->dtype);
+    char *k = (char *)a->qkv + (size_t)a->heads * (size_t)a->head_dim * es;
+    char *v = k + (size_t)a->kv_heads * (size_t)a->head_dim * es;
+    if (a->q_norm) {
+        rmsnorm_heads_args qn = {a->dtype, a->qkv, a->ld, a->rows, a->heads, a->head_dim, a->q_norm, a->eps};
+        rmsnorm_heads_args kn = {a->dtype, k, a->ld, a->rows, a->kv_heads, a->head_dim, a->k_norm, a->eps};
+        run_rmsnorm_heads(s, &qn);
+        run_rmsnorm_heads(s, &kn);
+    }
+    rotary1_args rot = {a->dtype, a->qkv, a->ld, a->rows, a->heads + a->kv_heads, a->head_dim, a->pos, a->theta};
+    run_rotary1(s, &rot);
+    kv_store_args kv = {es, k, v, a->ld, a->ld, a->k_cache, a->v_cache, a->slots, a->rows,
+                        (int64_t)a->kv_heads * a->head_dim};
+    run_kv_store(s, &kv);
+}
+
+vg_status stub_op_rotary_kv_store(vg_bk_device *dev, vg_bk_stream *s, vg_dtype dtype, void *qkv,
+                                  int64_t ld, int64_t rows, int heads, int kv_heads, int head_dim,
+                                  const void *q_norm, const void *k_norm, float eps,
+                                  const int32_t *pos, float theta, void *k_cache, void *v_cache,
+                                  const int32_t *slots)
+{
+    (void)dev;
+    rotary_kv_store_args a = {dtype, qkv, ld, rows, heads, kv_heads, head_dim, eps, theta,
+                              q_norm, k_norm, pos, slots, k_cache, v_cache};
+    return stub_submit(s, VG_OP_ROTARY_KV_STORE, "rotary_kv_store", run_rotary_kv_store, &a, sizeof a);
 }
 
 /* ---- paged_attention -------------------------------------------------------------------------- */

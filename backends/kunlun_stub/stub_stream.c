@@ -115,15 +115,24 @@ vg_status stub_stream_create(vg_bk_device *dev, vg_bk_stream **out)
     vg_bk_stream *s = calloc(1, sizeof *s);
     if (!s) return STUB_ERR(VG_ERR_OUT_OF_MEMORY, "kunlun_stub: stream_create: out of memory");
     s->dev = dev;
+    pthread_mutex_lock(&dev->lock);
+    int full = stub_grow((void **)&dev->streams, &dev->cap_streams, dev->nstreams + 1,
+                         sizeof *dev->streams);
+    if (!full) dev->streams[dev->nstreams++] = s;
+    pthread_mutex_unlock(&dev->lock);
+    if (full) {
+        free(s);
+        return STUB_ERR(VG_ERR_OUT_OF_MEMORY, "kunlun_stub: stream_create: out of memory");
+    }
     *out = s;
     return VG_OK;
 }
 
 vg_status stub_stream_destroy(vg_bk_device *dev, vg_bk_stream *s)
 {
-    (void)dev;
     if (!s) return VG_OK;
     if (tl_capturing == s) tl_capturing = NULL;
+    if (!s->wraps) stub_stream_unlist(dev, s); /* a wrapper leaves the caller's stream alone */
     stub_cmd_list_free(&s->recording);
     free(s->scratch);
     free(s);

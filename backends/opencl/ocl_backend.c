@@ -44,6 +44,13 @@ static const vg_backend_iface k_iface = {
     .ops = &ocl_ops,
     .op_caps = ocl_op_caps,
     .score = ocl_score,
+    .native_device = ocl_native_device,
+    .stream_native = ocl_stream_native,
+    .stream_wrap = ocl_stream_wrap,
+    .mem_native = ocl_mem_native,
+    .mem_register = ocl_mem_register,
+    .mem_unregister = ocl_mem_unregister,
+    .option_names = ocl_option_names,
 };
 
 VG_BACKEND_EXPORT const vg_backend_iface *vg_backend_query(const vg_host_services *host)

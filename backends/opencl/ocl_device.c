@@ -30,6 +30,9 @@ static const ocl_kernel_id k_op_kernel[OCL_OP_COUNT] = {
     [VG_OP_ARGMAX] = OCL_K_argmax,
     [VG_OP_LAYERNORM] = OCL_K_layer_norm,
     [VG_OP_GATHER_WEIGHTED] = OCL_K_gather_weighted,
+    [VG_OP_ROTARY_KV_STORE] = OCL_K_rotary_kv_store,
+    [VG_OP_GEMM_SILU_GATE] = OCL_K_gemm, /* and silu_mul after it */
+    [VG_OP_GEMM_RMSNORM_A] = OCL_K_gemm, /* and rms_norm before it */
 };
 
 /* The work-group size each kernel is launched with (ops.c uses the same constants). */
@@ -39,6 +42,7 @@ static size_t kernel_group(ocl_kernel_id k)
     case OCL_K_gemm: return OCL_GEMM_WG * OCL_GEMM_WG;
     case OCL_K_rms_norm:
     case OCL_K_layer_norm:
+    case OCL_K_rotary_kv_store:
     case OCL_K_argmax: return OCL_WG_REDUCE;
     case OCL_K_attention:
     case OCL_K_paged_attention: return OCL_WG_ATTN;
@@ -49,7 +53,7 @@ static size_t kernel_group(ocl_kernel_id k)
 static const char *const k_op_names[OCL_OP_COUNT] = {
     "fill", "axpby", "gemm", "gather_rows", "rmsnorm", "rotary_2d", "attention", "silu_mul",
     "convert", "attention_rotary", "rotary", "rmsnorm_heads", "kv_store", "paged_attention", "argmax",
-    "layernorm", "gather_weighted",
+    "layernorm", "gather_weighted", "rotary_kv_store", "gemm_silu_gate", "gemm_rmsnorm_a",
 };
 
 vg_status ocl_device_count(int *count)
@@ -85,7 +89,7 @@ int32_t ocl_score(void)
 /* The command-buffer entry points, or graphs off with the reason logged. */
 static void probe_command_buffers(vg_bk_device *dev)
 {
-    const char *env = getenv("VG_OPENCL_COMMAND_BUFFER");
+    const char *env = ocl_option("VG_OPENCL_COMMAND_BUFFER");
     if (env && strcmp(env, "0") == 0) {
         snprintf(dev->cb_version, sizeof dev->cb_version, "turned off");
         return;
@@ -266,7 +270,7 @@ vg_status ocl_device_info(vg_bk_device *dev, vg_device_info *info)
     full.mem_total = dev->mem_total;
     full.mem_free = dev->mem_total > dev->used ? dev->mem_total - dev->used : 0;
     pthread_rwlock_unlock(&dev->mem_lock);
-    full.caps = dev->graphs ? VG_CAP_GRAPH : 0;
+    full.caps = (dev->graphs ? VG_CAP_GRAPH : 0) | VG_CAP_NATIVE; /* never FOREIGN_CAPTURE */
     for (uint32_t op = 0; op < 64; op++) { /* for ABI 1.0 consumers; op_caps says the same */
         vg_op_caps c = {sizeof c, 0, 0};
         if (ocl_op_caps(dev, op, &c) == VG_OK && (c.flags & VG_OP_CAPTURABLE))

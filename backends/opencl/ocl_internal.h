@@ -102,6 +102,7 @@ typedef struct ocl_alloc {
     uintptr_t addr;
     size_t bytes;
     cl_mem mem;
+    int registered; /* caller memory (mem_register): vg holds a reference, not the buffer */
 } ocl_alloc;
 
 struct vg_bk_device {
@@ -129,7 +130,7 @@ struct vg_bk_device {
 
 /* The ops this backend implements: VG_OP_FILL up to VG_OP_GATHER_WEIGHTED (op table version 5).
  * Not VG_OP_COUNT_: an op appended to the catalogue is offered once its kernel is written. */
-#define OCL_OP_COUNT (VG_OP_GATHER_WEIGHTED + 1)
+#define OCL_OP_COUNT (VG_OP_GEMM_RMSNORM_A + 1)
 
 vg_status ocl_device_count(int *count);
 vg_status ocl_device_open(int index, vg_bk_device **out);
@@ -147,6 +148,22 @@ vg_status ocl_resolve(vg_bk_device *dev, const void *p, size_t bytes, const char
 /* The same without a message: 1 when p lies in a live allocation. */
 int ocl_find(vg_bk_device *dev, const void *p, cl_mem *mem, size_t *offset);
 void ocl_mem_release_all(vg_bk_device *dev);
+/* Give buffer `mem` of `bytes` a fresh address range in the table (the table then holds the
+ * reference the caller had); *out is its first byte. */
+vg_status ocl_mem_name(vg_bk_device *dev, cl_mem mem, size_t bytes, int registered, void **out);
+/* Take the range starting at ptr out of the table, if it is of the kind asked (*x gets it). */
+vg_status ocl_mem_unname(vg_bk_device *dev, void *ptr, int registered, ocl_alloc *x);
+
+/* ocl_native.c: ABI 1.3 */
+vg_status ocl_native_device(vg_bk_device *dev, vg_native_device *out);
+vg_status ocl_stream_native(vg_bk_device *dev, vg_bk_stream *s, void **out);
+vg_status ocl_stream_wrap(vg_bk_device *dev, void *native, vg_bk_stream **out);
+vg_status ocl_mem_native(vg_bk_device *dev, const void *ptr, vg_native_mem *out);
+vg_status ocl_mem_register(vg_bk_device *dev, void *native, size_t bytes, void **out);
+vg_status ocl_mem_unregister(vg_bk_device *dev, void *ptr);
+extern const char *const ocl_option_names[];
+/* A knob's value: the application's backend option of that name, else the environment. */
+#define ocl_option(name) vg_backend_option(ocl_host, (name))
 
 vg_status ocl_mem_alloc(vg_bk_device *dev, size_t bytes, void **out);
 vg_status ocl_mem_free(vg_bk_device *dev, void *ptr);
@@ -274,6 +291,9 @@ vg_status ocl_op_rmsnorm_heads(vg_bk_device *, vg_bk_stream *, vg_dtype, void *,
                                int, int, const void *, float);
 vg_status ocl_op_kv_store(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                           const void *, int64_t, void *, void *, const int32_t *, int64_t, int, int);
+vg_status ocl_op_rotary_kv_store(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, int64_t, int64_t,
+                                 int, int, int, const void *, const void *, float, const int32_t *,
+                                 float, void *, void *, const int32_t *);
 vg_status ocl_op_paged_attention(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                                  void *, int64_t, int64_t, const void *, const void *,
                                  const int32_t *, int, const int32_t *, const int32_t *, int, int,

@@ -24,7 +24,8 @@
     X(paged_attention)     \
     X(argmax)              \
     X(layer_norm)          \
-    X(gather_weighted)
+    X(gather_weighted)     \
+    X(rotary_kv_store)
 
 typedef enum ocl_kernel_id {
 #define OCL_KERNEL_ID(n) OCL_K_##n,

@@ -88,42 +88,77 @@ vg_status ocl_mem_alloc(vg_bk_device *dev, size_t bytes, void **out)
     }
     dev->used += bytes;
     pthread_rwlock_unlock(&dev->mem_lock);
-    vg_status st = VG_OK;
     cl_int err = CL_SUCCESS;
-    void *addr = MAP_FAILED;
     cl_mem mem = clCreateBuffer(dev->sh->ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
-    if (err != CL_SUCCESS) {
-        st = ocl_fail(err, "mem_alloc: clCreateBuffer");
-    } else {
-        addr = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (addr == MAP_FAILED)
-            st = OCL_ERR(VG_ERR_OUT_OF_MEMORY, "opencl: mem_alloc: no address range of %zu bytes "
-                                               "left to name the buffer", bytes);
+    vg_status st = err == CL_SUCCESS ? ocl_mem_name(dev, mem, bytes, 0, out)
+                                     : ocl_fail(err, "mem_alloc: clCreateBuffer");
+    if (st != VG_OK) {
+        pthread_rwlock_wrlock(&dev->mem_lock);
+        dev->used -= bytes;
+        pthread_rwlock_unlock(&dev->mem_lock);
+        if (mem) clReleaseMemObject(mem);
     }
+    return st;
+}
+
+vg_status ocl_mem_name(vg_bk_device *dev, cl_mem mem, size_t bytes, int registered, void **out)
+{
+    vg_status st = VG_OK;
+    void *addr = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (addr == MAP_FAILED)
+        return OCL_ERR(VG_ERR_OUT_OF_MEMORY, "opencl: no address range of %zu bytes left to name "
+                                             "a buffer", bytes);
     pthread_rwlock_wrlock(&dev->mem_lock);
-    if (st == VG_OK && dev->nallocs == dev->cap_allocs) {
+    if (dev->nallocs == dev->cap_allocs) {
         size_t cap = dev->cap_allocs ? 2 * dev->cap_allocs : 64;
         ocl_alloc *grown = realloc(dev->allocs, cap * sizeof *grown);
         if (grown) dev->allocs = grown, dev->cap_allocs = cap;
-        else st = OCL_ERR(VG_ERR_OUT_OF_MEMORY, "opencl: mem_alloc: allocation table full");
+        else st = OCL_ERR(VG_ERR_OUT_OF_MEMORY, "opencl: allocation table full");
     }
     if (st == VG_OK) {
         uintptr_t a = (uintptr_t)addr;
         size_t at = dev->nallocs;
         while (at > 0 && dev->allocs[at - 1].addr > a) at--;
         memmove(dev->allocs + at + 1, dev->allocs + at, (dev->nallocs - at) * sizeof *dev->allocs);
-        dev->allocs[at] = (ocl_alloc){a, bytes, mem};
+        dev->allocs[at] = (ocl_alloc){a, bytes, mem, registered};
         dev->nallocs++;
-    } else {
-        dev->used -= bytes;
     }
     pthread_rwlock_unlock(&dev->mem_lock);
     if (st != VG_OK) {
-        if (addr != MAP_FAILED) munmap(addr, bytes);
-        if (mem) clReleaseMemObject(mem);
+        munmap(addr, bytes);
         return st;
     }
     *out = addr;
+    return VG_OK;
+}
+
+/* Drop the table entry whose range starts at ptr, if it is an allocation (registered 0) or a
+ * registration (1) as asked; the caller releases x->mem. */
+vg_status ocl_mem_unname(vg_bk_device *dev, void *ptr, int registered, ocl_alloc *x)
+{
+    pthread_rwlock_wrlock(&dev->mem_lock);
+    long i = find_locked(dev, (uintptr_t)ptr);
+    if (i < 0 || dev->allocs[i].addr != (uintptr_t)ptr || dev->allocs[i].registered != registered) {
+        int other = i >= 0 && dev->allocs[i].addr == (uintptr_t)ptr;
+        pthread_rwlock_unlock(&dev->mem_lock);
+        if (other)
+            return OCL_ERR(VG_ERR_INVALID_ARG, "opencl: %s(%p): %s", registered ? "mem_unregister"
+                                                                               : "mem_free", ptr,
+                           registered ? "an allocation, not a registration (free it instead)"
+                                      : "registered caller memory, not an allocation (unregister "
+                                        "it instead)");
+        return OCL_ERR(VG_ERR_INVALID_ARG, "opencl: %s(%p): not a live %s of this device (%s)",
+                       registered ? "mem_unregister" : "mem_free", ptr,
+                       registered ? "registration" : "allocation",
+                       registered ? "unregistered twice, or never registered"
+                                  : "double free or foreign pointer");
+    }
+    *x = dev->allocs[i];
+    memmove(dev->allocs + i, dev->allocs + i + 1, (dev->nallocs - (size_t)i - 1) * sizeof *dev->allocs);
+    dev->nallocs--;
+    if (!registered) dev->used -= x->bytes;
+    pthread_rwlock_unlock(&dev->mem_lock);
+    munmap((void *)x->addr, x->bytes);
     return VG_OK;
 }
 
@@ -132,29 +167,18 @@ vg_status ocl_mem_free(vg_bk_device *dev, void *ptr)
     if (!dev) return OCL_ERR(VG_ERR_INVALID_ARG, "opencl: mem_free: NULL device");
     if (!ptr) return VG_OK;
     if (ocl_capturing_stream()) return ocl_forbid_during_capture("mem_free");
-    pthread_rwlock_wrlock(&dev->mem_lock);
-    long i = find_locked(dev, (uintptr_t)ptr);
-    if (i < 0 || dev->allocs[i].addr != (uintptr_t)ptr) {
-        pthread_rwlock_unlock(&dev->mem_lock);
-        return OCL_ERR(VG_ERR_INVALID_ARG, "opencl: mem_free(%p): not a live allocation of this "
-                                           "device (double free or foreign pointer)", ptr);
-    }
-    ocl_alloc x = dev->allocs[i];
-    memmove(dev->allocs + i, dev->allocs + i + 1, (dev->nallocs - (size_t)i - 1) * sizeof *dev->allocs);
-    dev->nallocs--;
-    dev->used -= x.bytes;
-    pthread_rwlock_unlock(&dev->mem_lock);
-    clReleaseMemObject(x.mem); /* the driver keeps it until the work using it completes */
-    munmap((void *)x.addr, x.bytes);
-    return VG_OK;
+    ocl_alloc x;
+    vg_status st = ocl_mem_unname(dev, ptr, 0, &x);
+    if (st == VG_OK) clReleaseMemObject(x.mem); /* the driver keeps it until its work completes */
+    return st;
 }
 
 void ocl_mem_release_all(vg_bk_device *dev)
 {
     if (dev->nallocs)
-        OCL_LOG(VG_LOG_WARN, "opencl: device %d closed with %zu allocations (%llu bytes) still "
-                             "live; releasing them", dev->index, dev->nallocs,
-                (unsigned long long)dev->used);
+        OCL_LOG(VG_LOG_WARN, "opencl: device %d closed with %zu allocations and registrations "
+                             "(%llu bytes allocated) still live; releasing them", dev->index,
+                dev->nallocs, (unsigned long long)dev->used);
     for (size_t i = 0; i < dev->nallocs; i++) {
         clReleaseMemObject(dev->allocs[i].mem);
         munmap((void *)dev->allocs[i].addr, dev->allocs[i].bytes);

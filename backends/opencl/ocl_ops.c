@@ -52,10 +52,20 @@ static vg_status op_axpby(vg_bk_device *dev, vg_bk_stream *s, size_t n, float al
     return ocl_launch(s, OCL_K_axpby, "axpby", 1, &global, &local, 5, a);
 }
 
-/* One work-group per OCL_GEMM_TILE square of C (kernels/gemm.cl). */
-static vg_status op_gemm(vg_bk_device *dev, vg_bk_stream *s, const vg_gemm_args *g)
+/* One work-group per OCL_GEMM_TILE square of C (kernels/gemm.cl); a norm of A (op table version
+ * 6) runs rmsnorm into norm_out before it, a gate silu_mul over C in place after it. */
+static vg_status op_gemm(vg_bk_device *dev, vg_bk_stream *s, const vg_gemm_args *args)
 {
-    (void)dev;
+    vg_gemm_args normed;
+    const vg_gemm_args *g = args;
+    if (args->norm_w) { /* the rmsnorm into norm_out first (version 6), then the GEMM on it */
+        vg_status st = ocl_op_rmsnorm(dev, s, args->dtype_ab, args->a, args->norm_w, args->norm_out,
+                                      args->m, args->k, args->norm_eps);
+        if (st != VG_OK) return st;
+        normed = *args;
+        normed.a = args->norm_out, normed.norm_w = NULL;
+        g = &normed;
+    }
     size_t groups_n = ((size_t)g->n + OCL_GEMM_TILE - 1) / OCL_GEMM_TILE;
     size_t groups_m = ((size_t)g->m + OCL_GEMM_TILE - 1) / OCL_GEMM_TILE;
     size_t global[2] = {groups_n * OCL_GEMM_WG, groups_m * OCL_GEMM_WG};
@@ -65,7 +75,11 @@ static vg_status op_gemm(vg_bk_device *dev, vg_bk_stream *s, const vg_gemm_args 
                    OA_I64(g->ldc), OA_I32(g->bias != NULL), OA_PTR(g->bias),
                    OA_I32(g->residual != NULL), OA_PTR(g->residual), OA_I64(g->ldr),
                    OA_I32(g->act), OA_F32(g->alpha)};
-    return ocl_launch(s, OCL_K_gemm, "gemm", 2, global, local, (int)(sizeof a / sizeof a[0]), a);
+    vg_status st = ocl_launch(s, OCL_K_gemm, "gemm", 2, global, local, (int)(sizeof a / sizeof a[0]), a);
+    if (st != VG_OK || g->gate != VG_GEMM_GATE_SILU) return st;
+    /* the gate as a second launch over the stored halves: silu_mul in place is safe (each
+     * work-item reads its two elements before it writes the first) */
+    return ocl_op_silu_mul(dev, s, g->dtype_c, g->c, g->ldc, g->c, g->ldc, g->m, g->n / 2);
 }
 
 static vg_status op_gather_rows(vg_bk_device *dev, vg_bk_stream *s, vg_dtype dtype, void *dst,
@@ -98,4 +112,5 @@ const vg_op_table ocl_ops = {
     .argmax = ocl_op_argmax,
     .layernorm = ocl_op_layernorm,
     .gather_weighted = ocl_op_gather_weighted,
+    .rotary_kv_store = ocl_op_rotary_kv_store,
 };

@@ -207,7 +207,7 @@ static int platforms_of(const ocl_devref *devs, int n, cl_platform_id *out, int 
 
 int ocl_default_device(const ocl_devref *devs, int n)
 {
-    const char *penv = getenv("VG_OPENCL_PLATFORM"), *denv = getenv("VG_OPENCL_DEVICE");
+    const char *penv = ocl_option("VG_OPENCL_PLATFORM"), *denv = ocl_option("VG_OPENCL_DEVICE");
     cl_platform_id plats[MAX_PLATFORMS], chosen = NULL;
     int np = platforms_of(devs, n, plats, MAX_PLATFORMS);
     char label[300], list[2048];
@@ -250,9 +250,15 @@ int ocl_default_device(const ocl_devref *devs, int n)
         k++;
     }
     if (denv && *denv) {
-        ocl_host->set_error(VG_ERR_NO_DEVICE, "opencl: VG_OPENCL_DEVICE=%s matches no device%s (an index, or "
-                                  "part of a name); there are: %s",
-                denv, chosen ? " of the platform VG_OPENCL_PLATFORM names" : "", k ? list : "none");
+        const char *where = chosen ? " of the platform VG_OPENCL_PLATFORM names" : "";
+        char why[64];
+        if (didx >= 0)
+            snprintf(why, sizeof why, ": device %d does not exist", didx);
+        else
+            snprintf(why, sizeof why, " (an index, or part of a name)");
+        ocl_host->set_error(VG_ERR_NO_DEVICE, "opencl: VG_OPENCL_DEVICE=%s matches no device%s%s; "
+                                              "%d device%s present%s%s",
+                            denv, where, why, k, k == 1 ? "" : "s", k ? ": " : "", list);
         return -1;
     }
     if (first < 0) {

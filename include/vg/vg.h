@@ -52,7 +52,7 @@ VG_API size_t vg_dtype_size(vg_dtype dtype); /* 0 for an unknown dtype */
 
 /* ---- backend discovery ---------------------------------------------------------------------- */
 
-/* vg's own backends: "cuda", "hip", "kunlun_stub". With VG_BACKEND unset, these and every
+/* vg's own backends: "cuda", "hip", "opencl", "kunlun_stub". With VG_BACKEND unset, these and every
  * libvg_<name>.so in the directories of VG_BACKEND_PATH are candidates; the usable one with the
  * highest score wins (docs/adding-a-backend.md). */
 VG_API int vg_backend_builtin_count(void);
@@ -93,6 +93,14 @@ typedef struct vg_runtime_options {
     uint32_t struct_size;
     const char *backend; /* name or path; NULL: $VG_BACKEND, else auto-selection by score */
     int device;          /* device index; -1: the backend's default (e.g. $VG_CUDA_DEVICE or 0) */
+    /* Named backend options (tuning knobs), each named like the environment variable it
+     * overrides: {"VG_CUDA_GEMM", "tiled"}. An option given here wins over the environment;
+     * a knob not given keeps reading the environment. A name the backend does not know is
+     * refused (VG_ERR_INVALID_ARG, naming the known ones); with auto-selection, a backend that
+     * does not know every name is not a candidate. NULL / 0: none. Plugins older than ABI 1.3
+     * know no names. */
+    const vg_option *options;
+    int num_options;
 } vg_runtime_options;
 
 VG_API void vg_runtime_options_init(vg_runtime_options *opts);
@@ -106,6 +114,9 @@ VG_API const char *vg_runtime_plugin_path(const vg_runtime *rt); /* "" for open_
 VG_API uint64_t vg_runtime_caps(const vg_runtime *rt);
 /* 1 when op may be enqueued during capture on this device (vg_runtime_op_support has more). */
 VG_API int vg_runtime_op_capturable(const vg_runtime *rt, vg_op_id op);
+/* The option names the runtime's backend accepts in vg_runtime_options.options: writes up to
+ * max into names (valid while rt is open) and returns how many there are. */
+VG_API int vg_runtime_option_names(const vg_runtime *rt, const char **names, int max);
 /* Fresh device info (memory figures change). */
 VG_API vg_status vg_runtime_device_info(vg_runtime *rt, vg_device_info *info);
 

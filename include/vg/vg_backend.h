@@ -14,6 +14,8 @@
 #ifndef VG_BACKEND_H
 #define VG_BACKEND_H
 
+#include <stdlib.h>
+
 #include "vg_ops.h"
 #include "vg_types.h"
 
@@ -51,7 +53,22 @@ typedef struct vg_host_services {
     /* Set the calling thread's last-error message. A failing member should call this once
      * with a message naming what failed (including the vendor's error name and text). */
     void (*set_error)(vg_status status, const char *fmt, ...) VG_PRINTF(2, 3);
+    /* ---- host ABI 1.3 ---- */
+    /* The value of backend option `name` for the device being opened: the one the application
+     * passed in vg_runtime_options.options, else getenv(name). Meaningful inside device_count and
+     * device_open (read every knob there and keep it in the device); elsewhere it is getenv.
+     * Reach it through vg_backend_option(), which falls back to getenv on older hosts. */
+    const char *(*option)(const char *name);
 } vg_host_services;
+
+/* A backend option's value: host->option on a 1.3 host, getenv on an older one. */
+static inline const char *vg_backend_option(const vg_host_services *host, const char *name)
+{
+    if (host && host->struct_size >= offsetof(vg_host_services, option) + sizeof(void *) &&
+        host->option)
+        return host->option(name);
+    return getenv(name);
+}
 
 /* ---- graph update result ---------------------------------------------------------------- */
 
@@ -136,6 +153,19 @@ typedef struct vg_op_table {
                                  const int32_t *idx, const float *w, int64_t rows, int64_t cols,
                                  int taps);
 
+    /* ---- version 6: fused steps of a decode step ---- */
+
+    /* (no member) gemm honours vg_gemm_args.gate (VG_OP_GEMM_SILU_GATE) and norm_w
+     * (VG_OP_GEMM_RMSNORM_A). The core offers those ops only for a table of version >= 6 (built
+     * knowing the fields), and passes gemm a full-size, zero-extended vg_gemm_args whatever
+     * struct_size its caller set. */
+
+    vg_status (*rotary_kv_store)(vg_bk_device *dev, vg_bk_stream *stream, vg_dtype dtype,
+                                 void *qkv, int64_t ld, int64_t rows, int heads, int kv_heads,
+                                 int head_dim, const void *q_norm, const void *k_norm, float eps,
+                                 const int32_t *pos, float theta, void *k_cache, void *v_cache,
+                                 const int32_t *slots);
+
     /* ---- version 7 (after version 6's ops): one step of a generation loop on the device ---- */
 
     vg_status (*lm_advance)(vg_bk_device *dev, vg_bk_stream *stream,
@@ -210,8 +240,9 @@ typedef struct vg_backend_iface {
      * derives the answer from the op table's members and capturable_ops. */
     vg_status (*op_caps)(vg_bk_device *dev, uint32_t op, vg_op_caps *out);
     /* Optional. How strongly auto-selection (VG_BACKEND unset) should prefer this backend when
-     * its device opens, 0..1000; NULL counts as 500. vg's own: cuda 900, hip 800, kunlun_stub
-     * 10 (a CPU stand-in loses to any real device). Called after device_count. */
+     * its device opens, 0..1000; NULL counts as 500. vg's own: cuda 900, hip 800, opencl 700
+     * on a GPU or accelerator (5 on a CPU device such as PoCL), kunlun_stub 10 (a CPU stand-in
+     * loses to any real device). Called after device_count. */
     int32_t (*score)(void);
 
     /* ---- ABI 1.2: memory shared across processes (VG_CAP_IPC) ---- */
@@ -237,6 +268,31 @@ typedef struct vg_backend_iface {
     /* Unmap an address from ipc_open. The exporter's memory is untouched. */
     vg_status (*ipc_close)(vg_bk_device *dev, void *ptr);
 
+    /* ---- ABI 1.3: native handles, adopted streams and memory, backend options ---- */
+
+    /* The six native members are mandatory when a device reports VG_CAP_NATIVE, else may be
+     * NULL; a table older than 1.3 has none, and the core clears VG_CAP_NATIVE and
+     * VG_CAP_FOREIGN_CAPTURE for it. docs/plugin-abi.md has the contracts. */
+
+    /* The native objects behind dev (vg_native_device, vg_types.h), filled up to struct_size. */
+    vg_status (*native_device)(vg_bk_device *dev, vg_native_device *out);
+    /* The native stream behind a stream of this backend (owned or wrapped). */
+    vg_status (*stream_native)(vg_bk_device *dev, vg_bk_stream *stream, void **out);
+    /* A stream over the caller's native stream, which the backend checks (device, context) and
+     * must never destroy: stream_destroy of it waits for the stream's work, then frees only the
+     * backend's wrapper. */
+    vg_status (*stream_wrap)(vg_bk_device *dev, void *native, vg_bk_stream **out);
+    /* The native memory behind a device address (inside an allocation or a registration). */
+    vg_status (*mem_native)(vg_bk_device *dev, const void *ptr, vg_native_mem *out);
+    /* Check that `native` holds at least `bytes` of this device's memory and give it a device
+     * address (*out) usable by copies, ops and graphs; freed never, forgotten by mem_unregister.
+     * Forbidden while capturing. */
+    vg_status (*mem_register)(vg_bk_device *dev, void *native, size_t bytes, void **out);
+    vg_status (*mem_unregister)(vg_bk_device *dev, void *ptr);
+    /* Optional. The option names the backend reads through host->option, NULL-terminated (NULL:
+     * none). The core refuses an application's option whose name is not listed. */
+    const char *const *option_names;
+
     /* ---- ABI 1.4: device-side loops (VG_CAP_GRAPH_LOOP) ---- */
 
     /* Optional; both or neither, with VG_CAP_GRAPH_LOOP (the core clears the capability when
@@ -257,6 +313,7 @@ typedef const vg_backend_iface *(*vg_backend_query_fn)(const vg_host_services *h
 #define VG_BACKEND_IFACE_SIZE_1_0 (offsetof(vg_backend_iface, ops) + sizeof(void *))
 #define VG_BACKEND_IFACE_SIZE_1_1 (offsetof(vg_backend_iface, score) + sizeof(void *))
 #define VG_BACKEND_IFACE_SIZE_1_2 (offsetof(vg_backend_iface, ipc_close) + sizeof(void *))
+#define VG_BACKEND_IFACE_SIZE_1_3 (offsetof(vg_backend_iface, option_names) + sizeof(void *))
 #define VG_BACKEND_IFACE_SIZE_1_4 (offsetof(vg_backend_iface, loop_capture_end) + sizeof(void *))
 
 /* Open a runtime on an interface table the caller owns (an in-process or wrapped backend, or a

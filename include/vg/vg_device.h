@@ -142,6 +142,13 @@ VG_API vg_status vg_op_gather_weighted(vg_stream *s, vg_dtype dtype, void *dst, 
                                        int64_t src_rows, const int32_t *idx, const float *w,
                                        int64_t rows, int64_t cols, int taps);
 
+/* op table version 6 */
+VG_API vg_status vg_op_rotary_kv_store(vg_stream *s, vg_dtype dtype, void *qkv, int64_t ld,
+                                       int64_t rows, int heads, int kv_heads, int head_dim,
+                                       const void *q_norm, const void *k_norm, float eps,
+                                       const int32_t *pos, float theta, void *k_cache,
+                                       void *v_cache, const int32_t *slots);
+
 /* op table version 7 */
 VG_API vg_status vg_op_lm_advance(vg_stream *s, const vg_lm_advance_args *args);
 

@@ -26,6 +26,8 @@ extern "C" {
 
 typedef struct vg_lm vg_lm;
 
+#define VG_LM_MAX_EOS 16 /* end-of-sequence token ids a model may name */
+
 typedef struct vg_lm_options {
     uint32_t struct_size;
     vg_graph_mode mode;            /* default FULL_AND_PIECEWISE */
@@ -58,6 +60,12 @@ typedef struct vg_lm_info {
     int max_blocks_per_seq;  /* ceil(max_seq_len / block_size), at most num_blocks */
     uint64_t kv_bytes;       /* device memory of the KV pool */
     int max_seqs, live_seqs;
+    /* Appended (source-compatible; a program built against the header without these fields
+     * must be rebuilt, as for any change of a vg_lm_info it allocates). The token ids that end
+     * a sequence: eos_token_id of generation_config.json, else of config.json (an integer or a
+     * list); num_eos 0 when the model names none. */
+    int num_eos;
+    int32_t eos_ids[VG_LM_MAX_EOS];
 } vg_lm_info;
 
 /* One sequence's part of a step. */
@@ -96,6 +104,12 @@ VG_API vg_status vg_lm_create_synthetic(vg_runtime *rt, const char *config, uint
 VG_API vg_status vg_lm_reconfigure(vg_lm *lm, const vg_lm_options *opts);
 VG_API vg_status vg_lm_free(vg_lm *lm);
 VG_API vg_status vg_lm_get_info(const vg_lm *lm, vg_lm_info *info);
+/* The model fields of vg_lm_info (the shape, max_position, the EOS ids; the KV and runtime
+ * fields are zero) from a model directory's config files, without reading a weight: for
+ * checking a request against the model before loading it. Errors as vg_lm_load's. */
+VG_API vg_status vg_lm_inspect(const char *model_dir, vg_lm_info *info);
+/* The same for a configuration vg_lm_create_synthetic takes (a name or a config.json path). */
+VG_API vg_status vg_lm_inspect_synthetic(const char *config, vg_lm_info *info);
 VG_API vg_runner *vg_lm_runner(vg_lm *lm);
 
 /* A new, empty sequence: its id in *seq (0 .. max_seqs-1). VG_ERR_OUT_OF_MEMORY when max_seqs

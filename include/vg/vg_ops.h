@@ -49,9 +49,13 @@ typedef enum vg_op_id {
     /* op table version 5: LayerNorm, and rows resampled from a table by weighted taps */
     VG_OP_LAYERNORM = 15,
     VG_OP_GATHER_WEIGHTED = 16,
+    /* op table version 6: fewer kernels per decode step */
+    VG_OP_ROTARY_KV_STORE = 17,
+    VG_OP_GEMM_SILU_GATE = 18, /* gemm with args.gate = VG_GEMM_GATE_SILU (no member of its own) */
+    VG_OP_GEMM_RMSNORM_A = 19, /* gemm with args.norm_w: A's rows rmsnorm'd first (gemm's member) */
     /* op table version 7: one step of a generation loop on the device */
-    VG_OP_LM_ADVANCE = 17,
-    VG_OP_COUNT_ = 18
+    VG_OP_LM_ADVANCE = 20,
+    VG_OP_COUNT_ = 21
 } vg_op_id;
 
 /* What a device offers for one op (vg_runtime_op_support). */
@@ -80,6 +84,21 @@ typedef enum vg_activation {
  *               B is in the Linear-weight layout [out, in]. A, B and bias share dtype_ab; C and
  *               residual share dtype_c (float dtypes). m, n, k >= 1 and below 2^31; lda, ldb >= k,
  *               ldc, ldr >= n. residual may alias c only when act is VG_ACT_NONE.
+ *               With gate = VG_GEMM_GATE_SILU (op VG_OP_GEMM_SILU_GATE, op table version 6): the
+ *               product P = alpha·A·Bᵀ + bias has n = 2·h columns, a gate half and an up half
+ *               (a gate|up projection), and C[r, j] = silu(P[r, j]) · P[r, h + j] for j < h:
+ *               the GEMM and silu_mul in one call. Columns h..n-1 of each C row are scratch the
+ *               device may overwrite (ldc >= n still), so a device may compute it as gemm then
+ *               silu_mul in place, P rounded to dtype_c in between; a fused kernel rounds once.
+ *               n even, act VG_ACT_NONE, no residual.
+ *               With norm_w set (op VG_OP_GEMM_RMSNORM_A, op table version 6): A stands for
+ *               rmsnorm(A, norm_w, norm_eps) (rmsnorm below, over its k columns): the rmsnorm
+ *               before a projection and the projection in one call. A is contiguous (lda == k);
+ *               norm_out is [m, k] of dtype_ab where a device that normalises in a separate
+ *               pass writes the normalised rows (a fused kernel leaves it as it was: its contents
+ *               are unspecified after the call); it may equal a (then A is overwritten so), and
+ *               overlaps nothing else. A fused kernel may round w ⊙ x to dtype_ab and apply the
+ *               row's 1/rms to the sums; a separate pass rounds the normalised rows once.
  *
  * gather_rows   dst[r, :] = src[idx[r], :] for r < rows, rows of `cols` elements of any dtype.
  *               dst must not alias src. Each idx[r] must lie in the rows of src (the caller's
@@ -168,6 +187,19 @@ typedef enum vg_activation {
  *               without a synchronisation). dst must not overlap src, idx or w.
  *               taps in [1, VG_GATHER_MAX_TAPS]; src_rows >= 1; cols >= 1.
  *
+ * rotary_kv_store
+ *               The step between a decoder's qkv projection and its paged attention, in one op.
+ *               Row r of qkv (stride ld >= (heads + 2·kv_heads)·head_dim) holds `heads` query
+ *               heads, then kv_heads key heads, then kv_heads value heads. Equal to, in order:
+ *               rmsnorm_heads on the query heads with q_norm and on the key heads with k_norm
+ *               (only when q_norm and k_norm are given: both or neither; eps as rmsnorm_heads;
+ *               the normalised values rounded to dtype as that op leaves them), rotary on the
+ *               heads + kv_heads query and key heads (pos I32 [rows], theta), then kv_store of
+ *               the rotated keys and the values into k_cache and v_cache at slots[r] (a negative
+ *               slot writes nothing). The query and key heads of qkv are left normalised and
+ *               rotated, the value heads untouched. head_dim even; heads, kv_heads >= 1;
+ *               eps >= 0; theta > 0. The caches must not overlap qkv.
+ *
  * lm_advance    one step of a greedy generation loop, over `rows` sequences (vg_lm_advance_args;
  *               every array is I32 in device memory unless said otherwise, read when the op
  *               runs, so one capture serves every step of a device-side loop). state holds
@@ -183,6 +215,12 @@ typedef enum vg_activation {
  *               more = 1 while some row is not done, else 0. rows >= 1, ld_out >= 1,
  *               block_size >= 1, max_blocks >= 1, num_eos >= 0, vocab >= 1 with logits_out.
  */
+
+/* What gemm does with the two halves of its output (op table version 6). */
+typedef enum vg_gemm_gate {
+    VG_GEMM_GATE_NONE = 0,
+    VG_GEMM_GATE_SILU = 1 /* C = silu(first half) · second half (see gemm above) */
+} vg_gemm_gate;
 
 /* Arguments of gemm (a struct: it has too many to pass by position). */
 typedef struct vg_gemm_args {
@@ -201,6 +239,12 @@ typedef struct vg_gemm_args {
     int64_t ldr;
     vg_activation act;
     float alpha;
+    /* appended in op table version 6: set struct_size to sizeof(vg_gemm_args) to use it; a
+     * caller built against an older header (a smaller struct_size) gets VG_GEMM_GATE_NONE */
+    vg_gemm_gate gate;
+    const void *norm_w; /* optional: [k] of dtype_ab; A is rmsnorm'd with it (see gemm) */
+    float norm_eps;     /* >= 0 */
+    void *norm_out;     /* with norm_w: [m, k] of dtype_ab, scratch the device may write */
 } vg_gemm_args;
 
 /* Arguments of lm_advance (vg_ops.h, above). */

@@ -38,6 +38,11 @@ typedef struct vg_batch_desc {
 typedef struct vg_runner vg_runner;
 
 #define VG_PIECE_SPLITTING (1u << 0) /* run eagerly in PIECEWISE mode */
+/* The piece enqueues work vg did not launch (an engine's own kernel, a library call) on the
+ * stream's native stream (vg_stream_native). Where the device captures foreign work
+ * (VG_CAP_FOREIGN_CAPTURE) it is captured like any other piece; elsewhere it runs eagerly
+ * between graphs, and FULL downgrades to PIECEWISE (logged once). */
+#define VG_PIECE_FOREIGN (1u << 1)
 
 typedef struct vg_piece vg_piece;
 struct vg_piece {
@@ -47,7 +52,7 @@ struct vg_piece {
      * not depend on per-request host data: that goes into device buffers in `prepare`. */
     vg_status (*run)(void *model, vg_runner *runner, const vg_piece *piece,
                      const vg_batch_desc *padded, vg_stream *stream);
-    uint32_t flags;           /* VG_PIECE_SPLITTING */
+    uint32_t flags;           /* VG_PIECE_SPLITTING, VG_PIECE_FOREIGN */
     const vg_op_id *ops_used; /* every op the piece enqueues: one the device cannot capture
                                  makes the piece not graph-safe (checked once, at create) */
     int num_ops_used;
@@ -160,6 +165,11 @@ VG_API vg_status vg_runner_run(vg_runner *r, const vg_batch_desc *real, const vo
  * fails runs eagerly later. */
 VG_API vg_status vg_runner_warmup(vg_runner *r, const vg_batch_desc *like, vg_warmup_fn progress,
                                   void *user);
+/* Capture only the buckets that calls of these token counts pad to, each once, largest first
+ * (like->num_tokens is not used; counts above every bucket run eagerly and warm nothing): for a
+ * caller that knows its calls, e.g. a list of requests or one input repeated. */
+VG_API vg_status vg_runner_warmup_for(vg_runner *r, const vg_batch_desc *like, const int64_t *tokens,
+                                      int64_t n, vg_warmup_fn progress, void *user);
 /* Mark every graph stale, e.g. after the model rewrote state its pieces read by address.
  * Stale graphs are recaptured on next use, through graph update where the backend has it. */
 VG_API vg_status vg_runner_invalidate(vg_runner *r);

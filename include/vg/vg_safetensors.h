@@ -31,6 +31,8 @@ typedef struct vg_st_tensor {
     size_t nbytes;
 } vg_st_tensor;
 
+/* Only a regular file: a FIFO, directory or device is refused (VG_ERR_IO, "not a regular file
+ * (a FIFO)") before anything can block on it. */
 VG_API vg_status vg_st_open(const char *path, vg_st_file **out);
 /* Parse a file image already in memory (kept by reference; label names it in messages). */
 VG_API vg_status vg_st_open_memory(const void *data, size_t size, const char *label,

@@ -62,7 +62,14 @@ typedef enum vg_log_level {
 #define VG_CAP_GRAPH_UPDATE (1ull << 1) /* a graph exec can be updated in place */
 #define VG_CAP_IPC (1ull << 2)          /* memory can be shared across processes (ABI 1.2) */
 #define VG_CAP_PINNED_HOST (1ull << 3)  /* host_alloc returns page-locked memory */
-#define VG_CAP_GRAPH_LOOP (1ull << 4)   /* a graph can loop on the device (ABI 1.4) */
+/* Native handles, wrapped streams and registered memory (ABI 1.3, vg_native.h). */
+#define VG_CAP_NATIVE (1ull << 4)
+/* Work that others enqueue on a vg stream's native stream while vg captures it (an engine's own
+ * kernels, a library call) is recorded into vg's graph and replayed with it (ABI 1.3). True where
+ * capture records the stream (CUDA, HIP); false where graphs record only the backend's own
+ * launches (OpenCL command buffers, kunlun_stub). */
+#define VG_CAP_FOREIGN_CAPTURE (1ull << 5)
+#define VG_CAP_GRAPH_LOOP (1ull << 6) /* a graph can loop on the device (ABI 1.4) */
 
 /* An exported allocation, as bytes another process can receive (ABI 1.2, vg_ipc.h): what they
  * mean is the backend's own (CUDA: a cudaIpcMemHandle_t; kunlun_stub: a process id, a file
@@ -71,6 +78,47 @@ typedef enum vg_log_level {
 typedef struct vg_ipc_handle {
     unsigned char bytes[VG_IPC_HANDLE_BYTES];
 } vg_ipc_handle;
+
+/* ---- native handles (ABI 1.3; applications use vg_native.h) ------------------------------ */
+
+/* The vendor API behind a device's native handles. */
+typedef enum vg_native_api {
+    VG_NATIVE_NONE = 0,   /* the backend has no native handles */
+    VG_NATIVE_HOST = 1,   /* host memory and the calling thread (kunlun_stub) */
+    VG_NATIVE_CUDA = 2,   /* cudaStream_t, device ordinal, device pointers */
+    VG_NATIVE_HIP = 3,    /* hipStream_t, device ordinal, device pointers */
+    VG_NATIVE_OPENCL = 4, /* cl_command_queue, cl_platform_id/cl_device_id/cl_context, cl_mem */
+    VG_NATIVE_VENDOR = 5  /* another vendor's: see its documentation */
+} vg_native_api;
+
+/* The native objects behind an open device. Filled up to struct_size; fields an API has no
+ * object for are NULL. */
+typedef struct vg_native_device {
+    uint32_t struct_size;
+    vg_native_api api;
+    int32_t ordinal;  /* CUDA/HIP device ordinal; OpenCL and kunlun_stub: vg's device index */
+    void *platform;   /* OpenCL: cl_platform_id */
+    void *device;     /* OpenCL: cl_device_id */
+    void *context;    /* OpenCL: cl_context */
+} vg_native_device;
+
+/* The native memory behind a vg device address. */
+typedef struct vg_native_mem {
+    uint32_t struct_size;
+    /* CUDA, HIP, kunlun_stub: the address itself (a device pointer; host memory for the stub);
+     * OpenCL: the cl_mem holding it. */
+    void *handle;
+    uint64_t offset;   /* of the address inside `handle` (OpenCL); 0 for pointer APIs */
+    uint64_t bytes;    /* from the address to the end of its allocation; 0 when unknown */
+    int32_t registered; /* 1: inside caller-owned memory registered with vg_mem_register */
+} vg_native_mem;
+
+/* A named backend option for vg_runtime_open: a tuning knob the backend otherwise reads from
+ * the environment variable of the same name (VG_CUDA_GEMM, VG_OPENCL_PLATFORM, ...). */
+typedef struct vg_option {
+    const char *name;
+    const char *value;
+} vg_option;
 
 /* What a device is. Filled by the backend's device_info (and vg_runtime_device_info): the
  * caller sets struct_size, and only the fields inside it are written, so old callers stay

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "config_json.h"
 #include "vg/vg.h"
 #include "vg/vg_half.h"
 
@@ -20,42 +21,6 @@ struct vg_ckpt {
     vg_st_file *files[MAX_SHARDS];
     int nfiles;
 };
-
-static vg_status read_text(const char *path, char **out, size_t limit)
-{
-    FILE *fp = fopen(path, "rb");
-    if (!fp)
-        return vg_error_set(errno == ENOENT ? VG_ERR_NOT_FOUND : VG_ERR_IO, "%s: cannot open: %s",
-                            path, strerror(errno));
-    char *buf = malloc(limit + 1);
-    size_t n = buf ? fread(buf, 1, limit + 1, fp) : 0;
-    int err = ferror(fp);
-    fclose(fp);
-    if (!buf) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "%s: out of memory", path);
-    if (err || n > limit) {
-        free(buf);
-        return vg_error_set(err ? VG_ERR_IO : VG_ERR_FORMAT, "%s: %s", path,
-                            err ? "read failed" : "larger than the accepted size");
-    }
-    buf[n] = '\0';
-    *out = buf;
-    return VG_OK;
-}
-
-static vg_status parse_json_file(const char *path, cJSON **out)
-{
-    char *text = NULL;
-    vg_status st = read_text(path, &text, 64u << 20);
-    if (st != VG_OK) return st;
-    *out = cJSON_Parse(text);
-    free(text);
-    if (!*out || !cJSON_IsObject(*out)) {
-        cJSON_Delete(*out);
-        *out = NULL;
-        return vg_error_set(VG_ERR_FORMAT, "%s: not a JSON object", path);
-    }
-    return VG_OK;
-}
 
 static vg_status add_file(vg_ckpt *c, const char *name)
 {
@@ -87,17 +52,21 @@ vg_status vg_ckpt_open(const char *dir, vg_ckpt **out)
     struct stat sb;
     char path[4200];
     vg_status st = VG_OK;
-    if (stat(c->dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
-        st = vg_error_set(VG_ERR_NOT_FOUND, "%s: not a model directory", c->dir);
+    if (stat(c->dir, &sb) != 0)
+        st = vg_error_set(errno == ENOENT || errno == ENOTDIR ? VG_ERR_NOT_FOUND : VG_ERR_IO,
+                          "%s: %s", c->dir, errno == ENOENT ? "does not exist" : strerror(errno));
+    else if (!S_ISDIR(sb.st_mode))
+        st = vg_error_set(VG_ERR_NOT_FOUND, "%s: not a directory (a model directory holds "
+                                            "config.json and the safetensors weights)", c->dir);
     if (st == VG_OK) {
         snprintf(path, sizeof path, "%s/config.json", c->dir);
-        st = parse_json_file(path, &c->config);
+        st = vg_json_parse_file(path, &c->config);
     }
     if (st == VG_OK) {
         snprintf(path, sizeof path, "%s/model.safetensors.index.json", c->dir);
         if (stat(path, &sb) == 0) {
             cJSON *idx = NULL;
-            st = parse_json_file(path, &idx);
+            st = vg_json_parse_file(path, &idx);
             cJSON *map = st == VG_OK ? cJSON_DetachItemFromObjectCaseSensitive(idx, "weight_map") : NULL;
             cJSON_Delete(idx);
             if (st == VG_OK && !cJSON_IsObject(map)) {
@@ -133,6 +102,11 @@ void vg_ckpt_close(vg_ckpt *c)
 
 const cJSON *vg_ckpt_config(const vg_ckpt *c) { return c ? c->config : NULL; }
 const char *vg_ckpt_dir(const vg_ckpt *c) { return c ? c->dir : ""; }
+int vg_ckpt_file_count(const vg_ckpt *c) { return c ? c->nfiles : 0; }
+const vg_st_file *vg_ckpt_file(const vg_ckpt *c, int i)
+{
+    return c && i >= 0 && i < c->nfiles ? c->files[i] : NULL;
+}
 
 const vg_st_tensor *vg_ckpt_find(const vg_ckpt *c, const char *name, const vg_st_file **file)
 {
@@ -160,7 +134,7 @@ static void shape_text(char *buf, size_t cap, int ndim, const int64_t *shape)
 }
 
 static const vg_st_tensor *checked(const vg_ckpt *c, const char *name, int ndim,
-                                  const int64_t *shape, vg_status *st)
+                                  const int64_t *shape, const vg_st_file **file, vg_status *st)
 {
     const vg_st_file *f = NULL;
     const vg_st_tensor *t = vg_ckpt_find(c, name, &f);
@@ -184,35 +158,87 @@ static const vg_st_tensor *checked(const vg_ckpt *c, const char *name, int ndim,
                            vg_st_path(f), name, t->dtype_name);
         return NULL;
     }
+    if (file) *file = f;
     return t;
 }
 
 vg_status vg_ckpt_check(const vg_ckpt *c, const char *name, int ndim, const int64_t *shape)
 {
     vg_status st;
-    checked(c, name, ndim, shape, &st);
+    checked(c, name, ndim, shape, NULL, &st);
     return st;
 }
 
-/* One row of n elements: src (unaligned, in the file's dtype) -> dst (dst_dtype). */
-static void convert_row(const unsigned char *src, vg_dtype from, void *dst, vg_dtype to, size_t n)
+/* The all-ones exponent of each format: NaN or infinity. */
+static int f32_bits_finite(uint32_t u) { return (u & 0x7f800000u) != 0x7f800000u; }
+static int half_bits_finite(uint16_t h, vg_dtype dt)
 {
+    return dt == VG_DTYPE_BF16 ? (h & 0x7f80u) != 0x7f80u : (h & 0x7c00u) != 0x7c00u;
+}
+
+/* One row of n elements: src (unaligned, in the file's dtype) -> dst (dst_dtype), checking
+ * every value on the way: the index of the first that is not finite in the file, or that
+ * overflows to infinity in dst_dtype (*overflow set), or n when all are good. */
+static size_t convert_row(const unsigned char *src, vg_dtype from, void *dst, vg_dtype to, size_t n,
+                          int *overflow)
+{
+    *overflow = 0;
     if (from == to) { /* bit copy: no double rounding between half formats */
         memcpy(dst, src, n * vg_dtype_size(to));
-        return;
+        for (size_t i = 0; i < n; i++)
+            if (to == VG_DTYPE_F32 ? !f32_bits_finite(((const uint32_t *)dst)[i])
+                                   : !half_bits_finite(((const uint16_t *)dst)[i], to))
+                return i;
+        return n;
     }
     for (size_t i = 0; i < n; i++) {
         float v;
+        uint32_t u;
         if (from == VG_DTYPE_F32) {
-            memcpy(&v, src + 4 * i, 4);
+            memcpy(&u, src + 4 * i, 4);
+            memcpy(&v, &u, 4);
+            if (!f32_bits_finite(u)) return i;
         } else {
             uint16_t h;
             memcpy(&h, src + 2 * i, 2);
+            if (!half_bits_finite(h, from)) return i;
             v = from == VG_DTYPE_BF16 ? vg_bf16_to_f32(h) : vg_f16_to_f32(h);
         }
-        if (to == VG_DTYPE_F32) ((float *)dst)[i] = v;
-        else ((uint16_t *)dst)[i] = to == VG_DTYPE_BF16 ? vg_f32_to_bf16(v) : vg_f32_to_f16(v);
+        if (to == VG_DTYPE_F32) {
+            ((float *)dst)[i] = v;
+        } else {
+            uint16_t h = to == VG_DTYPE_BF16 ? vg_f32_to_bf16(v) : vg_f32_to_f16(v);
+            ((uint16_t *)dst)[i] = h;
+            if (!half_bits_finite(h, to)) { /* finite in the file, too large for dst_dtype */
+                *overflow = 1;
+                return i;
+            }
+        }
     }
+    return n;
+}
+
+/* The message for element i of tensor t (in file f), which convert_row stopped at. */
+static vg_status bad_value(const vg_st_file *f, const char *name, const vg_st_tensor *t,
+                           uint64_t i, int overflow, vg_dtype to)
+{
+    const unsigned char *p = (const unsigned char *)t->data + i * t->elem_size;
+    float v;
+    if (t->dtype == VG_DTYPE_F32) {
+        memcpy(&v, p, 4);
+    } else {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        v = t->dtype == VG_DTYPE_BF16 ? vg_bf16_to_f32(h) : vg_f16_to_f32(h);
+    }
+    if (overflow)
+        return vg_error_set(VG_ERR_FORMAT, "%s: tensor '%s': element %llu is %g, beyond the range of "
+                                           "%s (the compute dtype): it would become infinite",
+                            vg_st_path(f), name, (unsigned long long)i, (double)v,
+                            vg_dtype_name(to));
+    return vg_error_set(VG_ERR_FORMAT, "%s: tensor '%s': element %llu is %s: a checkpoint with "
+                                       "non-finite weights is refused", vg_st_path(f), name,
+                        (unsigned long long)i, v != v ? "NaN" : v > 0 ? "+Inf" : "-Inf");
 }
 
 vg_status vg_ckpt_read_rows(const vg_ckpt *c, const char *name, int ndim, const int64_t *shape,
@@ -223,7 +249,8 @@ vg_status vg_ckpt_read_rows(const vg_ckpt *c, const char *name, int ndim, const 
         (dst_dtype != VG_DTYPE_F32 && dst_dtype != VG_DTYPE_BF16 && dst_dtype != VG_DTYPE_F16))
         return vg_error_set(VG_ERR_INVALID_ARG, "vg_ckpt_read_rows: bad argument");
     vg_status st;
-    const vg_st_tensor *t = checked(c, name, ndim, shape, &st);
+    const vg_st_file *f = NULL;
+    const vg_st_tensor *t = checked(c, name, ndim, shape, &f, &st);
     if (!t) return st;
     int64_t cols = 1;
     for (int d = 1; d < ndim; d++) cols *= shape[d];
@@ -233,9 +260,14 @@ vg_status vg_ckpt_read_rows(const vg_ckpt *c, const char *name, int ndim, const 
                             (long long)row0, (long long)nrows, (long long)ld_dst);
     const unsigned char *src = t->data; /* unaligned: converted element by element */
     size_t in_row = (size_t)cols * t->elem_size, out_row = (size_t)ld_dst * vg_dtype_size(dst_dtype);
-    for (int64_t r = 0; r < nrows; r++)
-        convert_row(src + (size_t)(row0 + r) * in_row, t->dtype, (char *)dst + (size_t)r * out_row,
-                    dst_dtype, (size_t)cols);
+    for (int64_t r = 0; r < nrows; r++) {
+        int overflow;
+        size_t bad = convert_row(src + (size_t)(row0 + r) * in_row, t->dtype,
+                                 (char *)dst + (size_t)r * out_row, dst_dtype, (size_t)cols, &overflow);
+        if (bad < (size_t)cols)
+            return bad_value(f, name, t, (uint64_t)(row0 + r) * (uint64_t)cols + bad, overflow,
+                             dst_dtype);
+    }
     return VG_OK;
 }
 

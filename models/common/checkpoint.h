@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* A Hugging Face model directory: config.json plus weights in model.safetensors or in shards
  * listed by model.safetensors.index.json. Tensors are mapped, never read until used. Every
- * error names the file (and the tensor, where there is one). */
+ * error names the file (and the tensor, where there is one). Only regular files are opened: a
+ * FIFO or a device in their place is refused before anything blocks on it. */
 #ifndef VG_MODELS_CHECKPOINT_H
 #define VG_MODELS_CHECKPOINT_H
 
@@ -16,6 +17,9 @@ vg_status vg_ckpt_open(const char *dir, vg_ckpt **out);
 void vg_ckpt_close(vg_ckpt *c);
 const cJSON *vg_ckpt_config(const vg_ckpt *c);
 const char *vg_ckpt_dir(const vg_ckpt *c);
+/* The safetensors files of the checkpoint (one, or its shards), for walking every tensor. */
+int vg_ckpt_file_count(const vg_ckpt *c);
+const vg_st_file *vg_ckpt_file(const vg_ckpt *c, int i);
 /* The tensor called `name`, and the file holding it (for messages); NULL when absent. */
 const vg_st_tensor *vg_ckpt_find(const vg_ckpt *c, const char *name, const vg_st_file **file);
 
@@ -24,7 +28,9 @@ const vg_st_tensor *vg_ckpt_find(const vg_ckpt *c, const char *name, const vg_st
 vg_status vg_ckpt_check(const vg_ckpt *c, const char *name, int ndim, const int64_t *shape);
 
 /* vg_ckpt_check, then convert the tensor into dst (numel elements of dst_dtype, F32, BF16 or
- * F16; the same half format is copied bit for bit). */
+ * F16; the same half format is copied bit for bit). Every value is checked as it is converted:
+ * a NaN or infinity in the file, or a finite value that would become infinite in dst_dtype, is
+ * VG_ERR_FORMAT naming the file, the tensor and the element. */
 vg_status vg_ckpt_read(const vg_ckpt *c, const char *name, int ndim, const int64_t *shape,
                        vg_dtype dst_dtype, void *dst);
 /* The same for rows [row0, row0 + nrows) of the tensor viewed as a matrix

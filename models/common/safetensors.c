@@ -4,14 +4,13 @@
  * the data buffer that the offsets index. */
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
+#include "file_read.h"
 #include "util.h"
 #include "vg/vg.h"
 #include "vg/vg_safetensors.h"
@@ -245,29 +244,25 @@ vg_status vg_st_open(const char *path, vg_st_file **out)
 {
     if (!path || !out) return vg_error_set(VG_ERR_INVALID_ARG, "vg_st_open: NULL argument");
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return vg_error_set(errno == ENOENT ? VG_ERR_NOT_FOUND : VG_ERR_IO, "%s: cannot open: %s",
-                            path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return vg_error_set(VG_ERR_IO, "%s: not a regular file", path);
-    }
+    int fd;
+    size_t size;
+    vg_status st = vg_file_open_read(path, &fd, &size); /* a FIFO or device is refused here */
+    if (st != VG_OK) return st;
     vg_st_file *f = calloc(1, sizeof *f);
     if (!f || !(f->path = strdup(path))) {
         free(f);
         close(fd);
         return vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_st_open: out of memory");
     }
-    f->size = (size_t)sb.st_size;
+    f->size = size;
     if (f->size) {
         f->map = mmap(NULL, f->size, PROT_READ, MAP_PRIVATE, fd, 0);
         if (f->map == MAP_FAILED) {
+            int e = errno;
             f->map = NULL;
             close(fd);
             vg_st_close(f);
-            return vg_error_set(VG_ERR_IO, "%s: mmap failed: %s", path, strerror(errno));
+            return vg_error_set(VG_ERR_IO, "%s: mmap failed: %s", path, strerror(e));
         }
         f->map_size = f->size;
         f->base = f->map;

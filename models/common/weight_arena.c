@@ -3,6 +3,7 @@
 #include "weight_arena.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,9 @@ struct vg_arena {
     char *base;         /* place pass: the device allocation, the host staging, the stream */
     void *stage;
     vg_stream *s;
+    /* plan pass: the checkpoint tensors described or skipped, for the unaccounted check */
+    const vg_st_tensor **used;
+    size_t nused, capused;
 };
 
 static int mul_size(size_t a, size_t b, size_t *out) { return !__builtin_mul_overflow(a, b, out); }
@@ -79,6 +83,63 @@ static void synthesize_rows(uint64_t h, uint64_t seed, int64_t row0, int64_t nro
             else ((uint16_t *)row)[c] = dt == VG_DTYPE_BF16 ? vg_f32_to_bf16(v) : vg_f32_to_f16(v);
         }
     }
+}
+
+/* Remember checkpoint tensor t (when there is one) as accounted for. */
+static vg_status mark_used(vg_arena *a, const vg_st_tensor *t)
+{
+    if (!t) return VG_OK;
+    if (a->nused == a->capused) {
+        size_t cap = a->capused ? 2 * a->capused : 256;
+        const vg_st_tensor **p = realloc(a->used, cap * sizeof *p);
+        if (!p) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "%s: out of memory", a->what);
+        a->used = p;
+        a->capused = cap;
+    }
+    a->used[a->nused++] = t;
+    return VG_OK;
+}
+
+static int by_address(const void *x, const void *y)
+{
+    uintptr_t p = (uintptr_t)*(const vg_st_tensor *const *)x, q = (uintptr_t)*(const vg_st_tensor *const *)y;
+    return (p > q) - (p < q);
+}
+
+/* After the plan pass: every checkpoint tensor named `owns`... was described or skipped. The
+ * message names the first few (with their file) and the count. */
+static vg_status check_unaccounted(vg_arena *a, const char *owns)
+{
+    qsort(a->used, a->nused, sizeof *a->used, by_address);
+    enum { SHOWN = 4 };
+    const vg_st_tensor *shown[SHOWN];
+    const vg_st_file *shown_file[SHOWN];
+    size_t n = 0, plen = strlen(owns);
+    for (int i = 0; i < vg_ckpt_file_count(a->ck); i++) {
+        const vg_st_file *f = vg_ckpt_file(a->ck, i);
+        for (int k = 0; k < vg_st_count(f); k++) {
+            const vg_st_tensor *t = vg_st_at(f, k);
+            if (strncmp(t->name, owns, plen) != 0 ||
+                (a->nused && bsearch(&t, a->used, a->nused, sizeof *a->used, by_address)))
+                continue;
+            if (n < SHOWN) shown[n] = t, shown_file[n] = f;
+            n++;
+        }
+    }
+    if (!n) return VG_OK;
+    char list[2048];
+    size_t len = 0;
+    for (size_t i = 0; i < n && i < SHOWN && len < sizeof list; i++) {
+        const char *p = vg_st_path(shown_file[i]), *slash = strrchr(p, '/');
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s'%s' (%s)", i ? ", " : "",
+                                shown[i]->name, slash ? slash + 1 : p);
+    }
+    if (n > SHOWN && len < sizeof list)
+        snprintf(list + len, sizeof list - len, " and %zu more", n - SHOWN);
+    return vg_error_set(VG_ERR_FORMAT, "%s: %zu tensor%s of the checkpoint %s not accounted for by "
+                                       "config.json: %s (config.json and the weights disagree, "
+                                       "e.g. on the number of layers)",
+                        a->what, n, n == 1 ? "" : "s", n == 1 ? "is" : "are", list);
 }
 
 static vg_status bad_spec(const vg_arena *a, const vg_arena_spec *t, const char *why)
@@ -154,7 +215,10 @@ vg_status vg_arena_add(vg_arena *a, const vg_arena_spec *t)
         int64_t rp = rows > t->rows_pad ? rows : t->rows_pad;
         shape[0] = rows;
         if (!a->placing) {
-            if (a->ck) VGM_TRY(vg_ckpt_check(a->ck, name, t->ndim, shape));
+            if (a->ck) {
+                VGM_TRY(vg_ckpt_check(a->ck, name, t->ndim, shape));
+                VGM_TRY(mark_used(a, vg_ckpt_find(a->ck, name, NULL)));
+            }
             int64_t chunk = chunk_rows(row_bytes);
             size_t need = (size_t)(rp < chunk ? rp : chunk) * row_bytes;
             if (need > a->stage_bytes) a->stage_bytes = need;
@@ -187,6 +251,13 @@ vg_status vg_arena_prefix(vg_arena *a, const char *fmt, ...)
         return vg_error_set(VG_ERR_INVALID_ARG, "%s: tensor name prefix '%s...' is too long",
                             a->what, a->prefix);
     return VG_OK;
+}
+
+vg_status vg_arena_skip(vg_arena *a, const char *name)
+{
+    if (!a || !name) return vg_error_set(VG_ERR_INVALID_ARG, "vg_arena_skip: NULL argument");
+    if (a->placing || !a->ck) return VG_OK;
+    return mark_used(a, vg_arena_find(a, name));
 }
 
 const vg_st_tensor *vg_arena_find(const vg_arena *a, const char *name)
@@ -225,6 +296,9 @@ vg_status vg_arena_load(vg_runtime *rt, const vg_arena_source *src, vg_arena_des
     if (strlen(a.prefix0) >= sizeof a.prefix)
         return vg_error_set(VG_ERR_INVALID_ARG, "vg_arena_load: prefix too long");
     vg_status st = run_pass(&a, describe, model, 0);
+    if (st == VG_OK && a.ck && src->owns) st = check_unaccounted(&a, src->owns);
+    free(a.used);
+    a.used = NULL;
     if (st != VG_OK || a.count == 0) return st;
     a.planned = a.offset;
     a.planned_count = a.count;

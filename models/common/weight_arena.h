@@ -50,6 +50,11 @@ typedef struct vg_arena_source {
     vg_dtype dtype;     /* every tensor's device dtype: F32, BF16 or F16 */
     const char *prefix; /* the initial name prefix (vg_arena_prefix), NULL for "" */
     const char *what;   /* the model, for messages: "vit" */
+    /* The checkpoint tensors the model accounts for: every one whose name starts with this
+     * ("" for all) must be described (or skipped, vg_arena_skip), else the load fails naming
+     * them, before anything is allocated: weights config.json does not mention (a layer beyond
+     * num_hidden_layers) mean config.json and the weights disagree. NULL: not checked. */
+    const char *owns;
 } vg_arena_source;
 
 /* What vg_arena_load allocated: free it with vg_arena_block_free. */
@@ -90,6 +95,10 @@ typedef struct vg_arena_spec {
 vg_status vg_arena_add(vg_arena *a, const vg_arena_spec *spec);
 /* One checkpoint tensor, unpadded. */
 vg_status vg_arena_one(vg_arena *a, void **slot, const char *name, int ndim, const int64_t *shape);
+
+/* A checkpoint tensor (prefix + name) the model accounts for without loading it, such as a
+ * tied lm_head: absent or present, either is fine. */
+vg_status vg_arena_skip(vg_arena *a, const char *name);
 
 /* Set the prefix of the names that follow ("visual.blocks.3."); printf-style. */
 vg_status vg_arena_prefix(vg_arena *a, const char *fmt, ...) VG_PRINTF(2, 3);

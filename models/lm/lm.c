@@ -134,6 +134,8 @@ vg_status vg_lm_load(vg_runtime *rt, const char *dir, const vg_lm_options *opts,
     char where[4200];
     snprintf(where, sizeof where, "%s/config.json", vg_ckpt_dir(ck));
     st = lm_config_parse(vg_ckpt_config(ck), where, &m->cfg);
+    if (st == VG_OK)
+        st = lm_eos_read(vg_ckpt_dir(ck), vg_ckpt_config(ck), where, m->cfg.vocab, m->eos, &m->num_eos);
     snprintf(m->model_type, sizeof m->model_type, "%s", m->cfg.arch == LM_QWEN3 ? "qwen3" : "qwen2");
     vg_dtype dt = opts->compute_dtype;
     if (dt == VG_DTYPE_COUNT_) { /* as the checkpoint stores the embedding */
@@ -170,24 +172,30 @@ static const struct {
                    "\"rms_norm_eps\": 1e-6, \"tie_word_embeddings\": true}"},
 };
 
-/* A config.json file's text (NULL, with the error set, when it cannot be read). */
-static char *read_text(const char *path)
+/* A config.json file, parsed as vg_lm_load parses a checkpoint's (NULL, with the error set,
+ * when it cannot be read or is not a JSON object). */
+static cJSON *read_config(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
+    cJSON *root = NULL;
+    vg_status st = vg_json_parse_file(path, &root);
+    if (st == VG_ERR_NOT_FOUND)
         vg_error_set(VG_ERR_NOT_FOUND, "lm: no synthetic configuration '%s' (known: qwen2.5-0.5b, "
                                        "qwen3-0.6b, qwen2-tiny) and no such config.json file", path);
-        return NULL;
+    return st == VG_OK ? root : NULL;
+}
+
+/* The parsed JSON of a synthetic configuration: a name of k_synthetic or a config.json path. */
+static vg_status synthetic_config(const char *config, cJSON **root)
+{
+    const char *json = NULL;
+    for (size_t i = 0; i < VGM_ARRAY_LEN(k_synthetic); i++)
+        if (strcmp(config, k_synthetic[i].name) == 0) json = k_synthetic[i].json;
+    if (!json) {
+        *root = read_config(config);
+        return *root ? VG_OK : vg_last_status();
     }
-    char *buf = malloc(1 << 20);
-    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
-    fclose(f);
-    if (!buf) {
-        vg_error_set(VG_ERR_OUT_OF_MEMORY, "lm: out of memory");
-        return NULL;
-    }
-    buf[n] = 0;
-    return buf;
+    *root = cJSON_Parse(json);
+    return *root ? VG_OK : vg_error_set(VG_ERR_OUT_OF_MEMORY, "lm: out of memory");
 }
 
 vg_status vg_lm_create_synthetic(vg_runtime *rt, const char *config, uint64_t seed, vg_dtype dt,
@@ -201,17 +209,12 @@ vg_status vg_lm_create_synthetic(vg_runtime *rt, const char *config, uint64_t se
     if (!opts) opts = &def;
     if (opts->struct_size < sizeof(vg_lm_options) || (unsigned)opts->mode > VG_MODE_FULL_AND_PIECEWISE)
         return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_create_synthetic: bad options");
-    const char *json = NULL;
-    char *text = NULL;
-    for (size_t i = 0; i < VGM_ARRAY_LEN(k_synthetic); i++)
-        if (strcmp(config, k_synthetic[i].name) == 0) json = k_synthetic[i].json;
-    if (!json && !(json = text = read_text(config))) return vg_last_status();
-    cJSON *root = cJSON_Parse(json);
-    free(text);
-    if (!root) return vg_error_set(VG_ERR_FORMAT, "lm: %s: not valid JSON", config);
+    cJSON *root = NULL;
+    VGM_TRY(synthetic_config(config, &root));
     vg_lm *m = calloc(1, sizeof *m);
     vg_status st = m ? lm_config_parse(root, config, &m->cfg)
                      : vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_lm_create_synthetic: out of memory");
+    if (st == VG_OK) st = lm_eos_read(NULL, root, config, m->cfg.vocab, m->eos, &m->num_eos);
     cJSON_Delete(root);
     if (m) {
         m->rt = rt;
@@ -260,16 +263,57 @@ vg_status vg_lm_free(vg_lm *m)
     return VG_OK;
 }
 
-vg_status vg_lm_get_info(const vg_lm *m, vg_lm_info *i)
+/* The model part of vg_lm_info (the rest zero). */
+static void model_info(const lm_cfg *c, const int32_t *eos, int num_eos, vg_lm_info *i)
 {
-    if (!m || !i) return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_get_info: NULL argument");
     memset(i, 0, sizeof *i);
-    const lm_cfg *c = &m->cfg;
-    snprintf(i->model_type, sizeof i->model_type, "%s", m->model_type);
+    snprintf(i->model_type, sizeof i->model_type, "%s", c->arch == LM_QWEN3 ? "qwen3" : "qwen2");
     i->layers = c->layers, i->hidden = c->hidden, i->heads = c->heads, i->kv_heads = c->kv_heads;
     i->head_dim = c->head_dim, i->intermediate = c->inter, i->vocab = c->vocab;
     i->max_position = c->max_pos, i->rms_eps = c->eps, i->rope_theta = c->theta;
     i->tied_embeddings = c->tied, i->qkv_bias = c->qkv_bias, i->qk_norm = c->qk_norm;
+    i->num_eos = num_eos;
+    memcpy(i->eos_ids, eos, (size_t)num_eos * sizeof *eos);
+}
+
+vg_status vg_lm_inspect(const char *model_dir, vg_lm_info *info)
+{
+    if (!model_dir || !info) return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_inspect: NULL argument");
+    memset(info, 0, sizeof *info);
+    vg_ckpt *ck = NULL;
+    VGM_TRY(vg_ckpt_open(model_dir, &ck));
+    char where[4200];
+    snprintf(where, sizeof where, "%s/config.json", vg_ckpt_dir(ck));
+    lm_cfg c;
+    int32_t eos[VG_LM_MAX_EOS];
+    int n = 0;
+    vg_status st = lm_config_parse(vg_ckpt_config(ck), where, &c);
+    if (st == VG_OK) st = lm_eos_read(vg_ckpt_dir(ck), vg_ckpt_config(ck), where, c.vocab, eos, &n);
+    vg_ckpt_close(ck);
+    if (st == VG_OK) model_info(&c, eos, n, info);
+    return st;
+}
+
+vg_status vg_lm_inspect_synthetic(const char *config, vg_lm_info *info)
+{
+    if (!config || !info) return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_inspect_synthetic: NULL argument");
+    memset(info, 0, sizeof *info);
+    cJSON *root = NULL;
+    VGM_TRY(synthetic_config(config, &root));
+    lm_cfg c;
+    int32_t eos[VG_LM_MAX_EOS];
+    int n = 0;
+    vg_status st = lm_config_parse(root, config, &c);
+    if (st == VG_OK) st = lm_eos_read(NULL, root, config, c.vocab, eos, &n);
+    cJSON_Delete(root);
+    if (st == VG_OK) model_info(&c, eos, n, info);
+    return st;
+}
+
+vg_status vg_lm_get_info(const vg_lm *m, vg_lm_info *i)
+{
+    if (!m || !i) return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_get_info: NULL argument");
+    model_info(&m->cfg, m->eos, m->num_eos, i);
     i->compute_dtype = m->dt, i->weight_bytes = m->w.mem.bytes;
     i->block_size = m->kv.block_size, i->num_blocks = m->kv.num_blocks, i->free_blocks = m->kv.nfree;
     i->max_blocks_per_seq = m->kv.max_blocks, i->kv_bytes = m->kv_bytes;

@@ -49,8 +49,13 @@ vg_status lm_config_parse(const cJSON *root, const char *where, lm_cfg *c)
     INT("intermediate_size", -1, 1, 1 << 20, &c->inter);
     INT("vocab_size", -1, 1, 1 << 30, &c->vocab);
     if (st != VG_OK) return st;
-    int hd_default = c->hidden % c->heads == 0 ? c->hidden / c->heads : -1;
-    INT("head_dim", hd_default, 1, 4096, &c->head_dim);
+    /* head_dim defaults to hidden_size / num_attention_heads (Qwen2 has no such member) */
+    int hd_given = cJSON_GetObjectItemCaseSensitive(root, "head_dim") != NULL;
+    if (!hd_given && c->hidden % c->heads)
+        return vg_error_set(VG_ERR_FORMAT, "%s: hidden_size %d is not divisible by "
+                                           "num_attention_heads %d, and no 'head_dim' gives the "
+                                           "head size", where, c->hidden, c->heads);
+    INT("head_dim", c->hidden / c->heads, 1, 4096, &c->head_dim);
     int maxpos = 0;
     INT("max_position_embeddings", 32768, 1, 1 << 30, &maxpos);
 #undef INT
@@ -86,9 +91,14 @@ vg_status lm_config_parse(const cJSON *root, const char *where, lm_cfg *c)
     if (c->heads % c->kv_heads)
         return vg_error_set(VG_ERR_FORMAT, "%s: num_attention_heads %d is not a multiple of "
                                            "num_key_value_heads %d", where, c->heads, c->kv_heads);
-    if (c->head_dim % 8 || c->head_dim > 256)
-        return vg_error_set(VG_ERR_UNSUPPORTED, "%s: head_dim %d: paged attention takes a "
-                                                "multiple of 8 up to 256", where, c->head_dim);
+    if (c->head_dim % 8 || c->head_dim > 256) {
+        char from[96] = "";
+        if (!hd_given)
+            snprintf(from, sizeof from, " (hidden_size %d / num_attention_heads %d)", c->hidden,
+                     c->heads);
+        return vg_error_set(VG_ERR_UNSUPPORTED, "%s: head_dim %d%s: paged attention takes a "
+                                                "multiple of 8 up to 256", where, c->head_dim, from);
+    }
     if (c->arch == LM_QWEN2) {
         c->qkv_bias = 1;
     } else {

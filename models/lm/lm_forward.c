@@ -2,13 +2,16 @@
 /* The forward pass of a Qwen2 / Qwen3 decoder as runner pieces.
  *
  *   embed            gather the embedding rows of the step's tokens
- *   layer i: in      rmsnorm, qkv GEMM (+bias, Qwen2), per-head rmsnorm of q and k (Qwen3),
- *                    rotary on q and k, kv_store of k and v into the paged cache
+ *   layer i: in      rmsnorm, qkv GEMM (+bias, Qwen2) (the two as one GEMM where the device
+ *                    normalises A: gemm_rmsnorm_a), per-head rmsnorm of q and k (Qwen3),
+ *                    rotary on q and k, kv_store of k and v into the paged cache (the last
+ *                    three as one rotary_kv_store where the device has it)
  *   layer i: attn    paged attention (the splitting piece: graph-safe for uniform steps only)
- *   layer i: out     o-proj GEMM + residual, rmsnorm, gate|up GEMM, silu·mul,
- *                    down GEMM + residual
+ *   layer i: out     o-proj GEMM + residual, rmsnorm, gate|up GEMM, silu·mul, down GEMM +
+ *                    residual (the rmsnorm and silu·mul inside the gate|up GEMM where the device
+ *                    has gemm_rmsnorm_a and gemm_silu_gate)
  *   head             gather the last new token of each sequence, final rmsnorm, lm_head GEMM
- *                    into F32 logits, argmax
+ *                    into F32 logits (the two as one where the device has it), argmax
  *
  * Buffers are runner buffers sized for the padded token count T and S = min(T, max_seqs)
  * sequence slots; per-step data (tokens, positions, slots, query starts, context lengths,
@@ -25,14 +28,31 @@
 
 static size_t es(const vg_lm *m) { return vg_dtype_size(m->dt); }
 
+/* C = A·Wᵀ (+ bias) (+ residual) of m->dt operands; with `norm`, A is first rmsnorm'd with it
+ * (inside the GEMM where the device offers gemm_rmsnorm_a, else an rmsnorm op into norm_out, which
+ * the GEMM then reads); with a gate, C gets silu(gate half)·up half (gemm_silu_gate). */
+static vg_status proj(const vg_lm *m, vg_stream *s, int64_t rows, int64_t n, int64_t k,
+                      const void *a, int64_t lda, const void *norm, void *norm_out, const void *w,
+                      const void *bias, void *c, vg_dtype dtype_c, const void *residual,
+                      vg_gemm_gate gate)
+{
+    if (norm && !m->norm_gemm) {
+        TRY(vg_op_rmsnorm(s, m->dt, a, norm, norm_out, rows, k, m->cfg.eps));
+        a = norm_out, norm = NULL;
+    }
+    vg_gemm_args g = {.struct_size = sizeof g, .dtype_ab = m->dt, .dtype_c = dtype_c, .m = rows,
+                      .n = n, .k = k, .a = a, .lda = lda, .b = w, .ldb = k, .c = c, .ldc = n,
+                      .bias = bias, .residual = residual, .ldr = n, .act = VG_ACT_NONE,
+                      .alpha = 1.0f, .gate = gate, .norm_w = norm, .norm_eps = m->cfg.eps,
+                      .norm_out = norm ? norm_out : NULL};
+    return vg_op_gemm(s, &g);
+}
+
 static vg_status gemm(const vg_lm *m, vg_stream *s, int64_t rows, int64_t n, int64_t k,
                       const void *a, const void *w, const void *bias, void *c, vg_dtype dtype_c,
                       const void *residual)
 {
-    vg_gemm_args g = {.struct_size = sizeof g, .dtype_ab = m->dt, .dtype_c = dtype_c, .m = rows,
-                      .n = n, .k = k, .a = a, .lda = k, .b = w, .ldb = k, .c = c, .ldc = n,
-                      .bias = bias, .residual = residual, .ldr = n, .act = VG_ACT_NONE, .alpha = 1.0f};
-    return vg_op_gemm(s, &g);
+    return proj(m, s, rows, n, k, a, k, NULL, NULL, w, bias, c, dtype_c, residual, VG_GEMM_GATE_NONE);
 }
 
 static void layout(const vg_lm *m, int64_t tokens, lm_meta_layout *l)
@@ -63,8 +83,13 @@ static vg_status piece_attn_in(void *mp, vg_runner *r, const vg_piece *p, const 
     lm_meta_layout l;
     layout(m, T, &l);
     char *qkv = BUF(LB_QKV), *k = qkv + (size_t)qw * es(m), *v = k + (size_t)kvw * es(m);
-    TRY(vg_op_rmsnorm(s, m->dt, BUF(LB_H), L->in_norm, BUF(LB_N), T, c->hidden, c->eps));
-    TRY(gemm(m, s, T, W, c->hidden, BUF(LB_N), L->qkv_w, L->qkv_b, qkv, m->dt, NULL));
+    TRY(proj(m, s, T, W, c->hidden, BUF(LB_H), c->hidden, L->in_norm, BUF(LB_N), L->qkv_w, L->qkv_b,
+             qkv, m->dt, NULL, VG_GEMM_GATE_NONE));
+    if (m->fused_qkv)
+        return vg_op_rotary_kv_store(s, m->dt, qkv, W, T, c->heads, c->kv_heads, c->head_dim,
+                                     c->qk_norm ? L->q_norm : NULL, c->qk_norm ? L->k_norm : NULL,
+                                     c->eps, meta_at(r, l.pos), c->theta, lm_k_cache(m, (int)p->arg),
+                                     lm_v_cache(m, (int)p->arg), meta_at(r, l.slots));
     if (c->qk_norm) {
         TRY(vg_op_rmsnorm_heads(s, m->dt, qkv, W, T, c->heads, c->head_dim, L->q_norm, c->eps));
         TRY(vg_op_rmsnorm_heads(s, m->dt, k, W, T, c->kv_heads, c->head_dim, L->k_norm, c->eps));
@@ -99,8 +124,14 @@ static vg_status piece_attn_out(void *mp, vg_runner *r, const vg_piece *p, const
     const lm_layer *L = &m->w.layers[p->arg];
     int64_t T = d->num_tokens, Ip = c->inter_pad;
     TRY(gemm(m, s, T, c->hidden, lm_q_width(c), BUF(LB_ATT), L->o_w, NULL, BUF(LB_H), m->dt, BUF(LB_H)));
-    TRY(vg_op_rmsnorm(s, m->dt, BUF(LB_H), L->post_norm, BUF(LB_N), T, c->hidden, c->eps));
-    TRY(gemm(m, s, T, 2 * Ip, c->hidden, BUF(LB_N), L->gu_w, NULL, BUF(LB_GU), m->dt, NULL));
+    if (m->gated_gu) { /* silu(gate)·up lands in the first half of each LB_GU row */
+        TRY(proj(m, s, T, 2 * Ip, c->hidden, BUF(LB_H), c->hidden, L->post_norm, BUF(LB_N), L->gu_w,
+                 NULL, BUF(LB_GU), m->dt, NULL, VG_GEMM_GATE_SILU));
+        return proj(m, s, T, c->hidden, Ip, BUF(LB_GU), 2 * Ip, NULL, NULL, L->down_w, NULL,
+                    BUF(LB_H), m->dt, BUF(LB_H), VG_GEMM_GATE_NONE);
+    }
+    TRY(proj(m, s, T, 2 * Ip, c->hidden, BUF(LB_H), c->hidden, L->post_norm, BUF(LB_N), L->gu_w, NULL,
+             BUF(LB_GU), m->dt, NULL, VG_GEMM_GATE_NONE));
     TRY(vg_op_silu_mul(s, m->dt, BUF(LB_GU), 2 * Ip, BUF(LB_M), Ip, T, Ip));
     return gemm(m, s, T, c->hidden, Ip, BUF(LB_M), L->down_w, NULL, BUF(LB_H), m->dt, BUF(LB_H));
 }
@@ -118,9 +149,8 @@ static vg_status piece_head(void *mp, vg_runner *r, const vg_piece *p, const vg_
      * not multiply the lm_head GEMM by its padded token count */
     int64_t rows = d->uniform ? l.seqs : m->head_rows;
     TRY(vg_op_gather_rows(s, m->dt, BUF(LB_LAST), BUF(LB_H), meta_at(r, l.last), rows, c->hidden));
-    TRY(vg_op_rmsnorm(s, m->dt, BUF(LB_LAST), m->w.final_norm, BUF(LB_LAST), rows, c->hidden, c->eps));
-    TRY(gemm(m, s, rows, c->vocab, c->hidden, BUF(LB_LAST), m->w.lm_head, NULL, BUF(LB_LOGITS),
-             VG_DTYPE_F32, NULL));
+    TRY(proj(m, s, rows, c->vocab, c->hidden, BUF(LB_LAST), c->hidden, m->w.final_norm, BUF(LB_LAST),
+             m->w.lm_head, NULL, BUF(LB_LOGITS), VG_DTYPE_F32, NULL, VG_GEMM_GATE_NONE));
     return vg_op_argmax(s, VG_DTYPE_F32, BUF(LB_LOGITS), c->vocab, rows, c->vocab, BUF(LB_ARGMAX));
 }
 
@@ -140,14 +170,10 @@ static int attention_graph_safe(void *mp, const vg_batch_desc *d)
 }
 
 static const vg_op_id k_ops_embed[] = {VG_OP_GATHER_ROWS};
-static const vg_op_id k_ops_in_qwen2[] = {VG_OP_RMSNORM, VG_OP_GEMM, VG_OP_ROTARY, VG_OP_KV_STORE};
-static const vg_op_id k_ops_in_qwen3[] = {VG_OP_RMSNORM, VG_OP_GEMM, VG_OP_ROTARY, VG_OP_KV_STORE,
-                                          VG_OP_RMSNORM_HEADS};
 static const vg_op_id k_ops_attention[] = {VG_OP_PAGED_ATTENTION};
-static const vg_op_id k_ops_out[] = {VG_OP_GEMM, VG_OP_RMSNORM, VG_OP_SILU_MUL};
-static const vg_op_id k_ops_head[] = {VG_OP_GATHER_ROWS, VG_OP_RMSNORM, VG_OP_GEMM, VG_OP_ARGMAX};
 
 #define OPS(list) .ops_used = (list), .num_ops_used = (int)VGM_ARRAY_LEN(list)
+#define OPS_N(list, n) .ops_used = (list), .num_ops_used = (n)
 
 static int lm_addresses(void *mp, vg_runner *r, const void **out, int max);
 
@@ -176,26 +202,40 @@ vg_status lm_pieces_init(vg_lm *m)
     if (!has_op(m, VG_OP_ARGMAX, VG_DTYPE_F32))
         return vg_error_set(VG_ERR_UNSUPPORTED, "lm: backend '%s' has no argmax for F32",
                             vg_runtime_backend_name(m->rt));
+    /* op table version 6's fusions, where the device has them */
+    m->fused_qkv = has_op(m, VG_OP_ROTARY_KV_STORE, m->dt);
+    m->gated_gu = has_op(m, VG_OP_GEMM_SILU_GATE, m->dt);
+    m->norm_gemm = has_op(m, VG_OP_GEMM_RMSNORM_A, m->dt);
+    vg_op_id norm = m->norm_gemm ? VG_OP_GEMM_RMSNORM_A : VG_OP_RMSNORM;
+    int a = 0, b = 0, h = 0;
+    m->ops_in[a++] = VG_OP_GEMM, m->ops_in[a++] = norm;
+    if (m->fused_qkv) {
+        m->ops_in[a++] = VG_OP_ROTARY_KV_STORE;
+    } else {
+        m->ops_in[a++] = VG_OP_ROTARY, m->ops_in[a++] = VG_OP_KV_STORE;
+        if (c->qk_norm) m->ops_in[a++] = VG_OP_RMSNORM_HEADS;
+    }
+    m->ops_out[b++] = VG_OP_GEMM, m->ops_out[b++] = norm;
+    m->ops_out[b++] = m->gated_gu ? VG_OP_GEMM_SILU_GATE : VG_OP_SILU_MUL;
+    m->ops_head[h++] = VG_OP_GATHER_ROWS, m->ops_head[h++] = norm, m->ops_head[h++] = VG_OP_GEMM;
+    m->ops_head[h++] = VG_OP_ARGMAX;
+    m->nops_in = a, m->nops_out = b, m->nops_head = h;
     int n = 2 + 3 * c->layers;
     m->pieces = calloc((size_t)n, sizeof *m->pieces);
     if (!m->pieces) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "lm: out of memory");
     int k = 0;
     m->pieces[k++] = (vg_piece){.name = "embed", .run = piece_embed, OPS(k_ops_embed)};
     for (int i = 0; i < c->layers; i++) {
-        if (c->qk_norm)
-            m->pieces[k++] = (vg_piece){.name = "attn_in", .run = piece_attn_in, .arg = i,
-                                        OPS(k_ops_in_qwen3)};
-        else
-            m->pieces[k++] = (vg_piece){.name = "attn_in", .run = piece_attn_in, .arg = i,
-                                        OPS(k_ops_in_qwen2)};
+        m->pieces[k++] = (vg_piece){.name = "attn_in", .run = piece_attn_in, .arg = i,
+                                    OPS_N(m->ops_in, m->nops_in)};
         m->pieces[k++] = (vg_piece){.name = "attention", .run = piece_attention,
                                     .flags = VG_PIECE_SPLITTING, .arg = i,
                                     .graph_safe = attention_graph_safe, OPS(k_ops_attention)};
         m->pieces[k++] = (vg_piece){.name = "attn_out_mlp", .run = piece_attn_out, .arg = i,
-                                    OPS(k_ops_out)};
+                                    OPS_N(m->ops_out, m->nops_out)};
     }
     m->pieces[k++] = (vg_piece){.name = "head", .run = piece_head, .graph_safe = head_graph_safe,
-                                OPS(k_ops_head)};
+                                OPS_N(m->ops_head, m->nops_head)};
     m->iface = (vg_model_iface){.struct_size = sizeof(vg_model_iface), .model = m,
                                 .pieces = m->pieces, .num_pieces = n, .reserve = lm_reserve,
                                 .prepare = lm_prepare, .addresses = lm_addresses};
@@ -228,7 +268,7 @@ vg_status lm_reserve(void *mp, vg_runner *r, const vg_batch_desc *d)
         [LB_QKV] = T * (size_t)lm_qkv_width(c) * e,
         [LB_ATT] = T * (size_t)lm_q_width(c) * e,
         [LB_GU] = 2 * T * Ip * e,
-        [LB_M] = T * Ip * e,
+        [LB_M] = m->gated_gu ? 0 : T * Ip * e, /* the gated GEMM leaves the product in LB_GU */
         [LB_LAST] = S * h * e,
         [LB_LOGITS] = S * (size_t)c->vocab * sizeof(float),
         [LB_ARGMAX] = S * sizeof(int32_t),

@@ -7,6 +7,7 @@
  *   lm_kv.c       host side of the paged KV cache: block pool, sequences, step planning,
  *                 the per-step metadata (no device code: unit-tested on its own)
  *   lm_forward.c  the pieces and the runner callbacks
+ *   lm_eos.c      the end-of-sequence token ids
  *   lm.c          the public API (vg_lm.h) */
 #ifndef VG_LM_INTERNAL_H
 #define VG_LM_INTERNAL_H
@@ -136,10 +137,17 @@ struct vg_lm {
     vg_model_iface iface;
     lm_plan plan;
     int head_rows;     /* sequences of the step being run (the head of mixed steps) */
+    int fused_qkv;     /* the device has rotary_kv_store: one op after the qkv GEMM */
+    int gated_gu;      /* the device gates a GEMM (gemm_silu_gate): no silu_mul op */
+    int norm_gemm;     /* the device normalises a GEMM's A (gemm_rmsnorm_a): no rmsnorm op */
+    vg_op_id ops_in[6], ops_out[4], ops_head[4]; /* the ops each piece runs, for its capture */
+    int nops_in, nops_out, nops_head;
     void *meta_stage;  /* host staging of the per-step metadata */
     size_t meta_bytes;
     vg_lm_options opts;
     int64_t sizes[256];
+    int num_eos;
+    int32_t eos[VG_LM_MAX_EOS];
     struct lm_loops *loops; /* lm_loop.c: device-side generation loops, captured per bucket */
     int loop_logged;        /* the host-loop fallback was logged */
 };
@@ -152,6 +160,11 @@ static inline void *lm_v_cache(const vg_lm *m, int layer)
 {
     return (char *)lm_k_cache(m, layer) + m->kv_bytes / (2 * (size_t)m->cfg.layers);
 }
+
+/* lm_eos.c: the end-of-sequence ids, from DIR/generation_config.json (dir may be NULL) or else
+ * from config (named config_where in messages), each checked against vocab. */
+vg_status lm_eos_read(const char *dir, const cJSON *config, const char *config_where, int vocab,
+                      int32_t *ids, int *n);
 
 /* lm_forward.c */
 vg_status lm_pieces_init(vg_lm *m);

@@ -31,6 +31,8 @@ static vg_status describe(vg_arena *a, void *user)
         lm_layer *L = &w->layers[i];
         VGM_TRY(vg_arena_prefix(a, "model.layers.%d.", i));
         ONE(L->in_norm, "input_layernorm.weight", h);
+        /* a buffer older exports saved; vg computes the rotary frequencies itself */
+        VGM_TRY(vg_arena_skip(a, "self_attn.rotary_emb.inv_freq"));
         VGM_TRY(vg_arena_add(a, &(vg_arena_spec){
                                     .slot = &L->qkv_w, .nparts = 3, .ndim = 2, .shape = SHAPE(0, h),
                                     .names = (const char *[]){"self_attn.q_proj.weight",
@@ -62,10 +64,9 @@ static vg_status describe(vg_arena *a, void *user)
     }
     VGM_TRY(vg_arena_prefix(a, "model."));
     ONE(w->final_norm, "norm.weight", h);
-    if (!c->tied) {
-        VGM_TRY(vg_arena_prefix(a, "%s", ""));
-        ONE(w->lm_head, "lm_head.weight", (int64_t)c->vocab, h);
-    }
+    VGM_TRY(vg_arena_prefix(a, "%s", ""));
+    if (!c->tied) ONE(w->lm_head, "lm_head.weight", (int64_t)c->vocab, h);
+    else VGM_TRY(vg_arena_skip(a, "lm_head.weight")); /* a tied copy some exports keep: unused */
     return VG_OK;
 }
 
@@ -76,7 +77,8 @@ vg_status lm_weights_load(vg_runtime *rt, const vg_ckpt *ck, uint64_t seed, cons
     w->layers = calloc((size_t)cfg->layers, sizeof *w->layers);
     if (!w->layers) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "lm: out of memory");
     describe_ctx x = {.c = cfg, .w = w};
-    vg_arena_source src = {.ck = ck, .seed = seed, .dtype = dt, .what = "lm"};
+    /* every tensor of the checkpoint is the decoder's */
+    vg_arena_source src = {.ck = ck, .seed = seed, .dtype = dt, .what = "lm", .owns = ""};
     vg_status st = vg_arena_load(rt, &src, describe, &x, &w->mem);
     if (st != VG_OK) {
         lm_weights_free(rt, w);

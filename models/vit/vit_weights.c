@@ -79,7 +79,8 @@ vg_status vit_weights_load(vg_runtime *rt, const vg_ckpt *ck, uint64_t seed, con
         root = "model.visual.";
     }
     describe_ctx x = {.c = cfg, .w = w, .root = root};
-    vg_arena_source src = {.ck = ck, .seed = seed, .dtype = dt, .what = "vit"};
+    /* the tower's tensors only: a whole vision-language checkpoint holds the decoder's too */
+    vg_arena_source src = {.ck = ck, .seed = seed, .dtype = dt, .what = "vit", .owns = root};
     vg_status st = vg_arena_load(rt, &src, describe, &x, &w->mem);
     if (st != VG_OK) vit_weights_free(rt, w);
     return st;

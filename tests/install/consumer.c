@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <vg/vg.h>
+#include <vg/vg_dlpack.h> /* with the DLPack header installed beside it */
 
 int main(void)
 {
@@ -13,6 +14,9 @@ int main(void)
         return 1;
     }
     printf("consumer: backend %s from %s\n", vg_runtime_backend_name(rt), vg_runtime_plugin_path(rt));
+    DLDevice dev;
+    if (vg_dlpack_device(rt, &dev) == VG_OK)
+        printf("consumer: DLPack device type %d, id %d\n", (int)dev.device_type, (int)dev.device_id);
     int installed = strstr(vg_runtime_plugin_path(rt), "/lib/vg/") != NULL;
     vg_runtime_close(rt);
     return installed ? 0 : 1;

@@ -8,6 +8,10 @@
 #                 M failed, K skipped' and exits with ctest's status
 #       quiet     the build's output goes to build.log: one progress line, the log's tail on
 #                 failure
+#       progress  off a terminal, a long build prints its percent and seconds every
+#                 progress_every seconds (30 in dev.sh), even while the compiler is silent
+#       run_scope run builds only the backends this machine can run: cuda with an NVIDIA GPU,
+#                 opencl with a registered driver; every other command, each one with a toolchain
 #       main_job  dev.sh run checks the embeddings against the two_images fixture
 #       spdx      spdx.sh adds the SPDX line where it lacks, after a shebang, idempotently;
 #                 --check lists what lacks it and exits 1
@@ -116,6 +120,44 @@ quiet)
     echo "$out"
     grep -q 'the build broke here' <<<"$out" || fail "the log's tail is not shown on failure"
     grep -q "full log: $work/b/build.log" <<<"$out" || fail "the log is not named on failure"
+    echo "PASS"
+    ;;
+progress)
+    # a target that prints nothing for 3 s, then one that says 100%
+    tiny_project "$work/p" 'add_custom_target(slow ALL COMMAND sleep 3)'
+    cmake -S "$work/p" -B "$work/b" >"$work/b.log" 2>&1 || fail "configure"
+    out=$(dev_sh "build='$work/b'; progress_every=1; quiet_build" 2>&1) || fail "build failed: $out"
+    echo "$out"
+    head -n 1 <<<"$out" | grep -q '^dev.sh: building in .*build.log) \.\.\. $' || fail "first line: $(head -n 1 <<<"$out")"
+    [ "$(grep -c '^dev.sh: building: [0-9]*% after [0-9]* s$' <<<"$out")" -ge 2 ] || fail "fewer than two progress lines"
+    tail -n 1 <<<"$out" | grep -q '^dev.sh: build done, [0-9]* s$' || fail "last line: $(tail -n 1 <<<"$out")"
+    grep -q 'Built target slow' "$work/b/build.log" || fail "the build's output is not in build.log"
+    echo "PASS"
+    ;;
+run_scope)
+    # stand-ins: an nvcc on PATH, nvidia-smi listing a GPU or none, OpenCL drivers in a folder
+    mkdir -p "$work/bin" "$work/icd" "$work/noicd"
+    printf '#!/bin/sh\nexit 0\n' >"$work/bin/nvcc"
+    printf '#!/bin/sh\n[ -n "${FAKE_GPU:-}" ] && echo "GPU 0: Fake GPU (UUID: GPU-0)"\nexit 0\n' >"$work/bin/nvidia-smi"
+    chmod +x "$work/bin/nvcc" "$work/bin/nvidia-smi"
+    touch "$work/icd/fake.icd"
+    flags() { PATH=$work/bin:$PATH OCL_ICD_VENDORS=$2 FAKE_GPU=${3:-} dev_sh "build_scope=$1; backend_toolchains; echo \"\${backend_flags[*]}\" \"\${left_out[cuda]:-}\" \"\${left_out[opencl]:-}\""; }
+    out=$(flags all "$work/noicd")
+    echo "all: $out"
+    [[ $out == *"-DVG_BUILD_CUDA=ON"*"-DVG_BUILD_OPENCL=AUTO"* ]] || fail "test and build must build every backend with a toolchain"
+    out=$(flags usable "$work/icd" 1)
+    echo "usable, a GPU, a driver: $out"
+    [[ $out == *"-DVG_BUILD_CUDA=ON"*"-DVG_BUILD_OPENCL=AUTO"* ]] || fail "run must build cuda with a GPU, opencl with a driver"
+    out=$(flags usable "$work/icd/fake.icd" 1)
+    [[ $out == *"-DVG_BUILD_OPENCL=AUTO"* ]] || fail "OCL_ICD_VENDORS naming one .icd file is a driver"
+    if [ -e /dev/nvidia0 ]; then
+        echo "an NVIDIA device node here: the no-GPU half is not checked"
+    else
+        out=$(flags usable "$work/noicd")
+        echo "usable, no GPU, no driver: $out"
+        [[ $out == *"-DVG_BUILD_CUDA=OFF"*"-DVG_BUILD_OPENCL=OFF"* ]] || fail "run built a backend this machine cannot run"
+        [[ $out == *"no NVIDIA GPU here; dev.sh test builds it"*"no OpenCL driver registered"* ]] || fail "no reason given"
+    fi
     echo "PASS"
     ;;
 main_job)

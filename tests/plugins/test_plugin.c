@@ -11,8 +11,11 @@
  *                 graphs and op_caps(): fill supported (F32, I32) but not capturable although
  *                 capturable_ops says every op is; axpby capturable; op 70 (unknown to this core)
  *                 supported and capturable. Exports tp_op_caps_calls.
- *   TP_IPCNULL    ABI 1.2 (this header's size) whose device reports VG_CAP_IPC without the IPC
+ *   TP_IPCNULL    ABI 1.3 (this header's size) whose device reports VG_CAP_IPC without the IPC
  *                 members: the core must refuse the device.
+ *   TP_ABI12      an ABI 1.2 plugin (struct_size VG_BACKEND_IFACE_SIZE_1_2, poison beyond) whose
+ *                 device reports VG_CAP_NATIVE and VG_CAP_FOREIGN_CAPTURE, bits a 1.2 table cannot
+ *                 back: the core must clear them and refuse native calls and backend options.
  * TP_ABI10 and TP_OPCAPS report VG_CAP_IPC too (the bit was reserved before 1.2 gave it its
  * section): a core must not believe a table older than 1.2 about it.
  * Every variant's "device memory" is host memory, and its ops (fill, axpby) run on the host. */
@@ -25,7 +28,7 @@
 #define TP_NAME "test"
 #endif
 
-#if defined(TP_ABI10) || defined(TP_OPCAPS)
+#if defined(TP_ABI10) || defined(TP_OPCAPS) || defined(TP_ABI12)
 #define TP_GRAPHS 1
 #endif
 
@@ -101,6 +104,9 @@ static vg_status info(vg_bk_device *d, vg_device_info *i)
 #endif
 #if defined(TP_ABI10) || defined(TP_OPCAPS) || defined(TP_IPCNULL)
     full.caps |= VG_CAP_IPC; /* a claim without the section (ABI 1.0, 1.1) or its members */
+#endif
+#ifdef TP_ABI12
+    full.caps |= VG_CAP_NATIVE | VG_CAP_FOREIGN_CAPTURE; /* a claim without the 1.3 section */
 #endif
 #ifdef TP_ABI10
     full.capturable_ops = 1ull << VG_OP_FILL;
@@ -324,6 +330,13 @@ VG_BACKEND_EXPORT const vg_backend_iface *ENTRY(const vg_host_services *h)
     iface.struct_size = (uint32_t)VG_BACKEND_IFACE_SIZE_1_1;
     memset((char *)&iface + VG_BACKEND_IFACE_SIZE_1_1, 0x5A,
            sizeof iface - VG_BACKEND_IFACE_SIZE_1_1);
+#endif
+#ifdef TP_ABI12
+    /* As a plugin compiled against the 1.2 header: its table ends at `ipc_close`. */
+    iface.abi_minor = 2;
+    iface.struct_size = (uint32_t)VG_BACKEND_IFACE_SIZE_1_2;
+    memset((char *)&iface + VG_BACKEND_IFACE_SIZE_1_2, 0x5A,
+           sizeof iface - VG_BACKEND_IFACE_SIZE_1_2);
 #endif
     return &iface;
 }

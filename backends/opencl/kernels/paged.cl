@@ -74,3 +74,63 @@ kernel void paged_attention(int dt, BUF(q), long ld_q, BUF(out), long ld_out, in
     float inv = sum > 0.0f ? 1.0f / sum : 0.0f; /* no position: zeros */
     for (int d = 0; d < hd; d++) st(out, dt, oo + d, acc[d] * inv);
 }
+
+/* v rounded to dtype dt, as a store and a load would leave it. */
+inline float round_to(int dt, float v)
+{
+    if (dt == DT_BF16) return bf16_to_f32(f32_to_bf16(v));
+    if (dt == DT_F16) return f16_to_f32(f32_to_f16(v));
+    return v;
+}
+
+/* rotary_kv_store: one work-group of OCL_WG_REDUCE per (head slice, row) of qkv's heads + 2·kv
+ * slices; global (OCL_WG_REDUCE * (heads + 2·kv_heads), rows). A query or key slice is normalised
+ * (has_norm: its statistics summed over the group, the result rounded to dt as rmsnorm_heads
+ * leaves it), rotated pair by pair in place, and a key slice also stored in the cache; a value
+ * slice is only stored. Each work-item reads and writes only its own pairs after the group's
+ * last barrier. */
+kernel void rotary_kv_store(int dt, BUF(x), long ldx, int heads, int kv_heads, int hd, int has_norm,
+                            BUF(qw), BUF(kw), float eps, BUF(pos), float theta, BUF(kc), BUF(vc),
+                            BUF(slots))
+{
+    local float part[OCL_WG_REDUCE];
+    int lid = (int)get_local_id(0), h = (int)get_group_id(0), pairs = hd / 2;
+    size_t r = get_group_id(1), width = (size_t)kv_heads * hd;
+    global uchar *x = AT(x);
+    size_t xb = r * ldx + (size_t)h * hd;
+    int slot = ((const global int *)AT(slots))[r];
+    if (h >= heads + kv_heads) { /* a value slice */
+        if (slot < 0) return;
+        size_t vb = (size_t)slot * width + (size_t)(h - heads - kv_heads) * hd;
+        for (int c = lid; c < hd; c += OCL_WG_REDUCE) st(AT(vc), dt, vb + c, ld(x, dt, xb + c));
+        return;
+    }
+    const global uchar *w = h < heads ? AT(qw) : AT(kw);
+    float inv = 1.0f;
+    if (has_norm) {
+        float ss = 0.0f;
+        for (int c = lid; c < hd; c += OCL_WG_REDUCE) {
+            float v = ld(x, dt, xb + c);
+            ss += v * v;
+        }
+        inv = 1.0f / sqrt(group_sum(part, ss) / (float)hd + eps);
+    }
+    float p = (float)((const global int *)AT(pos))[r];
+    int is_key = h >= heads && slot >= 0;
+    size_t kb = is_key ? (size_t)slot * width + (size_t)(h - heads) * hd : 0;
+    for (int i = lid; i < pairs; i += OCL_WG_REDUCE) {
+        float x0 = ld(x, dt, xb + i), x1 = ld(x, dt, xb + i + pairs);
+        if (has_norm) {
+            x0 = round_to(dt, ld(w, dt, i) * (x0 * inv));
+            x1 = round_to(dt, ld(w, dt, i + pairs) * (x1 * inv));
+        }
+        float c, s = sincos(p * rotary_inv_freq(theta, (float)(2 * i) / (float)hd), &c);
+        float y0 = x0 * c - x1 * s, y1 = x1 * c + x0 * s;
+        st(x, dt, xb + i, y0);
+        st(x, dt, xb + i + pairs, y1);
+        if (is_key) {
+            st(AT(kc), dt, kb + i, y0);
+            st(AT(kc), dt, kb + i + pairs, y1);
+        }
+    }
+}

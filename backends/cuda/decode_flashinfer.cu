@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Paged decode attention through FlashInfer's batch decode kernel (attention/decode.cuh), for
+ * BF16 with head_dim 64 or 128 and the group sizes instantiated below. Built only when the
+ * configure found FlashInfer's headers (scripts/fetch-kernel-libs.sh, VG_KERNEL_LIBS).
+ *
+ * Layout: vg's cache is [slot, kv_head, dim] with slot = block·block_size + offset, which is
+ * FlashInfer's NHD page layout with page = block; keys and values are separate arrays, as
+ * FlashInfer allows. Its page table (CSR: indptr, indices, last_page_len per request) is read
+ * here through vg's block tables as they are (fi_paged_kv): each query row becomes one
+ * FlashInfer request starting at its sequence's table row, with its own causal length, so
+ * prefill-shaped calls are correct too (each row reads its keys, where vg's kernel shares them
+ * between a sequence's rows: the measured choice decides).
+ *
+ * The plan: FlashInfer splits long contexts over blocks (split-KV) and merges the parts in a
+ * second kernel; its host-side planner needs the lengths on the host, which a replayed graph
+ * does not have. Here the number of blocks is fixed on the host (rows·nsplit: enough to fill
+ * the GPU once) and a one-block kernel (k_fi_plan) computes on the device, from the lengths of
+ * this launch, each row's first page and length, the chunk size (one for all rows, as
+ * FlashInfer wants), each block's request and tile, and the merge's indptr, into the stream's
+ * GEMM workspace. So the three kernels replay in a graph at any lengths, as SGLang's fixed-size
+ * plan buffers do with a host plan per step. Rows with nothing to attend to (padding) come out as zeros.
+ *
+ * No C++ exception leaves this file: each entry catches and returns a vg_status. */
+#include <flashinfer/attention/cascade.cuh>
+#include <flashinfer/attention/decode.cuh>
+#include <flashinfer/attention/default_decode_params.cuh>
+#include <flashinfer/attention/variants.cuh>
+
+#include <cub/block/block_scan.cuh>
+
+#include <math.h>
+#include <mutex>
+#include <stdlib.h>
+#include <string.h>
+
+#include "decode_lib.cuh"
+#include "kernels.cuh"
+
+#ifndef VG_FLASHINFER_VERSION
+#define VG_FLASHINFER_VERSION "unknown"
+#endif
+const char vgc_decode_lib_name[] = "FlashInfer " VG_FLASHINFER_VERSION;
+
+namespace fi = flashinfer;
+typedef __nv_bfloat16 fi_t;
+typedef fi::paged_kv_t<fi_t, int32_t> fi_kv_base;
+typedef fi::BatchDecodeParams<fi_t, fi_t, fi_t, int32_t> fi_params_base;
+typedef fi::DefaultAttention</*custom mask*/ false, /*sliding window*/ false, /*soft cap*/ false,
+                             /*alibi*/ false> fi_variant;
+
+/* FlashInfer's page table read straight from vg's block tables: request r (query row r) starts
+ * at page indptr[r] = seq(r)·max_blocks of indices = block_tables, and its length comes from
+ * len[r] instead of CSR differences (a row's pages are its sequence's table row, shared by the
+ * sequence's rows). The kernel is a template over its parameters and reads the page table
+ * through these members (get_length, indptr, page_size, the offsets), which hide the base's. */
+struct fi_paged_kv : fi_kv_base {
+    const int32_t *len;
+    __host__ __device__ __forceinline__ uint32_t get_length(uint32_t b) const { return (uint32_t)len[b]; }
+};
+struct fi_params : fi_params_base {
+    fi_paged_kv paged_kv;
+    __host__ __device__ __forceinline__ int32_t get_kv_len(int32_t b) const { return (int32_t)paged_kv.get_length(b); }
+};
+
+#define FI_MAX_ROWS 1024 /* the plan kernel is one block: one thread per query row */
+#define FI_MIN_CHUNK 32  /* positions per split, at least */
+#define FI_MAX_SPLIT 64
+
+/* The plan in the workspace, every array sized for rows query rows and rows·nsplit blocks. */
+struct fi_plan {
+    fi_t *tmp_v;       /* [blocks, heads, head_dim] partial outputs (split only) */
+    float *tmp_s;      /* [blocks, heads] their log-sum-exps */
+    int32_t *indptr;   /* [rows + 1] each request's first page in the block tables */
+    int32_t *len;      /* [rows] each request's positions */
+    int32_t *o_indptr; /* [rows + 1] each request's first block, for the merge */
+    int32_t *request;  /* [blocks] each block's request */
+    int32_t *tile;     /* [blocks] each block's chunk within its request */
+    int32_t *chunk;    /* [1] positions per chunk */
+    bool *valid;       /* [blocks] whether the block has work */
+    size_t bytes;
+};
+
+static size_t fi_align(size_t n) { return (n + 255) & ~(size_t)255; }
+
+static fi_plan fi_layout(void *ws, const vgc_decode_call *c, int nsplit)
+{
+    const size_t rows = (size_t)c->rows, blocks = rows * (size_t)nsplit;
+    fi_plan p;
+    char *at = (char *)ws;
+    size_t off = 0;
+#define FI_TAKE(field, type, n) (p.field = (type *)(at ? at + off : nullptr), off += fi_align((n) * sizeof(type)))
+    FI_TAKE(tmp_v, fi_t, nsplit > 1 ? blocks * c->heads * c->head_dim : 0);
+    FI_TAKE(tmp_s, float, nsplit > 1 ? blocks * c->heads : 0);
+    FI_TAKE(indptr, int32_t, rows + 1);
+    FI_TAKE(len, int32_t, rows);
+    FI_TAKE(o_indptr, int32_t, rows + 1);
+    FI_TAKE(request, int32_t, blocks);
+    FI_TAKE(tile, int32_t, blocks);
+    FI_TAKE(chunk, int32_t, 1);
+    FI_TAKE(valid, bool, blocks);
+#undef FI_TAKE
+    p.bytes = off;
+    return p;
+}
+
+/* Splits per query row: enough blocks (with the KV heads) for about four per multiprocessor,
+ * none when the rows alone fill the GPU, at least FI_MIN_CHUNK positions each at the table's
+ * full reach. The measured choice also tries half, twice and none. */
+static int fi_splits(const vg_bk_stream *s, const vgc_decode_call *c)
+{
+    const int64_t items = c->rows * c->kv_heads, target = 4 * (int64_t)s->dev->prop.multiProcessorCount;
+    if (items >= target / 2) return 1;
+    int64_t n = (target + items - 1) / items;
+    const int64_t by_len = ((int64_t)c->max_blocks * c->block_size + FI_MIN_CHUNK - 1) / FI_MIN_CHUNK;
+    if (n > by_len) n = by_len;
+    if (n > FI_MAX_SPLIT) n = FI_MAX_SPLIT;
+    return n < 1 ? 1 : (int)n;
+}
+
+/* The plan (see the file's comment). Row r attends to positions 0 .. last(r) of its sequence,
+ * as vg's kernel computes it (ops_lm.cu, pd_last): sequence s owns rows query_start[s] ..
+ * query_start[s+1]-1, its row j of n ends at context_lens[s] - n + j, clamped to the table's
+ * reach. Without splits (nsplit 1) block r is row r, and rows with no positions are zeroed here
+ * and skipped by the attention kernel; with splits, the merge writes their zeros. One thread per
+ * row: every step is a load or two and a scan, no loop over pages. */
+template <int THREADS>
+__global__ void __launch_bounds__(THREADS)
+k_fi_plan(fi_plan p, int rows, int nsplit, int max_blocks, const int32_t *context_lens,
+          const int32_t *query_start, int num_seqs, int block_size, fi_t *out, int out_width)
+{
+    typedef cub::BlockScan<int, THREADS> scan_t;
+    __shared__ typename scan_t::TempStorage scan_tmp;
+    __shared__ int o_s[THREADS + 1];
+    __shared__ int max_len;
+    const int r = threadIdx.x;
+    if (r == 0) max_len = 0;
+    int len = 0, seq = 0;
+    if (r < rows && r >= query_start[0] && r < query_start[num_seqs]) {
+        seq = vgk_segment_of(query_start, num_seqs, r);
+        const int64_t n = (int64_t)query_start[seq + 1] - query_start[seq];
+        const int64_t last = (int64_t)context_lens[seq] - n + (r - query_start[seq]);
+        const int64_t reach = (int64_t)max_blocks * block_size;
+        const int64_t l = last < reach ? last + 1 : reach;
+        len = l > 0 ? (int)l : 0;
+    }
+    if (r < rows) p.indptr[r] = seq * max_blocks, p.len[r] = len;
+    if (r == 0) p.indptr[rows] = num_seqs * max_blocks; /* the table's end, FlashInfer's bound */
+    if (nsplit == 1) {
+        if (r == 0) *p.chunk = 0; /* read, unused without splits */
+        if (r < rows) {
+            p.request[r] = r, p.tile[r] = 0, p.valid[r] = len > 0;
+            if (!len)
+                for (int i = 0; i < out_width; i++) out[(int64_t)r * out_width + i] = __float2bfloat16(0.0f);
+        }
+        return;
+    }
+    __syncthreads();
+    if (len) atomicMax(&max_len, len);
+    __syncthreads();
+    const int chunk = max((max_len + nsplit - 1) / nsplit, FI_MIN_CHUNK);
+    const int chunks = r < rows ? (len + chunk - 1) / chunk : 0;
+    int chunk0, total;
+    scan_t(scan_tmp).ExclusiveSum(chunks, chunk0, total);
+    if (r < rows) p.o_indptr[r] = chunk0, o_s[r] = chunk0;
+    if (r == 0) *p.chunk = chunk, p.o_indptr[rows] = total, o_s[rows] = total;
+    __syncthreads();
+    /* each block's request and chunk */
+    for (int b = r; b < rows * nsplit; b += THREADS) {
+        if (b >= total) {
+            p.request[b] = 0, p.tile[b] = 0, p.valid[b] = false;
+            continue;
+        }
+        int lo = 0, hi = rows - 1; /* the last row whose first block is at or before b */
+        while (lo < hi) {
+            const int mid = (lo + hi + 1) / 2;
+            if (o_s[mid] <= b) lo = mid;
+            else hi = mid - 1;
+        }
+        p.request[b] = lo, p.tile[b] = b - o_s[lo], p.valid[b] = true;
+    }
+}
+
+/* FlashInfer's launch (BatchDecodeWithPagedKVCacheDispatched) for one group size, without its
+ * dispatch over every group size (which lacks 7, Qwen2.5's 14/2, and would compile all). */
+template <uint32_t HEAD_DIM, uint32_t GROUP>
+static cudaError_t fi_run(fi_params params, const fi_plan &p, int nsplit, int rows, cudaStream_t st)
+{
+    constexpr uint32_t vec_size = 16 / sizeof(fi_t) > HEAD_DIM / 32 ? 16 / sizeof(fi_t) : HEAD_DIM / 32;
+    constexpr uint32_t bdx = HEAD_DIM / vec_size, bdy = GROUP;
+    constexpr uint32_t num_threads = 128 > bdx * bdy ? 128 : bdx * bdy;
+    constexpr uint32_t bdz = num_threads / (bdx * bdy);
+    constexpr uint32_t tile = GROUP == 1 ? 4 : 1;
+    constexpr uint32_t stages = 2; /* sm_80 and newer */
+    const uint32_t smem = (uint32_t)std::max(2 * stages * tile * bdy * bdz * HEAD_DIM * sizeof(fi_t),
+                                             bdz * bdy * HEAD_DIM * sizeof(float)) +
+                          (uint32_t)std::max(tile * num_threads * sizeof(fi_t *), 2 * bdy * bdz * sizeof(float));
+    auto kernel = fi::BatchDecodeWithPagedKVCacheKernel<fi::PosEncodingMode::kNone, stages, tile, vec_size, bdx,
+                                                        bdy, bdz, fi_variant, fi_params>;
+    cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    if (e != cudaSuccess) return e;
+    fi_t *o = params.o;
+    params.padded_batch_size = (uint32_t)(rows * nsplit);
+    params.partition_kv = nsplit > 1;
+    if (nsplit > 1) params.o = p.tmp_v, params.lse = p.tmp_s;
+    kernel<<<dim3(params.padded_batch_size, params.paged_kv.num_heads), dim3(bdx, bdy, bdz), smem, st>>>(params);
+    if ((e = cudaGetLastError()) != cudaSuccess || nsplit == 1) return e;
+
+    /* the merge (VariableLengthMergeStates for this head_dim only) */
+    constexpr uint32_t mbdx = HEAD_DIM / vec_size, mbdy = 128 / mbdx, mstages = 4;
+    const uint32_t msmem = mstages * mbdy * HEAD_DIM * sizeof(fi_t) + 128 * sizeof(float);
+    auto merge = fi::PersistentVariableLengthMergeStatesKernel<vec_size, mbdx, mbdy, mstages, fi_t, fi_t, int32_t>;
+    if ((e = cudaFuncSetAttribute(merge, cudaFuncAttributeMaxDynamicSharedMemorySize, msmem)) != cudaSuccess) return e;
+    int per_sm = 0, sms = 0, dev = 0;
+    if ((e = cudaGetDevice(&dev)) != cudaSuccess ||
+        (e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess ||
+        (e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, merge, 128, msmem)) != cudaSuccess)
+        return e;
+    const uint32_t heads = params.num_qo_heads, work = (uint32_t)rows * heads;
+    per_sm = std::min<int>(per_sm, (int)((work + sms - 1) / sms));
+    merge<<<dim3((unsigned)(sms * std::max(per_sm, 1))), dim3(mbdx, mbdy), msmem, st>>>(
+        p.tmp_v, p.tmp_s, p.o_indptr, o, nullptr, (uint32_t)rows, nullptr, heads);
+    return cudaGetLastError();
+}
+
+/* The group sizes compiled (each is a kernel per head_dim: compile time): 2, 4, 6, 7, 8 cover
+ * Qwen2.5 (7, 6 and 8 across sizes) and Qwen3 / Llama (2, 4, 8). */
+#define FI_GROUPS(X) X(2) X(4) X(6) X(7) X(8)
+
+static int fi_group_ok(int g)
+{
+#define FI_IS(G) if (g == G) return 1;
+    FI_GROUPS(FI_IS)
+#undef FI_IS
+    return 0;
+}
+
+template <uint32_t HEAD_DIM>
+static cudaError_t fi_dispatch(const fi_params &params, const fi_plan &p, int nsplit, int rows, int group,
+                               cudaStream_t st)
+{
+#define FI_CASE(G) if (group == G) return fi_run<HEAD_DIM, G>(params, p, nsplit, rows, st);
+    FI_GROUPS(FI_CASE)
+#undef FI_CASE
+    return cudaErrorInvalidValue;
+}
+
+int vgc_decode_lib_takes(const vg_bk_stream *s, const vgc_decode_call *c)
+{
+    const size_t vec = 16;
+    if (c->t != VG_DTYPE_BF16 || (c->head_dim != 64 && c->head_dim != 128) || c->kv_heads < 1 ||
+        c->heads % c->kv_heads || !fi_group_ok(c->heads / c->kv_heads))
+        return 0;
+    if (c->rows < 1 || c->rows > FI_MAX_ROWS || c->ld_out != (int64_t)c->heads * c->head_dim ||
+        c->ld_q > INT32_MAX || (c->ld_q * sizeof(fi_t)) % vec ||
+        ((uintptr_t)c->q | (uintptr_t)c->out | (uintptr_t)c->k_cache | (uintptr_t)c->v_cache) % vec)
+        return 0;
+    /* FlashInfer holds a page's size and a row's first position in the tables in 32 bits */
+    const int64_t width = (int64_t)c->kv_heads * c->head_dim;
+    if (width * c->block_size > INT32_MAX || (int64_t)c->num_seqs * c->max_blocks * c->block_size > INT32_MAX)
+        return 0;
+    return s->gemm_workspace && fi_layout(nullptr, c, fi_splits(s, c)).bytes <= s->gemm_workspace_bytes;
+}
+
+vg_status vgc_decode_lib(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
+{
+    try {
+        const int rows = (int)c->rows;
+        const fi_plan p = fi_layout(s->gemm_workspace, c, nsplit);
+        auto plan = rows <= 128 ? k_fi_plan<128> : k_fi_plan<FI_MAX_ROWS>; /* small batches: a short scan */
+        plan<<<1, rows <= 128 ? 128 : FI_MAX_ROWS, 0, s->s>>>(p, rows, nsplit, c->max_blocks, c->context_lens,
+                                                              c->query_start, c->num_seqs, c->block_size,
+                                                              (fi_t *)c->out, c->heads * c->head_dim);
+        VGC_CHECK_LAUNCH("paged_attention (FlashInfer plan)");
+        fi_params params;
+        static_cast<fi_kv_base &>(params.paged_kv) =
+            fi_kv_base((uint32_t)c->kv_heads, (uint32_t)c->block_size, (uint32_t)c->head_dim, (uint32_t)rows,
+                       fi::QKVLayout::kNHD, (fi_t *)c->k_cache, (fi_t *)c->v_cache,
+                       (int32_t *)c->block_tables, p.indptr, /*last_page_len*/ nullptr);
+        params.paged_kv.len = p.len;
+        params.q = (fi_t *)c->q;
+        params.o = (fi_t *)c->out;
+        params.num_qo_heads = (uint32_t)c->heads;
+        params.q_stride_n = (int32_t)c->ld_q;
+        params.q_stride_h = (int32_t)c->head_dim;
+        params.window_left = -1;
+        params.sm_scale = c->scale;
+        params.rope_rcp_scale = params.rope_rcp_theta = 1.0f; /* no rotary here */
+        params.request_indices = p.request;
+        params.kv_tile_indices = p.tile;
+        params.o_indptr = p.o_indptr;
+        params.kv_chunk_size_ptr = p.chunk;
+        params.block_valid_mask = p.valid;
+        const int group = c->heads / c->kv_heads;
+        cudaError_t e = c->head_dim == 64 ? fi_dispatch<64>(params, p, nsplit, rows, group, s->s)
+                                          : fi_dispatch<128>(params, p, nsplit, rows, group, s->s);
+        if (e != cudaSuccess) return vgc_fail(e, "FlashInfer batch decode", __FILE__, __LINE__);
+        return VG_OK;
+    } catch (const std::exception &ex) {
+        return VGC_ERR(VG_ERR_DEVICE, "cuda: paged_attention: FlashInfer: %s", ex.what());
+    } catch (...) {
+        return VGC_ERR(VG_ERR_DEVICE, "cuda: paged_attention: FlashInfer failed");
+    }
+}
+
+/* ---- the choice, per shape, by measurement ------------------------------------------------------ */
+
+/* What a decision depends on, beside the lengths of the first real call that measured it. */
+struct fi_key {
+    int device, rows, num_seqs, heads, kv_heads, head_dim, block_size, max_blocks;
+};
+struct fi_choice {
+    fi_key key;
+    int pick; /* 0: vg's kernel; n > 0: the library with n splits */
+};
+#define FI_CHOICES 256
+static std::mutex fi_lock;
+static fi_choice fi_choices[FI_CHOICES];
+static int fi_nchoices;
+
+/* VG_CUDA_DECODE: 0 measure, 1 always vg's kernel, 2 always the library's */
+static int fi_forced(void)
+{
+    static int forced = -1;
+    if (forced < 0) {
+        const char *v = getenv("VG_CUDA_DECODE");
+        forced = v && !strcmp(v, "vg") ? 1 : v && !strcmp(v, "flashinfer") ? 2 : 0;
+    }
+    return forced;
+}
+
+typedef vg_status (*fi_own_fn)(vg_bk_stream *, const vgc_decode_call *);
+
+static vg_status fi_run_pick(vg_bk_stream *s, const vgc_decode_call *c, int pick, fi_own_fn own)
+{
+    return pick ? vgc_decode_lib(s, c, pick) : own(s, c);
+}
+
+/* Microseconds per call of one candidate (0: vg's kernel, n: the library with n splits), as a
+ * replayed graph runs it: FI_REPS calls captured in one graph, replayed once to warm up and once
+ * timed (timed eagerly, the library's three launches would pay three launch latencies that a
+ * graph does not); INFINITY on any error. */
+#define FI_REPS 20
+static float fi_time(vg_bk_stream *s, const vgc_decode_call *c, int pick, fi_own_fn own, cudaEvent_t e0,
+                     cudaEvent_t e1)
+{
+    if (fi_run_pick(s, c, pick, own) != VG_OK) return INFINITY; /* first-use attributes, outside capture */
+    cudaGraph_t g = nullptr;
+    cudaGraphExec_t x = nullptr;
+    if (cudaStreamBeginCapture(s->s, cudaStreamCaptureModeThreadLocal) != cudaSuccess) return INFINITY;
+    vg_status st = VG_OK;
+    for (int i = 0; i < FI_REPS && st == VG_OK; i++) st = fi_run_pick(s, c, pick, own);
+    cudaError_t e = cudaStreamEndCapture(s->s, &g);
+    if (st == VG_OK && e == cudaSuccess) e = cudaGraphInstantiate(&x, g, 0);
+    if (g) cudaGraphDestroy(g);
+    float ms = INFINITY;
+    if (st == VG_OK && e == cudaSuccess && cudaGraphLaunch(x, s->s) == cudaSuccess &&
+        cudaEventRecord(e0, s->s) == cudaSuccess && cudaGraphLaunch(x, s->s) == cudaSuccess &&
+        cudaEventRecord(e1, s->s) == cudaSuccess && cudaEventSynchronize(e1) == cudaSuccess &&
+        cudaEventElapsedTime(&ms, e0, e1) == cudaSuccess)
+        ms *= 1000.0f / FI_REPS;
+    else
+        ms = INFINITY;
+    if (x) cudaGraphExecDestroy(x);
+    (void)cudaGetLastError();
+    return ms;
+}
+
+int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c, fi_own_fn own)
+{
+    const int n = fi_splits(s, c);
+    if (fi_forced()) return fi_forced() == 2 ? n : 0;
+    const fi_key key = {s->dev->index, (int)c->rows, c->num_seqs, c->heads, c->kv_heads, c->head_dim,
+                        c->block_size, c->max_blocks};
+    {
+        std::lock_guard<std::mutex> g(fi_lock);
+        for (int i = 0; i < fi_nchoices; i++)
+            if (!memcmp(&fi_choices[i].key, &key, sizeof key)) return fi_choices[i].pick;
+        if (fi_nchoices == FI_CHOICES) return 0; /* the table is full: vg's kernel, unmeasured */
+    }
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s->s, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) {
+        (void)cudaGetLastError();
+        return 0; /* nothing can run while capturing: vg's kernel, until measured */
+    }
+    /* an all-padding call (a runner's warm-up) measures nothing: decide on a real one */
+    int32_t used = 0;
+    if (cudaMemcpyAsync(&used, c->query_start + c->num_seqs, sizeof used, cudaMemcpyDeviceToHost, s->s) !=
+            cudaSuccess ||
+        cudaStreamSynchronize(s->s) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    if (used <= 0) return 0;
+    cudaEvent_t e0, e1;
+    if (cudaEventCreate(&e0) != cudaSuccess) return (void)cudaGetLastError(), 0;
+    if (cudaEventCreate(&e1) != cudaSuccess) return (void)cudaGetLastError(), cudaEventDestroy(e0), 0;
+    /* vg's kernel, then the library at the default split count, half and twice that, and none */
+    int cand[5] = {0, n, n > 1 ? (n + 1) / 2 : 0, 2 * n <= FI_MAX_SPLIT ? 2 * n : 0, n > 1 ? 1 : 0};
+    float us[5];
+    int best = 0, len = 0;
+    char line[256];
+    for (int i = 0; i < 5; i++) {
+        us[i] = INFINITY;
+        int dup = 0;
+        for (int j = 1; j < i; j++) dup |= cand[j] == cand[i];
+        if (i && (!cand[i] || dup || fi_layout(nullptr, c, cand[i]).bytes > s->gemm_workspace_bytes)) continue;
+        us[i] = fi_time(s, c, cand[i], own, e0, e1);
+        if (us[i] < us[best]) best = i;
+        if (len < (int)sizeof line)
+            len += i ? snprintf(line + len, sizeof line - len, ", %d splits %.1f us", cand[i], us[i])
+                     : snprintf(line + len, sizeof line - len, "vg %.1f us; %s:", us[i], vgc_decode_lib_name);
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    (void)cudaGetLastError();
+    const int pick = cand[best];
+    vgc_host->log(VG_LOG_DEBUG,
+                  "cuda: paged_attention rows=%lld seqs=%d heads=%d/%d head_dim=%d block_size=%d reach=%d "
+                  "(per call, in a graph): %s; takes %s",
+                  (long long)c->rows, c->num_seqs, c->heads, c->kv_heads, c->head_dim, c->block_size,
+                  c->max_blocks * c->block_size, line, pick ? vgc_decode_lib_name : "vg");
+    std::lock_guard<std::mutex> g(fi_lock);
+    if (fi_nchoices < FI_CHOICES) fi_choices[fi_nchoices++] = {key, pick};
+    return pick;
+}

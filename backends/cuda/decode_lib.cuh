@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Paged decode attention through a kernel library (decode_flashinfer.cu), built only where the
+ * configure found the library's headers (VG_HAVE_KERNEL_LIBS; never for HIP). ops_lm.cu's
+ * paged_attention offers each call here first: the library takes the shapes it was compiled for
+ * and vg's own kernel the rest, and between the two the faster on the call's real operands,
+ * timed once per shape (see vgc_decode_lib_pick). */
+#ifndef VG_CUDA_DECODE_LIB_CUH
+#define VG_CUDA_DECODE_LIB_CUH
+
+#include "common.cuh"
+
+/* One paged_attention call, as the op table passes it (vg_ops.h has the contract). */
+typedef struct vgc_decode_call {
+    vg_dtype t;
+    const void *q;
+    int64_t ld_q;
+    void *out;
+    int64_t ld_out;
+    int64_t rows;
+    const void *k_cache, *v_cache;
+    const int32_t *block_tables;
+    int max_blocks;
+    const int32_t *context_lens, *query_start;
+    int num_seqs, heads, kv_heads, head_dim, block_size;
+    float scale;
+} vgc_decode_call;
+
+/* The library's name and version, for logs ("FlashInfer 0.7.2.post1"). */
+extern const char vgc_decode_lib_name[];
+/* Whether the library path can take this call: dtype, head_dim, group size, strides, alignment,
+ * and its plan fitting the stream's workspace. */
+int vgc_decode_lib_takes(const vg_bk_stream *s, const vgc_decode_call *c);
+/* Run the call through the library with `nsplit` splits of each row's context (only where
+ * vgc_decode_lib_takes said yes; nsplit from vgc_decode_lib_pick). */
+vg_status vgc_decode_lib(vg_bk_stream *s, const vgc_decode_call *c, int nsplit);
+/* Whether to take the library for this call, and with how many splits (0: vg's kernel): the
+ * measured choice for its shape, timing `own` (vg's kernel) and the library at a few split
+ * counts on the call's operands, each as a replayed graph runs it, the first time a shape comes
+ * outside capture; vg's kernel while a shape is unmeasured. VG_CUDA_DECODE=vg|flashinfer fixes
+ * the choice (the library then at its default split count). */
+int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c,
+                        vg_status (*own)(vg_bk_stream *, const vgc_decode_call *));
+
+#endif

@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: Apache-2.0
+"""vg's failures as a Python exception carrying vg's status and message."""
+
+
+class VgError(RuntimeError):
+    """A vg call failed. `status` is vg's code (vg_status), `status_name` its name
+    ("VG_ERR_INVALID_ARG"), `message` vg's own text (vg_last_error)."""
+
+    def __init__(self, status, status_name, message):
+        self.status = int(status)
+        self.status_name = status_name
+        self.message = message
+        super().__init__(f"{status_name}: {message}")
+
+
+# vg_status values (vg_types.h): stable, only appended to
+OK = 0
+ERR_INVALID_ARG = 1
+ERR_UNSUPPORTED = 7
+ERR_STATE = 12
+ERR_INTERNAL = 13
+
+
+def error_from_last(status):
+    from ._lib import libvg
+    vg = libvg()
+    name = vg.vg_status_name(status)
+    msg = vg.vg_last_error()
+    return VgError(status, name.decode() if name else f"vg_status {status}",
+                   msg.decode(errors="replace") if msg else "")
+
+
+def check(status):
+    """Raise VgError for a failed vg_status; return None on VG_OK."""
+    if status != OK:
+        raise error_from_last(status)
+
+
+def raise_python(status, message):
+    """A VgError raised by the package itself (bad Python arguments), in vg's terms."""
+    from ._lib import libvg
+    name = libvg().vg_status_name(status)
+    raise VgError(status, name.decode() if name else f"vg_status {status}", message)
