@@ -218,9 +218,11 @@ vg_status vg_graph_capture_end(vg_stream *s, vg_graph **out)
     REQUIRE(s, "vg_graph_capture_end: stream is NULL");
     if (!s->capturing)
         return FAIL(VG_ERR_STATE, "vg_graph_capture_end: the stream is not capturing");
+    int loop = s->capturing == VG_CAPTURING_LOOP; /* core/loop.c began it */
     s->capturing = 0; /* ended in every case */
     vg_bk_graph *bk = NULL;
-    vg_status st = CALL(s->rt, capture_end, s->bk, &bk);
+    vg_status st = loop ? CALL(s->rt, loop_capture_end, s->bk, &bk)
+                        : CALL(s->rt, capture_end, s->bk, &bk);
     if (st != VG_OK || !bk) {
         if (st == VG_OK)
             st = FAIL(VG_ERR_INTERNAL, "vg_graph_capture_end: backend '%s' returned no graph",

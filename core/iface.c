@@ -38,7 +38,9 @@ static size_t iface_size_for_minor(uint32_t minor)
 {
     return minor == 0   ? VG_BACKEND_IFACE_SIZE_1_0
            : minor == 1 ? VG_BACKEND_IFACE_SIZE_1_1
-           : minor == 2 ? VG_BACKEND_IFACE_SIZE_1_2 : VG_BACKEND_IFACE_SIZE_1_3;
+           : minor == 2 ? VG_BACKEND_IFACE_SIZE_1_2
+           : minor == 3 ? VG_BACKEND_IFACE_SIZE_1_3
+                        : VG_BACKEND_IFACE_SIZE_1_4;
 }
 
 #define MEMBER(m) {offsetof(vg_backend_iface, m), #m}
@@ -76,6 +78,8 @@ static const struct {
     {VG_CAP_NATIVE, "native handles", 0,
      {MEMBER(native_device), MEMBER(stream_native), MEMBER(stream_wrap), MEMBER(mem_native),
       MEMBER(mem_register), MEMBER(mem_unregister)}},
+    {VG_CAP_GRAPH_LOOP, "device-side loops", 1,
+     {MEMBER(loop_capture_begin), MEMBER(loop_capture_end)}},
 };
 #undef MEMBER
 
@@ -99,6 +103,8 @@ vg_status vg_iface_check_caps(const vg_backend_iface *b, uint64_t *caps, const c
                             "1.%u (native handles are ABI 1.3); disabled", origin, b->abi_minor);
         *caps &= ~(VG_CAP_NATIVE | VG_CAP_FOREIGN_CAPTURE);
     }
+    /* the loop members are ABI 1.4's: an older table has none, whatever its device says */
+    if ((*caps & VG_CAP_GRAPH_LOOP) && b->abi_minor < 4) *caps &= ~VG_CAP_GRAPH_LOOP;
     for (size_t i = 0; i < VG_ARRAY_LEN(k_cap_members); i++) {
         if (!(*caps & k_cap_members[i].cap)) continue;
         for (int j = 0; j < MAX_CAP_MEMBERS && k_cap_members[i].members[j].name; j++) {
@@ -113,9 +119,10 @@ vg_status vg_iface_check_caps(const vg_backend_iface *b, uint64_t *caps, const c
             break;
         }
     }
-    /* graph update without graphs means nothing, and foreign work is enqueued on a native
-     * stream: capturing it needs both */
-    if (!(*caps & VG_CAP_GRAPH)) *caps &= ~(VG_CAP_GRAPH_UPDATE | VG_CAP_FOREIGN_CAPTURE);
+    /* graph update and loops without graphs mean nothing, and foreign work is enqueued on a
+     * native stream: capturing it needs both */
+    if (!(*caps & VG_CAP_GRAPH))
+        *caps &= ~(VG_CAP_GRAPH_UPDATE | VG_CAP_GRAPH_LOOP | VG_CAP_FOREIGN_CAPTURE);
     if (!(*caps & VG_CAP_NATIVE)) *caps &= ~VG_CAP_FOREIGN_CAPTURE;
     return VG_OK;
 }
@@ -141,6 +148,10 @@ vg_status vg_iface_validate(const vg_backend_iface *in, const char *origin, vg_b
     memset(out, 0, sizeof *out);
     memcpy(out, in, in->struct_size < sizeof *out ? in->struct_size : sizeof *out);
     if (in->abi_minor < 3) out->option_names = NULL; /* not a member before 1.3 */
+    if (in->abi_minor < 4) { /* not members before 1.4 */
+        out->loop_capture_begin = NULL;
+        out->loop_capture_end = NULL;
+    }
     for (size_t i = 0; i < VG_ARRAY_LEN(k_mandatory); i++) {
         if (member_at(out, k_mandatory[i].offset) == NULL)
             return vg_error_set(VG_ERR_ABI, "%s: mandatory member '%s' is NULL", origin,

@@ -13,7 +13,7 @@ const char *vg_op_name(vg_op_id op)
                                                     "paged_attention", "argmax",
                                                     "layernorm", "gather_weighted",
                                                     "rotary_kv_store", "gemm_silu_gate",
-                                                    "gemm_rmsnorm_a"};
+                                                    "gemm_rmsnorm_a", "lm_advance"};
     return (unsigned)op < VG_OP_COUNT_ ? names[op] : NULL;
 }
 
@@ -23,6 +23,7 @@ const char *vg_cap_name(uint64_t cap)
     if (cap == VG_CAP_GRAPH_UPDATE) return "graph_update";
     if (cap == VG_CAP_IPC) return "ipc";
     if (cap == VG_CAP_PINNED_HOST) return "pinned_host";
+    if (cap == VG_CAP_GRAPH_LOOP) return "graph_loop";
     return NULL;
 }
 
@@ -62,6 +63,7 @@ uint32_t vg_op_catalogue_dtypes(uint32_t op)
     case VG_OP_LAYERNORM:
     case VG_OP_GATHER_WEIGHTED:
     case VG_OP_ROTARY_KV_STORE: return VG_DTYPES_FLOAT;
+    case VG_OP_LM_ADVANCE: return VG_DTYPE_BIT(VG_DTYPE_I32);
     default: return 0;
     }
 }

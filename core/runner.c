@@ -801,3 +801,37 @@ vg_status vg_runner_invalidate(vg_runner *r)
     }
     return VG_OK;
 }
+
+/* ---- for runner_loop.c (device-side loops) ------------------------------------------------------ */
+
+vg_status vg_runner_prepare_call(vg_runner *r, const vg_batch_desc *real, const void *inputs,
+                                 vg_batch_desc *padded, int *bucket)
+{
+    *bucket = r->mode == VG_MODE_NONE ? -1 : vg_runner_bucket_for(r, real->num_tokens);
+    if (*bucket < 0)
+        return vg_error_set(VG_ERR_UNSUPPORTED, "runner: a call of %lld tokens has no graph "
+                                                "(mode %s, largest capture size %lld)",
+                            (long long)real->num_tokens, vg_graph_mode_name(r->mode),
+                            (long long)(r->nsizes ? r->sizes[r->nsizes - 1] : 0));
+    *padded = *real;
+    padded->num_tokens = r->sizes[*bucket];
+    r->active = r->graph_set;
+    vg_status st = ensure_sized(r, real);
+    if (st == VG_OK) st = reserve(r, padded);
+    if (st != VG_OK) return st;
+    vg_error_clear();
+    st = r->model.prepare(r->model.model, r, real, padded, r->stream, inputs);
+    if (st != VG_OK && !vg_error_is_set()) vg_error_set(st, "runner: the model's prepare failed");
+    return st;
+}
+
+int vg_runner_full_ok(const vg_runner *r, const vg_batch_desc *padded)
+{
+    int full_ok;
+    return use_full(r, padded, &full_ok);
+}
+
+vg_status vg_runner_enqueue_all(vg_runner *r, const vg_batch_desc *padded)
+{
+    return run_pieces_impl(r, padded, 0, r->model.num_pieces - 1, 0);
+}

@@ -102,4 +102,11 @@ struct vg_runner {
     runner_stats stats;
 };
 
+/* runner.c, for runner_loop.c: reserve and prepare a call without running it (refused without a
+ * bucket); whether `padded` runs FULL; enqueue every piece of `padded` (no timing). */
+vg_status vg_runner_prepare_call(vg_runner *r, const vg_batch_desc *real, const void *inputs,
+                                 vg_batch_desc *padded, int *bucket);
+int vg_runner_full_ok(const vg_runner *r, const vg_batch_desc *padded);
+vg_status vg_runner_enqueue_all(vg_runner *r, const vg_batch_desc *padded);
+
 #endif

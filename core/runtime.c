@@ -39,6 +39,7 @@ static const size_t k_op_member[] = {
     [VG_OP_ROTARY_KV_STORE] = offsetof(vg_op_table, rotary_kv_store),
     [VG_OP_GEMM_SILU_GATE] = offsetof(vg_op_table, gemm), /* an option of gemm */
     [VG_OP_GEMM_RMSNORM_A] = offsetof(vg_op_table, gemm), /* an option of gemm */
+    [VG_OP_LM_ADVANCE] = offsetof(vg_op_table, lm_advance),
 };
 _Static_assert(sizeof k_op_member / sizeof k_op_member[0] == VG_OP_COUNT_,
                "k_op_member needs one op table member per op id");
@@ -78,6 +79,9 @@ static vg_status build_op_table(vg_runtime *rt, const char *origin)
          * knowing it */
         if ((op == VG_OP_GEMM_SILU_GATE || op == VG_OP_GEMM_RMSNORM_A) && rt->ops.version < 6)
             c.flags = 0;
+        /* lm_advance is version 7's member, after version 6's: a table built before it has no
+         * lm_advance there, whatever its struct_size or op_caps say */
+        if (op == VG_OP_LM_ADVANCE && rt->ops.version < 7) c.flags = 0;
         if (!(c.flags & VG_OP_SUPPORTED) || !graphs) c.flags &= ~VG_OP_CAPTURABLE;
         if (!(c.flags & VG_OP_SUPPORTED)) c.flags = 0;
         rt->op[op].flags = c.flags;

@@ -117,6 +117,8 @@ struct vg_stream {
     int capturing; /* between vg_graph_capture_begin and vg_graph_capture_end */
     int wrapped;   /* vg_stream_wrap: the native stream is the caller's */
 };
+/* s->capturing of a capture begun by vg_graph_loop_capture_begin (core/loop.c) */
+#define VG_CAPTURING_LOOP 2
 struct vg_event {
     vg_runtime *rt;
     vg_bk_event *bk;

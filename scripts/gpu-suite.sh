@@ -4,8 +4,8 @@
 #   1. vg info: the cuda backend loads, shows its device, and auto-selection picks it;
 #   2. every ctest test labelled gpu, with VG_REQUIRE_DEVICE=1 so a missing device fails;
 #   3. the conformance suite, the vision-encoder (Qwen2.5-VL and Qwen3-VL), the language-model,
-#      native-handle and DLPack tests on cuda under compute-sanitizer memcheck (leak check on),
-#      and the conformance suite
+#      generation-loop, native-handle and DLPack tests on cuda under compute-sanitizer memcheck
+#      (leak check on), and the conformance suite
 #      under racecheck (shared memory);
 #   4. the launch benchmark (numbers for docs/performance.md), and the IPC one (docs/ipc.md).
 # Usage: scripts/gpu-suite.sh BUILD_DIR
@@ -57,6 +57,7 @@ step "memcheck: Qwen3-VL vision encoder on cuda" sanitize memcheck --leak-check 
 step "memcheck: language model on cuda" sanitize memcheck --leak-check full "$build/tests/test_lm"
 step "memcheck: native handles and a foreign kernel on cuda" sanitize memcheck --leak-check full "$build/tests/test_native"
 step "memcheck: DLPack on cuda" sanitize memcheck --leak-check full "$build/tests/test_dlpack"
+step "memcheck: generation loop on cuda (WHILE nodes)" sanitize memcheck --leak-check full "$build/tests/test_lm_loop"
 step "racecheck: conformance on cuda" racecheck
 step "racecheck: conformance, 128-row attention" racecheck_attention128
 step "vg bench launch" "$build/bin/vg" bench launch --backend cuda

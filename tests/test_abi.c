@@ -502,6 +502,44 @@ static void test_op_table_v5_plugin(void **state)
     VG_CHECK(vg_runtime_close(rt));
 }
 
+/* A version 6 op table (built before lm_advance): the core does not offer lm_advance, even when
+ * the table's struct_size reaches the member and op_caps says yes, and refuses a call naming it;
+ * version 6's ops still run. The stub's own table (version 7) offers it. */
+static void test_op_table_v6_plugin(void **state)
+{
+    (void)state;
+    vg_backend_iface copy = *stub_table();
+    vg_runtime *rt = NULL;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    assert_true(vg_runtime_op_support(rt, VG_OP_LM_ADVANCE, NULL) & VG_OP_SUPPORTED);
+    VG_CHECK(vg_runtime_close(rt));
+    vg_op_table v6 = *copy.ops;
+    v6.version = 6; /* struct_size left whole: the version alone decides */
+    copy.ops = &v6;
+    for (int cut = 0; cut < 2; cut++) {
+        if (cut) v6.struct_size = (uint32_t)offsetof(vg_op_table, lm_advance);
+        VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+        assert_int_equal(vg_runtime_op_support(rt, VG_OP_LM_ADVANCE, NULL), 0);
+        assert_true(vg_runtime_op_support(rt, VG_OP_ROTARY_KV_STORE, NULL) & VG_OP_SUPPORTED);
+        assert_true(vg_runtime_op_support(rt, VG_OP_GEMM_SILU_GATE, NULL) & VG_OP_SUPPORTED);
+        vg_stream *s = NULL;
+        VG_CHECK(vg_stream_create(rt, &s));
+        int32_t *d = NULL;
+        VG_CHECK(vg_mem_alloc(rt, 64 * sizeof(int32_t), (void **)&d));
+        VG_CHECK(vg_op_fill(s, d, VG_DTYPE_I32, 64, 0.0));
+        vg_lm_advance_args la = {.struct_size = sizeof la, .rows = 1, .block_size = 16,
+                                 .max_blocks = 1, .ld_out = 4, .next = d, .limit = d,
+                                 .block_tables = d, .tokens = d + 8, .pos = d + 9, .slots = d + 10,
+                                 .ctx = d + 11, .state = d + 12, .out = d + 16};
+        VG_CHECK_FAILS_ALL(vg_op_lm_advance(s, &la), VG_ERR_UNSUPPORTED, "lm_advance",
+                           "not implemented");
+        VG_CHECK(vg_stream_sync(s));
+        VG_CHECK(vg_mem_free(rt, d));
+        VG_CHECK(vg_stream_destroy(s));
+        VG_CHECK(vg_runtime_close(rt));
+    }
+}
+
 /* ---- ABI 1.2: the IPC section ------------------------------------------------------------------- */
 
 #define IPCNULL_PATH TEST_PLUGIN_DIR "/abi/libvg_ipcnull.so"
@@ -790,6 +828,49 @@ static void test_backend_options(void **state)
     VG_CHECK(vg_runtime_close(rt));
 }
 
+/* ---- ABI 1.4: device-side loops --------------------------------------------------------------- */
+
+static vg_status poisoned_loop_begin(vg_bk_device *d, vg_bk_stream *s, const int32_t *flag)
+{
+    (void)d, (void)s, (void)flag;
+    fail_msg("the core called loop_capture_begin beyond an older table's struct_size");
+    return VG_ERR_INTERNAL;
+}
+
+/* The loop members are optional: a table older than 1.4 (1.2, or 1.3 with its native section), or
+ * one without a member, loses VG_CAP_GRAPH_LOOP (and vg_graph_loop_capture_begin refuses without
+ * reaching the plugin). */
+static void test_loop_section_of_the_stub(void **state)
+{
+    (void)state;
+    const vg_backend_iface *stub = stub_table();
+    vg_runtime *rt = NULL;
+    vg_backend_iface copy = *stub;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    assert_true(vg_runtime_caps(rt) & VG_CAP_GRAPH_LOOP);
+    VG_CHECK(vg_runtime_close(rt));
+    for (int cut = 0; cut < 3; cut++) {
+        copy = *stub;
+        if (cut) { /* cut to 1.2 or 1.3: whatever lies beyond struct_size is never called */
+            copy.abi_minor = cut == 1 ? 2 : 3;
+            copy.struct_size = (uint32_t)(cut == 1 ? VG_BACKEND_IFACE_SIZE_1_2 : VG_BACKEND_IFACE_SIZE_1_3);
+            copy.loop_capture_begin = poisoned_loop_begin;
+        } else {
+            copy.loop_capture_end = NULL;
+        }
+        VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+        assert_false(vg_runtime_caps(rt) & VG_CAP_GRAPH_LOOP);
+        vg_stream *s = NULL;
+        void *flag = NULL;
+        VG_CHECK(vg_stream_create(rt, &s));
+        VG_CHECK(vg_mem_alloc(rt, 4, &flag));
+        VG_CHECK_FAILS(vg_graph_loop_capture_begin(s, flag), VG_ERR_UNSUPPORTED, "no device-side loops");
+        VG_CHECK(vg_mem_free(rt, flag));
+        VG_CHECK(vg_stream_destroy(s));
+        VG_CHECK(vg_runtime_close(rt));
+    }
+}
+
 int main(void)
 {
     unsetenv("VG_BACKEND_PATH");
@@ -807,12 +888,14 @@ int main(void)
         cmocka_unit_test_setup(test_op_table_v3_plugin, reset_env),
         cmocka_unit_test_setup(test_op_table_v4_plugin, reset_env),
         cmocka_unit_test_setup(test_op_table_v5_plugin, reset_env),
+        cmocka_unit_test_setup(test_op_table_v6_plugin, reset_env),
         cmocka_unit_test_setup(test_ipc_claimed_by_old_plugins, reset_env),
         cmocka_unit_test_setup(test_ipc_members_missing, reset_env),
         cmocka_unit_test_setup(test_ipc_section_of_the_stub, reset_env),
         cmocka_unit_test_setup(test_abi12_plugin_has_no_native, reset_env),
         cmocka_unit_test_setup(test_native_section_of_the_stub, reset_env),
         cmocka_unit_test_setup(test_backend_options, reset_env),
+        cmocka_unit_test_setup(test_loop_section_of_the_stub, reset_env),
     };
     return cmocka_run_group_tests_name("abi", tests, NULL, NULL);
 }

@@ -127,6 +127,14 @@ static vg_status valid_call(vg_stream *s, vg_op_id op)
     case VG_OP_ROTARY_KV_STORE: /* qkv rows of 2 + 2·1 heads in c; every row to slot 0 of a and b */
         return vg_op_rotary_kv_store(s, VG_DTYPE_F32, g.c, 2 * HIDDEN, ROWS, HEADS, 1, HD, g.b, g.b,
                                      1e-6f, g.pos, 1e4f, g.a, g.b + BYTES / 2, g.idx);
+    case VG_OP_LM_ADVANCE: { /* one row, done at once (its limit is 0): token and state into c */
+        int32_t *c = (int32_t *)g.c;
+        vg_lm_advance_args la = {.struct_size = sizeof la, .rows = 1, .block_size = 16, .max_blocks = 1,
+                                 .ld_out = 4, .next = g.idx, .limit = g.idx, .block_tables = g.idx,
+                                 .tokens = c, .pos = c + 1, .slots = c + 2, .ctx = c + 3, .state = c + 4,
+                                 .out = c + 8};
+        return vg_op_lm_advance(s, &la);
+    }
     default: return VG_ERR_INTERNAL;
     }
 }

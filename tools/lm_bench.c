@@ -13,6 +13,7 @@
 #include "cli_args.h"
 #include "cli_progress.h"
 #include "lm_bench_peer.h"
+#include "lm_loop_cli.h"
 #include "vg/vg_lm.h"
 #include "vg_cli.h"
 
@@ -21,7 +22,7 @@
 static const char k_help[] =
     "usage: vg lm bench --config qwen2.5-0.5b|qwen3-0.6b|qwen2-tiny|CONFIG.json [--dtype bf16|f16|f32]\n"
     "           [--batch 1,16,64] [--prompt 512] [--new 64] [--block-size 16] [--backend B]\n"
-    "           [--peer PEER.jsonl] [--pieces] [--json] [--quiet]\n"
+    "           [--peer PEER.jsonl] [--pieces] [--loop] [--json] [--quiet]\n"
     "\n"
     "Synthetic weights (deterministic, no files). Per batch size: every sequence prefills a\n"
     "prompt of --prompt tokens, then --new decode steps of the whole batch are timed, once eagerly\n"
@@ -35,12 +36,14 @@ static const char k_help[] =
     "  --pieces       a third, eager run with device events around every piece of a step: the\n"
     "                 device time per step of each piece (embed, attn_in, attention, attn_out_mlp,\n"
     "                 head), summed over the layers (each event pair adds a little)\n"
+    "  --loop         also generate --new tokens per sequence with vg_lm_generate, as a host loop\n"
+    "                 and as a device-side loop (one launch: CUDA WHILE nodes), tokens/s of each\n"
     "  --quiet        no progress on stderr (shown only when stderr is a terminal)\n"
     "--prompt plus --new must fit in the model's max_position_embeddings.\n";
 
 typedef struct bench_args {
     const char *config, *dtype_name, *batch_text, *backend, *peer;
-    int prompt, new_tokens, block_size, json, pieces, quiet;
+    int prompt, new_tokens, block_size, json, pieces, quiet, loop;
     int64_t batch[64];
     int nbatch;
 } bench_args;
@@ -142,6 +145,7 @@ static int parse(int argc, char **argv, bench_args *a)
         {"--backend", VG_OPT_STRING, &a->backend, 0, 0, "a backend name or the path of a plugin .so"},
         {"--peer", VG_OPT_STRING, &a->peer, 0, 0, "the peer's JSON lines file"},
         {"--pieces", VG_OPT_FLAG, &a->pieces, 0, 0, NULL},
+        {"--loop", VG_OPT_FLAG, &a->loop, 0, 0, NULL},
         {"--json", VG_OPT_FLAG, &a->json, 0, 0, NULL},
         {"--quiet", VG_OPT_FLAG, &a->quiet, 0, 0, NULL},
     };
@@ -311,6 +315,10 @@ int vg_cmd_lm_bench(int argc, char **argv)
         }
     }
     vg_progress_end(&progress);
+    lm_loop_row *loop_rows = a.loop ? calloc((size_t)a.nbatch, sizeof *loop_rows) : NULL; /* --loop */
+    if (!rc && a.loop)
+        rc = loop_rows ? vg_cli_lm_bench_loop(CMD, lm, &o, a.batch, a.nbatch, a.prompt, a.new_tokens, loop_rows)
+                       : vg_cli_fail(CMD, "out of memory");
     if (!rc && a.json) {
         cJSON *j = cJSON_CreateObject(), *arr;
         cJSON_AddStringToObject(j, "backend", vg_runtime_backend_name(rt));
@@ -350,6 +358,7 @@ int vg_cmd_lm_bench(int argc, char **argv)
             }
             cJSON_AddItemToArray(arr, e);
         }
+        if (a.loop) vg_cli_lm_bench_loop_report(loop_rows, a.nbatch, a.new_tokens, j);
         rc = vg_cli_print_json(j, 0);
     } else if (!rc) {
         char buf[32];
@@ -387,6 +396,8 @@ int vg_cmd_lm_bench(int argc, char **argv)
         lm_fast_peer_print_head(a.peer);
         for (int i = 0; i < a.nbatch; i++) lm_fast_peer_print_row(&fast, rows[i].batch, rows[i].graph_ms);
     }
+    if (!rc && !a.json && a.loop) vg_cli_lm_bench_loop_report(loop_rows, a.nbatch, a.new_tokens, NULL);
+    free(loop_rows);
     free(ids), free(toks), free(rows), free(warm);
     vg_lm_free(lm);
     vg_runtime_close(rt);

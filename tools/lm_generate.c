@@ -14,6 +14,7 @@
 #include "cli_progress.h"
 #include "cli_safetensors.h"
 #include "lm_input.h"
+#include "lm_loop_cli.h"
 #include "runner_stats_format.h"
 #include "vg/vg_lm.h"
 #include "vg/vg_safetensors.h"
@@ -27,7 +28,7 @@ static const char k_help[] =
     "           [--mode none|piecewise|full|full_and_piecewise] [--capture-sizes a,b,c]\n"
     "           [--max-capture-size N] [--prefill-chunk N] [--kv-blocks N] [--block-size N]\n"
     "           [--warmup] [--expected CASE.expected.safetensors [--tolerance REL]]\n"
-    "           [--eos ID[,ID]] [--ignore-eos] [--stats] [--json] [--quiet]\n"
+    "           [--eos ID[,ID]] [--ignore-eos] [--stats] [--json] [--quiet] [--device-loop]\n"
     "\n"
     "DIR is a Hugging Face model directory (config.json with model_type qwen2 or qwen3,\n"
     "model.safetensors or shards with model.safetensors.index.json). Prompts come from\n"
@@ -60,6 +61,10 @@ static const char k_help[] =
     "  --stats             print the graph runner's statistics (steps FULL, PIECEWISE, eager)\n"
     "  --json              print the result as one JSON document\n"
     "  --quiet             no progress on stderr (shown only when stderr is a terminal)\n"
+    "  --device-loop       once every prompt is in, the remaining tokens in one vg_lm_generate\n"
+    "                      call with the same EOS ids: a device-side loop where the backend has\n"
+    "                      one (one launch; CUDA 12.4 WHILE nodes), else the same steps as a host\n"
+    "                      loop (logged)\n"
     "When OUT is standard output (/dev/stdout), the text goes to stderr.\n"
     "Exit status: 0; 1 when an input, the run or the output failed (logits that are not finite\n"
     "included), or the result does not match --expected; 2 for a wrong command line.\n";
@@ -70,7 +75,7 @@ typedef struct gen_args {
     const char *model, *input, *output, *backend, *mode_name, *sizes_text, *prompt_text, *expected;
     double tolerance;
     int64_t max_new; /* -1: from the input file */
-    int chunk, block_size, stats, json, warmup, ignore_eos, quiet;
+    int chunk, block_size, stats, json, warmup, ignore_eos, quiet, device_loop;
     int64_t kv_blocks;
     vg_lm_options opts;
     int64_t sizes[256];
@@ -109,6 +114,7 @@ static int parse_args(int argc, char **argv, gen_args *a)
         {"--eos", VG_OPT_STRINGS, &a->eos_text, 0, 0, "token ids separated by commas"},
         {"--ignore-eos", VG_OPT_FLAG, &a->ignore_eos, 0, 0, NULL},
         {"--quiet", VG_OPT_FLAG, &a->quiet, 0, 0, NULL},
+        {"--device-loop", VG_OPT_FLAG, &a->device_loop, 0, 0, NULL},
     };
     int rc = vg_opt_parse(CMD, k_help, opts, (int)(sizeof opts / sizeof opts[0]), argc, argv, 2);
     if (rc) return rc;
@@ -207,6 +213,52 @@ static int first_non_finite(const float *row, int n)
     return -1;
 }
 
+/* ---- --device-loop ---- */
+static vg_lm_generate_info g_loop_info;
+
+/* Once every prompt is in: the remaining tokens of every unfinished prompt in one vg_lm_generate
+ * call with the EOS ids in force (0: not yet; 1: done, *rc set). */
+static int device_loop_rest(const gen_args *a, const prompts *p, gen_seq *s, vg_lm *lm, int vocab,
+                            int64_t *steps, int *rc)
+{
+    int B = p->B;
+    for (int b = 0; b < B; b++)
+        if (s[b].fed < s[b].L) return 0;
+    int32_t *ids = malloc((size_t)B * sizeof *ids), *next = malloc((size_t)B * sizeof *next);
+    int64_t *n = malloc((size_t)B * sizeof *n), *got = malloc((size_t)B * sizeof *got);
+    int32_t **out = malloc((size_t)B * sizeof *out);
+    float **lg = malloc((size_t)B * sizeof *lg);
+    int keep = s[0].logits != NULL; /* logits kept for --output and --expected only */
+    if (!ids || !next || !n || !got || !out || !lg) *rc = vg_cli_fail(CMD, "out of memory");
+    for (int b = 0; !*rc && b < B; b++) {
+        gen_seq *q = &s[b];
+        ids[b] = q->id, next[b] = q->out[q->L + q->made - 1];
+        n[b] = q->at_eos ? 0 : p->N - q->made; /* finished at its first token: nothing more */
+        out[b] = q->out + q->L + q->made, lg[b] = keep ? q->logits + q->made * vocab : NULL;
+    }
+    if (!*rc)
+        *rc = vg_cli_lm_generate_rest(CMD, lm, B, ids, next, n, a->eos, a->num_eos, out,
+                                      keep ? lg : NULL, got, &g_loop_info);
+    for (int b = 0; !*rc && b < B; b++) {
+        gen_seq *q = &s[b];
+        for (int64_t j = 0; j < got[b] && keep; j++) {
+            const float *row = q->logits + (q->made + j) * vocab;
+            int bad = first_non_finite(row, vocab);
+            if (bad >= 0) {
+                *rc = vg_cli_fail(CMD, "prompt %d, new token %lld: logit %d is %g; the model's output "
+                                       "is not finite (its weights overflow in this computation): no "
+                                       "token can be chosen", b, (long long)(q->made + j), bad, row[bad]);
+                break;
+            }
+        }
+        q->made += got[b];
+        if (got[b]) q->at_eos = is_eos(a, q->out[q->L + q->made - 1]);
+    }
+    *steps += g_loop_info.steps;
+    free(ids), free(next), free(n), free(got), free(out), free(lg);
+    return 1;
+}
+
 static int generate(const gen_args *a, const prompts *p, gen_seq *s, vg_lm *lm, int vocab, int64_t *steps)
 {
     int B = p->B;
@@ -223,6 +275,7 @@ static int generate(const gen_args *a, const prompts *p, gen_seq *s, vg_lm *lm, 
     int rc = 0;
     int64_t most = 0; /* new tokens of the furthest prompt, for the progress line */
     for (*steps = 0; !rc; ++*steps) {
+        if (a->device_loop && device_loop_rest(a, p, s, lm, vocab, steps, &rc)) break;
         int n = 0;
         for (int b = 0; b < B; b++) {
             gen_seq *q = &s[b];
@@ -417,6 +470,10 @@ static int report(const gen_args *a, const prompts *p, const gen_seq *s, vg_lm *
                "%lld PIECEWISE, %lld eager\n", vg_runtime_backend_name(rt), p->B, (long long)p->N,
                (long long)steps, (long long)g_path_steps[VG_RUN_FULL],
                (long long)g_path_steps[VG_RUN_PIECEWISE], (long long)g_path_steps[VG_RUN_EAGER]);
+        if (a->device_loop) /* --device-loop */
+            printf("device loop: %s%s, %lld step(s) in %d launch(es), %d read-back(s)\n",
+                   g_loop_info.device_loop ? "on the device" : "host loop: ", g_loop_info.fallback,
+                   (long long)g_loop_info.steps, g_loop_info.launches, g_loop_info.readbacks);
         if (vg_stats_print(stdout, vg_lm_runner(lm))) return 1;
     }
     return cmp ? vg_cli_fail(CMD, "the result does NOT match %s", a->expected) : 0;

@@ -101,6 +101,8 @@ static vg_backend_iface make_iface(void)
     t.mem_register = vgc_mem_register;
     t.mem_unregister = vgc_mem_unregister;
     t.option_names = vgc_option_names;
+    t.loop_capture_begin = vgc_loop_capture_begin; /* graph_loop.cu */
+    t.loop_capture_end = vgc_loop_capture_end;
     return t;
 }
 

@@ -66,6 +66,11 @@ struct vg_bk_stream {
     struct vgc_gemm_cache *gemm_cache;
     unsigned *counters; /* VGC_COUNTERS words of device memory, or NULL (HIP): see above */
     int wrapped;        /* stream_wrap: `s` is the caller's, never destroyed here */
+    /* graph_loop.cu: between loop_capture_begin and loop_capture_end, the graph holding the
+     * WHILE node whose body the stream captures into, its condition and the loop's flag */
+    cudaGraph_t loop_graph;
+    unsigned long long loop_cond;
+    const int32_t *loop_flag;
 };
 
 struct vg_bk_event {
@@ -184,5 +189,11 @@ vg_status vgc_op_layernorm(vg_bk_device *, vg_bk_stream *, vg_dtype, const void 
                            const void *, void *, int64_t, int64_t, float);
 vg_status vgc_op_gather_weighted(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, const void *,
                                  int64_t, const int32_t *, const float *, int64_t, int64_t, int);
+/* graph_loop.cu: op table version 7, and device-side loops (ABI 1.4): VG_CAP_GRAPH_LOOP where the
+ * runtime and the driver have WHILE nodes (CUDA 12.4), else 0 (HIP: always 0) */
+vg_status vgc_op_lm_advance(vg_bk_device *, vg_bk_stream *, const vg_lm_advance_args *);
+uint64_t vgc_loop_caps(void);
+extern "C" vg_status vgc_loop_capture_begin(vg_bk_device *, vg_bk_stream *, const int32_t *);
+extern "C" vg_status vgc_loop_capture_end(vg_bk_device *, vg_bk_stream *, vg_bk_graph **);
 
 #endif

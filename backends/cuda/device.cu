@@ -149,7 +149,7 @@ extern "C" vg_status vgc_op_caps(vg_bk_device *dev, uint32_t op, vg_op_caps *out
     if (!dev || !out) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": op_caps: NULL");
     /* every op of the catalogue this backend was built against, in every dtype it allows; an op
      * appended to the catalogue stops the build here until vgc_ops (ops.cu) implements it */
-    static_assert(VG_OP_COUNT_ == VG_OP_GEMM_RMSNORM_A + 1,
+    static_assert(VG_OP_COUNT_ == VG_OP_LM_ADVANCE + 1,
                   "a new op in vg_ops.h: implement it in vgc_ops, then extend this assertion");
     int known = op < VG_OP_COUNT_;
     /* VG_CUDA_FUSE=0: not op table version 6's fusions, so a model takes its separate ops (to
@@ -175,7 +175,7 @@ extern "C" vg_status vgc_device_info(vg_bk_device *dev, vg_device_info *info)
     snprintf(full.name, sizeof full.name, "%s", dev->prop.name);
     full.mem_total = total_b;
     full.mem_free = free_b;
-    full.caps = k_caps;
+    full.caps = k_caps | vgc_loop_caps(); /* WHILE nodes: by runtime and driver version */
     for (uint32_t op = 0; op < 64; op++) { /* for ABI 1.0 consumers; op_caps says the same */
         vg_op_caps c = {sizeof c, 0, 0};
         if (vgc_op_caps(dev, op, &c) == VG_OK && (c.flags & VG_OP_CAPTURABLE))

@@ -56,6 +56,8 @@ static const vg_backend_iface k_iface = {
     .mem_register = stub_mem_register,
     .mem_unregister = stub_mem_unregister,
     .option_names = stub_option_names,
+    .loop_capture_begin = stub_loop_capture_begin,
+    .loop_capture_end = stub_loop_capture_end,
 };
 
 VG_BACKEND_EXPORT const vg_backend_iface *vg_backend_query(const vg_host_services *host)

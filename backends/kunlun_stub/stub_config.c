@@ -5,7 +5,7 @@
  *   VG_STUB_POISON=1            fill fresh and freed memory with NaN bytes; keep freed memory
  *                               mapped (quarantined, up to VG_STUB_QUARANTINE, default 256M)
  *   VG_STUB_LAUNCH_US=N         simulated host cost of each launch (eager op or graph launch)
- *   VG_STUB_CAPS=tok,...        nograph | noupdate | noipc | nocapture:<op name> | noop:<op name>
+ *   VG_STUB_CAPS=tok,...        nograph | noupdate | noipc | noloop | nocapture:<op name> | noop:<op name>
  *   VG_STUB_FAULT=point[:n[+]],...  fail the n-th call (n+ : and all later ones) of a point:
  *                               device_open mem_alloc capture_begin capture_end instantiate
  *                               launch update ipc_open   (no :n means every call) */
@@ -25,7 +25,7 @@ static const char *const k_fault_names[STUB_FAULT_COUNT_] = {
 static const char *const k_op_names[STUB_OP_COUNT] = {
     "fill", "axpby", "gemm", "gather_rows", "rmsnorm", "rotary_2d", "attention", "silu_mul", "convert",
     "attention_rotary", "rotary", "rmsnorm_heads", "kv_store", "paged_attention", "argmax",
-    "layernorm", "gather_weighted", "rotary_kv_store", "gemm_silu_gate", "gemm_rmsnorm_a",
+    "layernorm", "gather_weighted", "rotary_kv_store", "gemm_silu_gate", "gemm_rmsnorm_a", "lm_advance",
 };
 
 /* The configuration is read at every device_count and device_open (vg info reads it half a
@@ -78,7 +78,9 @@ static void parse_caps(stub_config *cfg, const char *spec)
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
         if (strcmp(tok, "nograph") == 0) {
-            cfg->caps &= ~(VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE);
+            cfg->caps &= ~(VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_GRAPH_LOOP);
+        } else if (strcmp(tok, "noloop") == 0) {
+            cfg->caps &= ~VG_CAP_GRAPH_LOOP;
         } else if (strcmp(tok, "noipc") == 0) {
             cfg->caps &= ~VG_CAP_IPC;
         } else if (strcmp(tok, "noupdate") == 0) {
@@ -136,7 +138,7 @@ void stub_config_load(stub_config *cfg)
     cfg->devices = 1;
     cfg->capacity = 8ull << 30;
     cfg->quarantine_cap = 256ull << 20;
-    cfg->caps = VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_IPC | VG_CAP_NATIVE;
+    cfg->caps = VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_IPC | VG_CAP_NATIVE | VG_CAP_GRAPH_LOOP;
     const char *v = stub_option("VG_STUB_DEVICES");
     if (v && *v) {
         char *end = NULL;

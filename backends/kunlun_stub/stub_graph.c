@@ -104,7 +104,8 @@ vg_status stub_exec_launch(vg_bk_device *dev, vg_bk_exec *x, vg_bk_stream *s)
     if (stub_fault_hit(dev, STUB_FAULT_LAUNCH))
         return STUB_ERR(VG_ERR_DEVICE, "kunlun_stub: exec_launch failed (injected fault)");
     stub_charge_launch(dev); /* one launch for the whole graph */
-    for (size_t i = 0; i < x->list.n; i++) x->list.cmds[i].run(s, x->list.cmds[i].args);
+    for (size_t i = 0; i < x->list.n; i = stub_next_cmd(x->list.cmds, i))
+        x->list.cmds[i].run(s, x->list.cmds[i].args);
     return VG_OK;
 }
 

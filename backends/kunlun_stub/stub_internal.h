@@ -55,10 +55,10 @@ typedef struct stub_import {
     size_t bytes;
 } stub_import;
 
-/* The ops this stub implements: VG_OP_FILL up to VG_OP_GATHER_WEIGHTED (op table version 5).
+/* The ops this stub implements: VG_OP_FILL up to VG_OP_LM_ADVANCE (op table version 7).
  * Not VG_OP_COUNT_: an op appended to the catalogue is not implemented here until someone writes
  * it. */
-#define STUB_OP_COUNT (VG_OP_GEMM_RMSNORM_A + 1)
+#define STUB_OP_COUNT (VG_OP_LM_ADVANCE + 1)
 
 /* Caller-owned memory registered with mem_register (ABI 1.3): host memory on this device. */
 typedef struct stub_region {
@@ -119,6 +119,7 @@ struct vg_bk_stream {
     stub_cmd_list recording;
     float *scratch; /* per-stream host scratch for kernels (format conversion) */
     size_t scratch_elems;
+    const int32_t *loop_flag; /* stub_loop.c: the flag of the loop being captured, or NULL */
     /* stream_wrap: the caller's stream this one wraps (its native handle), NULL for a stream
      * stream_create made. The stub's native stream object is its stream: a wrapper is a stream
      * of its own that reports the wrapped one as its native handle and is not listed in
@@ -253,5 +254,13 @@ vg_status stub_op_layernorm(vg_bk_device *, vg_bk_stream *, vg_dtype, const void
                             const void *, void *, int64_t, int64_t, float);
 vg_status stub_op_gather_weighted(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, const void *,
                                   int64_t, const int32_t *, const float *, int64_t, int64_t, int);
+
+/* stub_loop.c: device-side loops (ABI 1.4) and lm_advance. An exec's list runs in order; a
+ * loop's list ends with a command that sends it back to its start while the flag is set. */
+vg_status stub_loop_capture_begin(vg_bk_device *dev, vg_bk_stream *s, const int32_t *flag);
+vg_status stub_loop_capture_end(vg_bk_device *dev, vg_bk_stream *s, vg_bk_graph **out);
+/* Index of the command to run after cmds[i]: i + 1, or 0 for a loop going round again. */
+size_t stub_next_cmd(const stub_cmd *cmds, size_t i);
+vg_status stub_op_lm_advance(vg_bk_device *dev, vg_bk_stream *s, const vg_lm_advance_args *a);
 
 #endif

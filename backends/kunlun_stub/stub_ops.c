@@ -179,4 +179,5 @@ const vg_op_table stub_ops = {
     .layernorm = stub_op_layernorm,
     .gather_weighted = stub_op_gather_weighted,
     .rotary_kv_store = stub_op_rotary_kv_store,
+    .lm_advance = stub_op_lm_advance,
 };

@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 #define VG_BACKEND_ABI_MAJOR 1
-#define VG_BACKEND_ABI_MINOR 3
+#define VG_BACKEND_ABI_MINOR 4
 #define VG_BACKEND_ENTRY_NAME "vg_backend_query"
 
 /* Opaque handles. Each backend defines these structs privately. */
@@ -165,9 +165,14 @@ typedef struct vg_op_table {
                                  int head_dim, const void *q_norm, const void *k_norm, float eps,
                                  const int32_t *pos, float theta, void *k_cache, void *v_cache,
                                  const int32_t *slots);
+
+    /* ---- version 7 (after version 6's ops): one step of a generation loop on the device ---- */
+
+    vg_status (*lm_advance)(vg_bk_device *dev, vg_bk_stream *stream,
+                            const vg_lm_advance_args *args);
 } vg_op_table;
 
-#define VG_OP_TABLE_VERSION 6
+#define VG_OP_TABLE_VERSION 7
 
 /* ---- the interface table ------------------------------------------------------------------- */
 
@@ -287,6 +292,19 @@ typedef struct vg_backend_iface {
     /* Optional. The option names the backend reads through host->option, NULL-terminated (NULL:
      * none). The core refuses an application's option whose name is not listed. */
     const char *const *option_names;
+
+    /* ---- ABI 1.4: device-side loops (VG_CAP_GRAPH_LOOP) ---- */
+
+    /* Optional; both or neither, with VG_CAP_GRAPH_LOOP (the core clears the capability when
+     * one is NULL or the table is older than 1.4). Like capture_begin, but what `stream`
+     * records becomes the body of a loop: the graph loop_capture_end returns runs the body
+     * once, then again while the int32 at `flag` (device memory, written by the body) is not
+     * 0, all on the device, in one exec_launch. A body the device cannot loop over fails at
+     * loop_capture_end or graph_instantiate with a message, never at launch. */
+    vg_status (*loop_capture_begin)(vg_bk_device *dev, vg_bk_stream *stream, const int32_t *flag);
+    /* Ends a capture begun by loop_capture_begin (in every case, like capture_end); the graph
+     * is instantiated, launched and destroyed with the graph members. */
+    vg_status (*loop_capture_end)(vg_bk_device *dev, vg_bk_stream *stream, vg_bk_graph **out);
 } vg_backend_iface;
 
 typedef const vg_backend_iface *(*vg_backend_query_fn)(const vg_host_services *host);
@@ -296,6 +314,7 @@ typedef const vg_backend_iface *(*vg_backend_query_fn)(const vg_host_services *h
 #define VG_BACKEND_IFACE_SIZE_1_1 (offsetof(vg_backend_iface, score) + sizeof(void *))
 #define VG_BACKEND_IFACE_SIZE_1_2 (offsetof(vg_backend_iface, ipc_close) + sizeof(void *))
 #define VG_BACKEND_IFACE_SIZE_1_3 (offsetof(vg_backend_iface, option_names) + sizeof(void *))
+#define VG_BACKEND_IFACE_SIZE_1_4 (offsetof(vg_backend_iface, loop_capture_end) + sizeof(void *))
 
 /* Open a runtime on an interface table the caller owns (an in-process or wrapped backend, or a
  * test). The table is validated like a plugin's and must outlive the runtime. */

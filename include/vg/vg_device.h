@@ -77,6 +77,16 @@ VG_API vg_status vg_graph_exec_launch(vg_graph_exec *x, vg_stream *s);
 VG_API vg_status vg_graph_exec_update(vg_graph_exec *x, vg_graph *g, int *applied);
 VG_API vg_status vg_graph_exec_destroy(vg_graph_exec *x); /* NULL is a no-op */
 
+/* Device-side loops (VG_CAP_GRAPH_LOOP; VG_ERR_UNSUPPORTED otherwise). Like
+ * vg_graph_capture_begin, but what s records becomes the body of a loop: the graph that
+ * vg_graph_loop_capture_end returns runs the body once, then again while the int32 at `flag`
+ * (device memory the body writes) is not 0, on the device, in one vg_graph_exec_launch (CUDA: a
+ * WHILE conditional node, CUDA 12.4 and newer). A body the device cannot loop over (CUDA: event
+ * nodes, for one) fails at vg_graph_loop_capture_end or vg_graph_instantiate, never at launch.
+ * Instantiate, launch and destroy it like any graph; vg_graph_capture_end ends it too. */
+VG_API vg_status vg_graph_loop_capture_begin(vg_stream *s, const int32_t *flag);
+VG_API vg_status vg_graph_loop_capture_end(vg_stream *s, vg_graph **out);
+
 /* ---- ops (vg_ops.h describes what each computes and its preconditions) ---------------------- */
 
 /* VG_OP_SUPPORTED | VG_OP_CAPTURABLE for op on the runtime's device, 0 for an op this core or
@@ -138,6 +148,9 @@ VG_API vg_status vg_op_rotary_kv_store(vg_stream *s, vg_dtype dtype, void *qkv, 
                                        const void *q_norm, const void *k_norm, float eps,
                                        const int32_t *pos, float theta, void *k_cache,
                                        void *v_cache, const int32_t *slots);
+
+/* op table version 7 */
+VG_API vg_status vg_op_lm_advance(vg_stream *s, const vg_lm_advance_args *args);
 
 #ifdef __cplusplus
 }

@@ -129,6 +129,58 @@ VG_API int64_t vg_lm_seq_len(const vg_lm *lm, int32_t seq);
 VG_API vg_status vg_lm_step(vg_lm *lm, const vg_lm_seq_tokens *seqs, int num, float *logits,
                             int32_t *greedy, vg_lm_step_info *info);
 
+/* ---- generation: many decode steps in one call ------------------------------------------------ */
+
+/* Where vg_lm_generate runs its loop. */
+typedef enum vg_lm_loop {
+    VG_LM_LOOP_AUTO = 0,   /* on the device where the backend can (VG_CAP_GRAPH_LOOP), else host */
+    VG_LM_LOOP_HOST = 1,   /* one step per host round trip */
+    VG_LM_LOOP_DEVICE = 2  /* asked for the device: still falls back to the host, logged, when it
+                              cannot (the result is the same) */
+} vg_lm_loop;
+
+typedef struct vg_lm_generate_options {
+    uint32_t struct_size;
+    int32_t max_new_tokens; /* N >= 1: tokens each sequence may produce */
+    const int32_t *eos;     /* a sequence stops after producing one of these (may be NULL) */
+    int32_t num_eos;
+    vg_lm_loop loop;
+} vg_lm_generate_options;
+
+/* One sequence of a generation: already prefilled, with `token` its next input (the greedy pick
+ * after its prompt, not yet in the KV cache). */
+typedef struct vg_lm_gen_seq {
+    int32_t seq;
+    int32_t token;
+    int32_t max_new_tokens; /* 0: the options'; else at most this many (and at most N) */
+} vg_lm_gen_seq;
+
+typedef struct vg_lm_generate_info {
+    int device_loop;     /* 1: every step ran on the device, from one launch */
+    char fallback[256];  /* why the host loop ran although the loop was AUTO or DEVICE ("" else) */
+    int64_t steps;       /* decode steps run: the largest count */
+    int launches;        /* forwards the host submitted (device loop: 1) */
+    int readbacks;       /* times the host waited for results (device loop: 1) */
+    double total_ms;     /* host wall time of the call */
+} vg_lm_generate_info;
+
+VG_API void vg_lm_generate_options_init(vg_lm_generate_options *opts);
+/* Greedy decoding of `num` sequences together, up to N = opts->max_new_tokens steps: each step
+ * feeds every unfinished sequence its last token and takes the argmax of the logits as its next.
+ * A sequence finishes at one of the EOS ids (kept as its last token), at its max_new_tokens, or
+ * at its length limit (max_seq_len, max_position_embeddings); a finished sequence repeats its
+ * last step without effect while others go on, so every step has the same shape. tokens
+ * receives [num, N] (row i: counts[i] tokens of seqs[i]); logits (may be NULL) receives
+ * [num, N, vocab] F32, the logits each token was picked from. Afterwards each sequence holds
+ * its fed tokens in the cache (its length grew by counts[i]) and the last token produced is its
+ * next input. KV blocks for every step are taken before the first: a generation the pool cannot
+ * hold whole is refused (VG_ERR_OUT_OF_MEMORY) and changes nothing, as a refused argument does.
+ * On the device loop (docs/runner.md) the steps run in one graph launch and the host reads the
+ * results once; the host loop gives the same tokens and logits. info may be NULL. */
+VG_API vg_status vg_lm_generate(vg_lm *lm, const vg_lm_gen_seq *seqs, int num,
+                                const vg_lm_generate_options *opts, int32_t *tokens,
+                                int32_t *counts, float *logits, vg_lm_generate_info *info);
+
 #ifdef __cplusplus
 }
 #endif

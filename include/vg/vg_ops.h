@@ -53,7 +53,9 @@ typedef enum vg_op_id {
     VG_OP_ROTARY_KV_STORE = 17,
     VG_OP_GEMM_SILU_GATE = 18, /* gemm with args.gate = VG_GEMM_GATE_SILU (no member of its own) */
     VG_OP_GEMM_RMSNORM_A = 19, /* gemm with args.norm_w: A's rows rmsnorm'd first (gemm's member) */
-    VG_OP_COUNT_ = 20
+    /* op table version 7: one step of a generation loop on the device */
+    VG_OP_LM_ADVANCE = 20,
+    VG_OP_COUNT_ = 21
 } vg_op_id;
 
 /* What a device offers for one op (vg_runtime_op_support). */
@@ -197,6 +199,21 @@ typedef enum vg_activation {
  *               slot writes nothing). The query and key heads of qkv are left normalised and
  *               rotated, the value heads untouched. head_dim even; heads, kv_heads >= 1;
  *               eps >= 0; theta > 0. The caches must not overlap qkv.
+ *
+ * lm_advance    one step of a greedy generation loop, over `rows` sequences (vg_lm_advance_args;
+ *               every array is I32 in device memory unless said otherwise, read when the op
+ *               runs, so one capture serves every step of a device-side loop). state holds
+ *               [step, more, done[rows], count[rows]]. For each row r with done[r] == 0:
+ *               t = next[r]; out[r·ld_out + count[r]] = t; with logits_out (F32), the F32 row
+ *               logits[r·vocab ..] is copied to logits_out[(r·ld_out + count[r])·vocab ..];
+ *               count[r] += 1; done[r] = 1 when t is one of eos[0 .. num_eos), count[r] reaches
+ *               limit[r] or ld_out, or the next position has no block in the table; otherwise
+ *               row r's next step advances: tokens[r] = t, pos[r] += 1, ctx[r] += 1 and
+ *               slots[r] = block_tables[r·max_blocks + pos[r]/block_size]·block_size +
+ *               pos[r] % block_size. A row that is done is left as it was (its next step repeats
+ *               its last one, which writes the same KV entries again). Then step += 1 and
+ *               more = 1 while some row is not done, else 0. rows >= 1, ld_out >= 1,
+ *               block_size >= 1, max_blocks >= 1, num_eos >= 0, vocab >= 1 with logits_out.
  */
 
 /* What gemm does with the two halves of its output (op table version 6). */
@@ -229,6 +246,23 @@ typedef struct vg_gemm_args {
     float norm_eps;     /* >= 0 */
     void *norm_out;     /* with norm_w: [m, k] of dtype_ab, scratch the device may write */
 } vg_gemm_args;
+
+/* Arguments of lm_advance (vg_ops.h, above). */
+typedef struct vg_lm_advance_args {
+    uint32_t struct_size; /* sizeof(vg_lm_advance_args) */
+    int32_t rows, num_eos, block_size, max_blocks;
+    int64_t ld_out;
+    int64_t vocab;                /* columns of logits, with logits_out */
+    const int32_t *next;          /* [rows] the step's greedy token per row */
+    const int32_t *eos;           /* [num_eos] */
+    const int32_t *limit;         /* [rows] tokens each row may produce */
+    const int32_t *block_tables;  /* [rows, max_blocks] */
+    int32_t *tokens, *pos, *slots, *ctx; /* [rows] the next step's metadata, advanced in place */
+    int32_t *state;               /* [2 + 2·rows] */
+    int32_t *out;                 /* [rows, ld_out] */
+    const float *logits;          /* [rows, vocab], with logits_out */
+    float *logits_out;            /* optional: [rows, ld_out, vocab] */
+} vg_lm_advance_args;
 
 /* The highest head_dim attention accepts. */
 #define VG_ATTENTION_MAX_HEAD_DIM 256

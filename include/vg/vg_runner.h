@@ -213,6 +213,32 @@ VG_API int vg_runner_piece_times(vg_runner *r, double *ms, int max);
 /* Name and arg of piece i (NULL for an index out of range). */
 VG_API const char *vg_runner_piece_name(const vg_runner *r, int i, int64_t *arg);
 
+/* ---- device-side loops (VG_CAP_GRAPH_LOOP) ----------------------------------------------------- */
+
+/* Work a loop body adds after the forward, e.g. the step that picks the next tokens and writes
+ * the next call's inputs into the runner's buffers. */
+typedef vg_status (*vg_loop_tail_fn)(void *user, vg_runner *r, const vg_batch_desc *padded,
+                                     vg_stream *stream);
+/* Capture the whole forward of `padded` (a bucket's descriptor) followed by `tail` as the body of
+ * a device-side loop (vg_graph_loop_capture_begin): the exec runs forward and tail, then again
+ * while *flag != 0, in one launch. The caller owns the exec; it bakes in the runner's buffers,
+ * which do not move while the runner lives (the graph set is sized once for the largest bucket).
+ * With eager_first, a bucket whose forward never ran eagerly runs once first, on an all-padding
+ * call (prepare with inputs NULL): so capture before vg_runner_prepare. VG_ERR_UNSUPPORTED with
+ * the reason when the device has no loops, the mode is not FULL or FULL_AND_PIECEWISE, or a
+ * piece cannot be captured for `padded`; the backend's error when it rejects the body. */
+VG_API vg_status vg_runner_loop_capture(vg_runner *r, const vg_batch_desc *padded,
+                                        vg_loop_tail_fn tail, void *user, const int32_t *flag,
+                                        vg_graph_exec **out);
+/* Reserve and prepare a call like vg_runner_run, without running it: the buffers then hold the
+ * inputs of `real` for a loop's first iteration. *padded receives the bucket's descriptor.
+ * VG_ERR_UNSUPPORTED when the call has no bucket (mode NONE, or above the threshold). */
+VG_API vg_status vg_runner_prepare(vg_runner *r, const vg_batch_desc *real, const void *inputs,
+                                   vg_batch_desc *padded);
+/* Launch a loop from vg_runner_loop_capture on the runner's stream, for a call prepared for
+ * `real`; counted in the statistics as one hit and one replay of its bucket. */
+VG_API vg_status vg_runner_loop_launch(vg_runner *r, vg_graph_exec *loop, const vg_batch_desc *real);
+
 #ifdef __cplusplus
 }
 #endif

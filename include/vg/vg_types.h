@@ -69,6 +69,7 @@ typedef enum vg_log_level {
  * capture records the stream (CUDA, HIP); false where graphs record only the backend's own
  * launches (OpenCL command buffers, kunlun_stub). */
 #define VG_CAP_FOREIGN_CAPTURE (1ull << 5)
+#define VG_CAP_GRAPH_LOOP (1ull << 6) /* a graph can loop on the device (ABI 1.4) */
 
 /* An exported allocation, as bytes another process can receive (ABI 1.2, vg_ipc.h): what they
  * mean is the backend's own (CUDA: a cudaIpcMemHandle_t; kunlun_stub: a process id, a file

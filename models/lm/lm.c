@@ -235,6 +235,7 @@ vg_status vg_lm_reconfigure(vg_lm *m, const vg_lm_options *o)
         return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_reconfigure: bad argument");
     if (o->num_capture_sizes < 0 || o->num_capture_sizes > (int)VGM_ARRAY_LEN(m->sizes))
         return vg_error_set(VG_ERR_INVALID_ARG, "lm: at most %d capture sizes", (int)VGM_ARRAY_LEN(m->sizes));
+    lm_loops_free(m); /* they replay the old runner's buffers */
     vg_runner_destroy(m->runner);
     m->runner = NULL;
     m->opts.mode = o->mode;
@@ -250,6 +251,7 @@ vg_status vg_lm_reconfigure(vg_lm *m, const vg_lm_options *o)
 vg_status vg_lm_free(vg_lm *m)
 {
     if (!m) return VG_OK;
+    lm_loops_free(m);
     vg_runner_destroy(m->runner);
     if (m->meta_stage) vg_host_free(m->rt, m->meta_stage);
     if (m->kv_mem) vg_mem_free(m->rt, m->kv_mem);

@@ -148,6 +148,8 @@ struct vg_lm {
     int64_t sizes[256];
     int num_eos;
     int32_t eos[VG_LM_MAX_EOS];
+    struct lm_loops *loops; /* lm_loop.c: device-side generation loops, captured per bucket */
+    int loop_logged;        /* the host-loop fallback was logged */
 };
 
 static inline void *lm_k_cache(const vg_lm *m, int layer)
@@ -169,6 +171,8 @@ vg_status lm_pieces_init(vg_lm *m);
 vg_status lm_reserve(void *model, vg_runner *r, const vg_batch_desc *padded);
 vg_status lm_prepare(void *model, vg_runner *r, const vg_batch_desc *real,
                      const vg_batch_desc *padded, vg_stream *s, const void *inputs);
+/* lm_loop.c: drop the captured generation loops (before the runner or the model goes). */
+void lm_loops_free(vg_lm *m);
 /* Per-sequence slots of a call padded to `tokens`. */
 static inline int lm_seq_slots(const vg_lm *m, int64_t tokens)
 {

@@ -48,6 +48,8 @@ class RuntimeOptions(Structure):
 # vg_native.h (ABI 1.3)
 CAP_NATIVE = 1 << 4
 CAP_FOREIGN_CAPTURE = 1 << 5
+# device-side loops (ABI 1.4, vg_device.h)
+CAP_GRAPH_LOOP = 1 << 6
 NATIVE_APIS = {0: "none", 1: "host", 2: "cuda", 3: "hip", 4: "opencl", 5: "vendor"}
 
 
