@@ -409,6 +409,20 @@ static void test_vit3_fewer_blocks(void **state)
                        "'model.visual.blocks.3.");
 }
 
+/* transformers 5 saves vision_config with the vision config class's own model_type */
+static void test_vit_vision_model_types(void **state)
+{
+    (void)state;
+    copy_model(VIT, NULL);
+    set_config(1, "model_type", "\"qwen2_5_vl_vision\"");
+    VG_CHECK(load_vit(g_dir, AUTO));
+    copy_model(VIT3, NULL);
+    set_config(1, "model_type", "\"qwen3_vl_vision\"");
+    VG_CHECK(load_vit(g_dir, AUTO));
+    set_config(1, "model_type", "\"qwen2_5_vl_vision\"");
+    VG_CHECK_FAILS_ALL(load_vit(g_dir, AUTO), VG_ERR_FORMAT, "name different vision towers");
+}
+
 static void test_vit3_fewer_deepstack(void **state)
 {
     (void)state;
@@ -599,6 +613,7 @@ int main(void)
         T(test_vit_fewer_blocks),
         T(test_vit3_fewer_blocks),
         T(test_vit3_fewer_deepstack),
+        T(test_vit_vision_model_types),
         T(test_lm_more_layers),
         T(test_fifo_weights),
         T(test_fifo_shard_and_index),

@@ -12,6 +12,7 @@ static const struct {
     vit_family family;
 } k_types[] = {
     {"qwen2_5_vl", VIT_QWEN2_5},
+    {"qwen2_5_vl_vision", VIT_QWEN2_5}, /* transformers 5's Qwen2_5_VLVisionConfig */
     {"qwen3_vl", VIT_QWEN3},
     {"qwen3_vl_vision", VIT_QWEN3},  /* transformers' Qwen3VLVisionConfig */
     {"qwen3_vl_moe", VIT_QWEN3},     /* the mixture-of-experts models share the tower */
