@@ -289,7 +289,8 @@ test)
     packages+=("${test_packages[@]}")
     configure_and_build
     run_ctest "$@"
-    VG_BUILD_DIR=$build CMAKE_ARGS="-DVG_BUILD_CUDA=OFF -DVG_BUILD_HIP=OFF ${CMAKE_ARGS:-}" "$root/scripts/python-test.sh" # h31: the Python package (pip install ./python, pytest)
+    # then the Python package: pip install ./python (its own CPU-only build of vg), its pytest suite
+    VG_BUILD_DIR=$build CMAKE_ARGS="-DVG_BUILD_CUDA=OFF -DVG_BUILD_HIP=OFF ${CMAKE_ARGS:-}" "$root/scripts/python-test.sh"
     ;;
 ctest) run_ctest "$@" ;;
 gpu-test)
