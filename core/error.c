@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vg/vg_runner.h" /* vg_free */
+#include "vg/vg.h" /* vg_free */
 #include "vg_internal.h"
 
 /* Large enough for auto-selection's message, which lists every refused candidate. */

@@ -43,6 +43,21 @@ static size_t iface_size_for_minor(uint32_t minor)
                         : VG_BACKEND_IFACE_SIZE_1_4;
 }
 
+/* The op table's size for each version this core knows (members are only appended: a version
+ * ends where the next one's first member starts). A newer version than this core's must hold at
+ * least everything this core knows (its own additions are ignored). */
+_Static_assert(VG_OP_TABLE_VERSION == 7, "a new op table version: give its size here");
+static size_t op_table_size_for_version(uint32_t version)
+{
+    return version == 1   ? offsetof(vg_op_table, rmsnorm)
+           : version == 2 ? offsetof(vg_op_table, attention_rotary)
+           : version == 3 ? offsetof(vg_op_table, rotary)
+           : version == 4 ? offsetof(vg_op_table, layernorm)
+           : version == 5 ? offsetof(vg_op_table, rotary_kv_store)
+           : version == 6 ? offsetof(vg_op_table, lm_advance)
+                          : sizeof(vg_op_table);
+}
+
 #define MEMBER(m) {offsetof(vg_backend_iface, m), #m}
 static const struct {
     size_t offset;
@@ -157,12 +172,20 @@ vg_status vg_iface_validate(const vg_backend_iface *in, const char *origin, vg_b
             return vg_error_set(VG_ERR_ABI, "%s: mandatory member '%s' is NULL", origin,
                                 k_mandatory[i].name);
     }
-    /* The op table is a versioned sub-table: zero-extend it the same way. */
+    /* The op table is a versioned sub-table, checked and zero-extended the same way; members
+     * past its declared version are not the plugin's, whatever its struct_size says. */
+    uint32_t over = in->ops->version, osz = in->ops->struct_size;
+    if (over == 0)
+        return vg_error_set(VG_ERR_ABI, "%s: op table version 0 (the VG_OP_TABLE_VERSION the "
+                                        "plugin was built against is 1 or later)", origin);
+    size_t oneed = op_table_size_for_version(over);
+    if (osz < oneed)
+        return vg_error_set(VG_ERR_ABI,
+                            "%s: op table too small for its version: struct_size %u bytes, op "
+                            "table version %u needs at least %zu",
+                            origin, osz, over, oneed);
     memset(ops_out, 0, sizeof *ops_out);
-    uint32_t osz = in->ops->struct_size;
-    if (osz < 2 * sizeof(uint32_t))
-        return vg_error_set(VG_ERR_ABI, "%s: op table struct_size %u is too small", origin, osz);
-    memcpy(ops_out, in->ops, osz < sizeof *ops_out ? osz : sizeof *ops_out);
+    memcpy(ops_out, in->ops, oneed);
     out->ops = ops_out;
     return VG_OK;
 }

@@ -79,9 +79,6 @@ static vg_status build_op_table(vg_runtime *rt, const char *origin)
          * knowing it */
         if ((op == VG_OP_GEMM_SILU_GATE || op == VG_OP_GEMM_RMSNORM_A) && rt->ops.version < 6)
             c.flags = 0;
-        /* lm_advance is version 7's member, after version 6's: a table built before it has no
-         * lm_advance there, whatever its struct_size or op_caps say */
-        if (op == VG_OP_LM_ADVANCE && rt->ops.version < 7) c.flags = 0;
         if (!(c.flags & VG_OP_SUPPORTED) || !graphs) c.flags &= ~VG_OP_CAPTURABLE;
         if (!(c.flags & VG_OP_SUPPORTED)) c.flags = 0;
         rt->op[op].flags = c.flags;

@@ -105,10 +105,6 @@ struct vg_runtime {
     uint64_t next_reg_id;
 };
 
-/* Internal accessors, for core files only (the runner, device.c, ops*.c). */
-static inline const vg_backend_iface *vg_rt_iface(const vg_runtime *rt) { return &rt->iface; }
-static inline vg_bk_device *vg_rt_dev(const vg_runtime *rt) { return rt->dev; }
-
 /* ---- device objects (device.c) ---------------------------------------------------------------- */
 
 struct vg_stream {
@@ -131,8 +127,6 @@ struct vg_graph_exec {
     vg_runtime *rt;
     vg_bk_exec *bk;
 };
-
-static inline vg_bk_stream *vg_stream_bk(const vg_stream *s) { return s->bk; }
 
 /* ---- native handles and registered memory (native.c) ---------------------------------------- */
 

@@ -540,6 +540,45 @@ static void test_op_table_v6_plugin(void **state)
     }
 }
 
+/* The op table's version is checked like the interface table's (docs/plugin-abi.md): version 0
+ * and a struct_size below the declared version's size are refused; members past the declared
+ * version are not the plugin's, whatever its struct_size says (never called, their ops not
+ * offered); a version newer than this core's loads, and the core uses what it knows. */
+static void test_op_table_version_is_checked(void **state)
+{
+    (void)state;
+    vg_backend_iface copy = *stub_table();
+    vg_op_table t = *copy.ops;
+    copy.ops = &t;
+    vg_runtime *rt = NULL;
+    t.version = 0;
+    VG_CHECK_FAILS(vg_runtime_open_iface(&copy, 0, &rt), VG_ERR_ABI, "op table version 0");
+    assert_null(rt);
+    t.version = 5;
+    t.struct_size = (uint32_t)offsetof(vg_op_table, layernorm); /* version 4's size */
+    VG_CHECK_FAILS_ALL(vg_runtime_open_iface(&copy, 0, &rt), VG_ERR_ABI,
+                       "op table too small for its version", "version 5");
+    assert_null(rt);
+    t = *stub_table()->ops;
+    t.version = 4; /* struct_size left whole */
+    t.gather_weighted = poisoned_gather_weighted;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    assert_true(vg_runtime_op_support(rt, VG_OP_ARGMAX, NULL) & VG_OP_SUPPORTED);
+    assert_int_equal(vg_runtime_op_support(rt, VG_OP_LAYERNORM, NULL), 0);
+    assert_int_equal(vg_runtime_op_support(rt, VG_OP_GATHER_WEIGHTED, NULL), 0);
+    VG_CHECK(vg_runtime_close(rt));
+    struct { vg_op_table t; unsigned char later[64]; } big;
+    memset(&big, 0xA5, sizeof big); /* what a newer table appends: this core must not read it */
+    big.t = *stub_table()->ops;
+    big.t.version = VG_OP_TABLE_VERSION + 1;
+    big.t.struct_size = (uint32_t)sizeof big;
+    copy.ops = &big.t;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    for (int op = 0; op < VG_OP_COUNT_; op++)
+        assert_true(vg_runtime_op_support(rt, (vg_op_id)op, NULL) & VG_OP_SUPPORTED);
+    VG_CHECK(vg_runtime_close(rt));
+}
+
 /* ---- ABI 1.2: the IPC section ------------------------------------------------------------------- */
 
 #define IPCNULL_PATH TEST_PLUGIN_DIR "/abi/libvg_ipcnull.so"
@@ -889,6 +928,7 @@ int main(void)
         cmocka_unit_test_setup(test_op_table_v4_plugin, reset_env),
         cmocka_unit_test_setup(test_op_table_v5_plugin, reset_env),
         cmocka_unit_test_setup(test_op_table_v6_plugin, reset_env),
+        cmocka_unit_test_setup(test_op_table_version_is_checked, reset_env),
         cmocka_unit_test_setup(test_ipc_claimed_by_old_plugins, reset_env),
         cmocka_unit_test_setup(test_ipc_members_missing, reset_env),
         cmocka_unit_test_setup(test_ipc_section_of_the_stub, reset_env),

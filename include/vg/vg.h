@@ -34,6 +34,12 @@ VG_API vg_status vg_error_set(vg_status status, const char *fmt, ...) VG_PRINTF(
  * current status. */
 VG_API vg_status vg_error_prefix(const char *fmt, ...) VG_PRINTF(1, 2);
 
+/* ---- memory handed to the caller ------------------------------------------------------------ */
+
+/* Free memory vg handed to the caller: the output arrays of every model API (vg_vit.h's
+ * embeddings, ...). NULL is a no-op. */
+VG_API void vg_free(void *p);
+
 /* ---- logging ------------------------------------------------------------------------------ */
 
 /* Default level: VG_LOG_LEVEL (error|warn|info|debug|trace or 0-4), else warn. */

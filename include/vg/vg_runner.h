@@ -204,8 +204,6 @@ typedef struct vg_bucket_stats {
  * concurrently with vg_runner_run. Formatting them is the caller's business (the vg command
  * prints them as a table or JSON). */
 VG_API int vg_runner_stats(vg_runner *r, vg_bucket_stats *out, int max, vg_bucket_stats *total);
-/* Free memory vg handed to the caller (output arrays of the model APIs). */
-VG_API void vg_free(void *p);
 
 /* With profile_pieces: device milliseconds spent in each piece over all eager runs so far
  * (ms[i] for piece i, at most max). Returns the number of pieces. */

@@ -3,6 +3,8 @@
 #   MODE=find_package (default)  a CMake project with find_package(vg) and vg::vg (SRC); then the
 #                                installed vg loads each of PLUGINS (names, '|'-separated: the
 #                                other backends built) from the prefix, device or not
+#                                and the installed conformance suites (LIBEXECDIR/vg) run on
+#                                the installed kunlun_stub (LIBDIR/vg)
 #   MODE=pkg_config              CC SRC/consumer.c $(pkg-config --cflags --libs vg), run with
 #                                no LD_LIBRARY_PATH: vg.pc must make libvg findable at run time
 #   MODE=template                the vendor template (TEMPLATE: backends/kunlun_stub's sources)
@@ -45,6 +47,18 @@ if(MODE STREQUAL "find_package")
       message(FATAL_ERROR "the installed vg did not load the installed ${name} plugin:\n${out}\n${err}")
     endif()
     message("installed plugin found: ${path}")
+  endforeach()
+  # The conformance suites as installed, on the installed kunlun_stub named by its path, as a
+  # vendor runs them on a plugin (docs/adding-a-backend.md): the libvg they load is this prefix's.
+  set(stub ${DEST}/${LIBDIR}/vg/libvg_kunlun_stub.so)
+  foreach(suite test_conformance conformance_random)
+    set(exe ${DEST}/${LIBEXECDIR}/vg/${suite})
+    run(${CMAKE_COMMAND} -E env LD_TRACE_LOADED_OBJECTS=1 ${exe})
+    if(NOT run_out MATCHES "libvg\\.so[^\n]* => (${DEST}|${real_dest})/")
+      message(FATAL_ERROR "the installed ${suite} does not load the installed libvg:\n${run_out}")
+    endif()
+    run(${CMAKE_COMMAND} -E env --unset=VG_BACKEND_PATH VG_BACKEND=${stub} ${exe})
+    message("installed ${suite} passed on ${stub}")
   endforeach()
   message("${consumer_out}")
 elseif(MODE STREQUAL "pkg_config")
