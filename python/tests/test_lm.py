@@ -109,3 +109,17 @@ def test_text_in_and_out_through_a_tokenizer(stub):
         texts = lm.generate(["hello", "vg"], 4)
         ids = lm.generate([_Tokenizer()("hello")["input_ids"], _Tokenizer()("vg")["input_ids"]], 4)
     assert texts == [_Tokenizer().decode(x) for x in ids] and all(len(t) == 4 for t in texts)
+
+
+@pytest.mark.parametrize("model", ["qwen2_tiny", "qwen3_tiny"])
+def test_info_carries_the_models_eos(stub, model):
+    """vg_lm_info's whole struct crosses (its appended EOS ids too), and generate's default EOS is
+    the one vg read from the model directory."""
+    import json
+    cfg = json.loads((DATA / model / "model" / "config.json").read_text())
+    want = cfg.get("eos_token_id")
+    want = [] if want is None else [want] if isinstance(want, int) else list(want)
+    with _lm(stub, model) as lm:
+        info = lm.get_info()
+        assert info["eos_ids"] == want and info["num_eos"] == len(want)
+        assert lm.eos_token_id == (want or None)

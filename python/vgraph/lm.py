@@ -2,7 +2,6 @@
 """Decoder-only language models (vg_lm.h): Qwen2 and Qwen3 with a paged KV cache, graphs per
 token-count bucket. Sequences, steps, and a greedy generate that stops at EOS."""
 import ctypes
-import json
 import os
 
 from . import _types as T
@@ -65,7 +64,8 @@ class LanguageModel:
         self.info = self.get_info()
         self.vocab = self.info["vocab"]
         self.tokenizer = self._load_tokenizer(model_dir) if tokenizer is None else (tokenizer or None)
-        self.eos_token_id = self._config_eos(model_dir)
+        # the model's end-of-sequence ids as vg read them (generation_config.json, else config.json)
+        self.eos_token_id = self.info["eos_ids"] or None
 
     @classmethod
     def synthetic(cls, runtime, config, seed=1, dtype="float32", **kw):
@@ -103,20 +103,6 @@ class LanguageModel:
             return None
         return AutoTokenizer.from_pretrained(model_dir)
 
-    @staticmethod
-    def _config_eos(model_dir):
-        """eos_token_id of generation_config.json, else config.json (an int or a list), or None."""
-        if not model_dir:
-            return None
-        for f in ("generation_config.json", "config.json"):
-            p = os.path.join(model_dir, f)
-            if os.path.exists(p):
-                with open(p) as fh:
-                    eos = json.load(fh).get("eos_token_id")
-                if eos is not None:
-                    return eos
-        return None
-
     @property
     def handle(self):
         if self._res is None or self._res.handle is None:
@@ -128,6 +114,7 @@ class LanguageModel:
         check(libmodels().vg_lm_get_info(self.handle, ctypes.byref(i)))
         d = {f: getattr(i, f) for f, _ in T.LmInfo._fields_}
         d["model_type"] = i.model_type.decode()
+        d["eos_ids"] = list(i.eos_ids[:i.num_eos])
         d["compute_dtype"] = T.DTYPES.get(i.compute_dtype)
         return d
 
