@@ -129,6 +129,7 @@ class LanguageModel:
         d = {f: getattr(i, f) for f, _ in T.LmInfo._fields_}
         d["model_type"] = i.model_type.decode()
         d["compute_dtype"] = T.DTYPES.get(i.compute_dtype)
+        d["eos_ids"] = list(i.eos_ids[:i.num_eos])
         return d
 
     def reconfigure(self, *, mode="full_and_piecewise", capture_sizes=None, max_capture_size=0, warmup=False):
