@@ -637,10 +637,7 @@ int vg_cmd_lm_generate(int argc, char **argv)
         rc = vg_cli_usage(CMD, "%s holds no max_new_tokens: give --max-new-tokens", a.input);
     if (!rc) rc = pick_eos(&a, &info);
     if (!rc) rc = check_lengths(&a, &p, &info, &blocks);
-    if (!rc && a.output) rc = vg_out_check_distinct(CMD, a.output, "--expected", a.expected);
-    if (!rc && a.output) rc = vg_out_check_distinct(CMD, a.output, "--input", a.input);
-    if (!rc && a.output) rc = vg_out_check_not_in(CMD, a.output, a.model);
-    if (!rc && a.output) rc = vg_out_check(CMD, a.output);
+    if (!rc && a.output) rc = vg_out_check_result(CMD, a.output, a.model, a.input, a.expected);
     if (!rc && a.expected) rc = check_expected(&a, &p, info.vocab);
     if (!rc) rc = run(&a, &p, blocks);
     vg_lm_prompts_free(&p);

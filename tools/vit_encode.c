@@ -325,10 +325,7 @@ int vg_cmd_vit_encode(int argc, char **argv)
     vg_expected e = {0};
     rc = read_input(a.input, &in);
     if (!rc && a.expected) rc = vg_expected_open(&e, a.expected);
-    if (!rc) rc = vg_out_check_distinct("vit encode", a.output, "--expected", a.expected);
-    if (!rc) rc = vg_out_check_distinct("vit encode", a.output, "--input", a.input);
-    if (!rc) rc = vg_out_check_not_in("vit encode", a.output, a.model);
-    if (!rc) rc = vg_out_check("vit encode", a.output);
+    if (!rc) rc = vg_out_check_result("vit encode", a.output, a.model, a.input, a.expected);
     if (!rc) rc = encode(&a, &in, a.expected ? &e : NULL);
     vg_expected_close(&e);
     free(in.grid);
