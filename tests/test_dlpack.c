@@ -285,15 +285,10 @@ static void test_import_host_array_on_stub(void **state)
 
 int main(void)
 {
-    const char *req = getenv("VG_REQUIRE_DEVICE");
-    vg_status st = vg_runtime_open(NULL, &g_rt);
-    if (st == VG_ERR_NO_DEVICE && !(req && strcmp(req, "1") == 0)) {
-        printf("SKIP: %s\n", vg_last_error());
-        return VG_TEST_SKIP;
-    }
-    if (st == VG_OK) st = vg_dlpack_device(g_rt, &g_dev);
-    if (st != VG_OK) {
-        fprintf(stderr, "%s\n", vg_last_error());
+    int rc0 = vg_test_open_runtime(&g_rt);
+    if (rc0) return rc0;
+    if (vg_dlpack_device(g_rt, &g_dev) != VG_OK) {
+        fprintf(stderr, "vg_dlpack_device: %s\n", vg_last_error());
         return 1;
     }
     printf("DLPack tests on backend '%s' (device type %d, id %d)\n", vg_runtime_backend_name(g_rt),

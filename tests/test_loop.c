@@ -219,14 +219,10 @@ static void test_loop(void **state)
 
 int main(void)
 {
-    const char *req = getenv("VG_REQUIRE_DEVICE");
-    vg_status st = vg_runtime_open(NULL, &g_rt);
-    if (st == VG_ERR_NO_DEVICE && !(req && strcmp(req, "1") == 0)) {
-        printf("SKIP: no device: %s\n", vg_last_error());
-        return VG_TEST_SKIP;
-    }
-    if (st != VG_OK || vg_stream_create(g_rt, &g_s) != VG_OK) {
-        fprintf(stderr, "cannot open a runtime: %s\n", vg_last_error());
+    int rc0 = vg_test_open_runtime(&g_rt);
+    if (rc0) return rc0;
+    if (vg_stream_create(g_rt, &g_s) != VG_OK) {
+        fprintf(stderr, "cannot create a stream: %s\n", vg_last_error());
         return 1;
     }
     printf("device-side loops on backend '%s': %s\n", vg_runtime_backend_name(g_rt),

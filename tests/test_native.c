@@ -417,16 +417,8 @@ static void test_runner_with_foreign_kernel(void **state)
 
 int main(void)
 {
-    const char *req = getenv("VG_REQUIRE_DEVICE");
-    vg_status st = vg_runtime_open(NULL, &g_rt);
-    if (st == VG_ERR_NO_DEVICE && !(req && strcmp(req, "1") == 0)) {
-        printf("SKIP: %s\n", vg_last_error());
-        return VG_TEST_SKIP;
-    }
-    if (st != VG_OK) {
-        fprintf(stderr, "vg_runtime_open: %s\n", vg_last_error());
-        return 1;
-    }
+    int rc0 = vg_test_open_runtime(&g_rt);
+    if (rc0) return rc0;
     g_impl = foreign_for(g_rt);
     if (!g_impl) {
         printf("SKIP: this build has no device code of its own for backend '%s'\n",

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -14,6 +15,24 @@
 
 /* ctest maps this exit code to SKIP (SKIP_RETURN_CODE). */
 #define VG_TEST_SKIP 77
+
+/* Open the default runtime for a test program's main: 0 with *rt open, else the exit code after
+ * saying why: VG_TEST_SKIP without a device (unless VG_REQUIRE_DEVICE=1 demands one), 1 when
+ * the runtime cannot be opened. */
+static inline int vg_test_open_runtime(vg_runtime **rt)
+{
+    const char *req = getenv("VG_REQUIRE_DEVICE");
+    vg_status st = vg_runtime_open(NULL, rt);
+    if (st == VG_ERR_NO_DEVICE && !(req && strcmp(req, "1") == 0)) {
+        printf("SKIP: no device: %s\n", vg_last_error());
+        return VG_TEST_SKIP;
+    }
+    if (st != VG_OK) {
+        fprintf(stderr, "cannot open a runtime: %s\n", vg_last_error());
+        return 1;
+    }
+    return 0;
+}
 
 /* Whether the backend runs a GPU vendor's kernels (cuda, hip): their F32 results hold 1e-3 against
  * Hugging Face, while kunlun_stub and opencl (whose kernels promise it on any device) hold 1e-4. */

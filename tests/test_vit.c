@@ -407,16 +407,8 @@ static void test_model_visual_prefix(void **state)
 
 int main(void)
 {
-    const char *req = getenv("VG_REQUIRE_DEVICE");
-    vg_status st = vg_runtime_open(NULL, &g_rt);
-    if (st == VG_ERR_NO_DEVICE && !(req && strcmp(req, "1") == 0)) {
-        printf("SKIP: no device: %s\n", vg_last_error());
-        return VG_TEST_SKIP;
-    }
-    if (st != VG_OK) {
-        fprintf(stderr, "test_vit: %s\n", vg_last_error());
-        return 1;
-    }
+    int rc0 = vg_test_open_runtime(&g_rt);
+    if (rc0) return rc0;
     g_gpu = vg_test_gpu_kernels(g_rt);
     g_graphs = vg_test_graphs(g_rt);
     printf("vision encoder tests on backend '%s'\n", vg_runtime_backend_name(g_rt));

@@ -121,3 +121,14 @@ int vg_int_list_parse(const char *text, const vg_int_list *rule, int64_t *out, c
         p = q + 1;
     }
 }
+
+int vg_capture_sizes_parse(const char *cmd, const char *text, int64_t *sizes, int *n)
+{
+    const vg_int_list rule = {1, INT32_MAX, 1, VG_CLI_MAX_CAPTURE_SIZES, 0};
+    char why[96];
+    *n = vg_int_list_parse(text, &rule, sizes, NULL, why, sizeof why);
+    if (*n < 0)
+        return vg_cli_usage(cmd, "--capture-sizes wants up to %d positive integers in ascending order, "
+                                 "separated by commas, got '%s': %s", VG_CLI_MAX_CAPTURE_SIZES, text, why);
+    return 0;
+}

@@ -54,4 +54,10 @@ typedef struct vg_int_list {
 int vg_int_list_parse(const char *text, const vg_int_list *rule, int64_t *out, const char **stop,
                       char *why, size_t cap);
 
+#define VG_CLI_MAX_CAPTURE_SIZES 256
+
+/* --capture-sizes of the commands that take token counts: up to VG_CLI_MAX_CAPTURE_SIZES
+ * positive ascending integers into sizes, their number into *n; 0, or 2 after the usage message. */
+int vg_capture_sizes_parse(const char *cmd, const char *text, int64_t *sizes, int *n);
+
 #endif

@@ -192,6 +192,15 @@ int vg_out_check_not_in(const char *cmd, const char *path, const char *dir)
     return rc;
 }
 
+int vg_out_check_result(const char *cmd, const char *path, const char *model, const char *input,
+                        const char *expected)
+{
+    int rc = vg_out_check_distinct(cmd, path, "--expected", expected);
+    if (!rc) rc = vg_out_check_distinct(cmd, path, "--input", input);
+    if (!rc) rc = vg_out_check_not_in(cmd, path, model);
+    return rc ? rc : vg_out_check(cmd, path);
+}
+
 int vg_out_divert_stdout(const char *path)
 {
     struct stat a, b;

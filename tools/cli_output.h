@@ -35,6 +35,11 @@ int vg_out_check_distinct(const char *cmd, const char *path, const char *opt, co
 /* 0, or 2 after a usage message when path is one of the regular files of directory dir (the
  * model's weights or configuration), by device and inode. */
 int vg_out_check_not_in(const char *cmd, const char *path, const char *dir);
+/* The checks above for a command's --output beside its --model directory, --input and --expected
+ * reference (either may be NULL), in that order: 0, or the first one's exit code after its
+ * message. */
+int vg_out_check_result(const char *cmd, const char *path, const char *model, const char *input,
+                        const char *expected);
 /* When path is this process's standard output (/dev/stdout, /dev/fd/1, the file or pipe stdout
  * is), point stdout at stderr: the text printed after the binary output must not follow it
  * there. Call after the output is committed. 1 when diverted. */

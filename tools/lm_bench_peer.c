@@ -55,12 +55,6 @@ int lm_fast_peer_read(const char *cmd, const char *path, lm_fast_peer *p)
     return bad;
 }
 
-double lm_fast_peer_step_ms(const lm_fast_peer *p, int64_t batch)
-{
-    const int at = find(p, batch);
-    return at < 0 ? 0 : p->step_ms[at];
-}
-
 void lm_fast_peer_json(const lm_fast_peer *p, int64_t batch, double vg_ms, cJSON *entry)
 {
     const int at = find(p, batch);

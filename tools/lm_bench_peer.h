@@ -21,8 +21,6 @@ typedef struct lm_fast_peer {
  * failed batch's); a batch given twice keeps the later line. 0 on success, 1 after printing
  * why the file is unusable. */
 int lm_fast_peer_read(const char *cmd, const char *path, lm_fast_peer *p);
-/* The peer's step_ms at `batch`, or 0. */
-double lm_fast_peer_step_ms(const lm_fast_peer *p, int64_t batch);
 /* "peer_step_ms", "peer_device_ms" and "speedup_vs_peer" (peer / vg) into a batch's entry. */
 void lm_fast_peer_json(const lm_fast_peer *p, int64_t batch, double vg_ms, cJSON *entry);
 /* The table beside the fast peer: its head, then a row per batch (vg's graph ms, the peer's

@@ -78,7 +78,7 @@ typedef struct gen_args {
     int chunk, block_size, stats, json, warmup, ignore_eos, quiet, device_loop;
     int64_t kv_blocks;
     vg_lm_options opts;
-    int64_t sizes[256];
+    int64_t sizes[VG_CLI_MAX_CAPTURE_SIZES];
     const char *eos_items[MAX_EOS_OPTIONS];
     vg_opt_strings eos_text;
     int num_eos; /* the EOS ids in force */
@@ -121,14 +121,9 @@ static int parse_args(int argc, char **argv, gen_args *a)
     if (a->mode_name && vg_graph_mode_parse(a->mode_name, &a->opts.mode) != VG_OK)
         return vg_cli_usage(CMD, "--mode: %s", vg_last_error());
     if (a->sizes_text) {
-        const vg_int_list rule = {1, INT32_MAX, 1, 256, 0};
-        char why[96];
-        int n = vg_int_list_parse(a->sizes_text, &rule, a->sizes, NULL, why, sizeof why);
-        if (n < 0)
-            return vg_cli_usage(CMD, "--capture-sizes wants up to 256 positive integers in ascending "
-                                     "order, separated by commas, got '%s': %s", a->sizes_text, why);
+        rc = vg_capture_sizes_parse(CMD, a->sizes_text, a->sizes, &a->opts.num_capture_sizes);
+        if (rc) return rc;
         a->opts.capture_sizes = a->sizes;
-        a->opts.num_capture_sizes = n;
     }
     if (!a->model) return vg_cli_usage(CMD, "--model is required (see vg lm generate --help)");
     if (!a->input == !a->prompt_text)
@@ -642,10 +637,7 @@ int vg_cmd_lm_generate(int argc, char **argv)
         rc = vg_cli_usage(CMD, "%s holds no max_new_tokens: give --max-new-tokens", a.input);
     if (!rc) rc = pick_eos(&a, &info);
     if (!rc) rc = check_lengths(&a, &p, &info, &blocks);
-    if (!rc && a.output) rc = vg_out_check_distinct(CMD, a.output, "--expected", a.expected);
-    if (!rc && a.output) rc = vg_out_check_distinct(CMD, a.output, "--input", a.input);
-    if (!rc && a.output) rc = vg_out_check_not_in(CMD, a.output, a.model);
-    if (!rc && a.output) rc = vg_out_check(CMD, a.output);
+    if (!rc && a.output) rc = vg_out_check_result(CMD, a.output, a.model, a.input, a.expected);
     if (!rc && a.expected) rc = check_expected(&a, &p, info.vocab);
     if (!rc) rc = run(&a, &p, blocks);
     vg_lm_prompts_free(&p);

@@ -53,7 +53,7 @@ typedef struct encode_args {
     double tolerance; /* < 0: from the compute dtype */
     int repeat, stats, json, quiet, warmup;
     vg_vit_options opts;
-    int64_t sizes[256];
+    int64_t sizes[VG_CLI_MAX_CAPTURE_SIZES];
 } encode_args;
 
 static int parse_args(int argc, char **argv, encode_args *a)
@@ -82,15 +82,9 @@ static int parse_args(int argc, char **argv, encode_args *a)
     if (a->mode_name && vg_graph_mode_parse(a->mode_name, &a->opts.mode) != VG_OK)
         return vg_cli_usage("vit encode", "--mode: %s", vg_last_error());
     if (a->sizes_text) {
-        const vg_int_list rule = {1, INT32_MAX, 1, 256, 0};
-        char why[96];
-        int n = vg_int_list_parse(a->sizes_text, &rule, a->sizes, NULL, why, sizeof why);
-        if (n < 0)
-            return vg_cli_usage("vit encode", "--capture-sizes wants up to 256 positive integers in "
-                                              "ascending order, separated by commas, got '%s': %s",
-                                a->sizes_text, why);
+        rc = vg_capture_sizes_parse("vit encode", a->sizes_text, a->sizes, &a->opts.num_capture_sizes);
+        if (rc) return rc;
         a->opts.capture_sizes = a->sizes;
-        a->opts.num_capture_sizes = n;
     }
     if (a->tolerance >= 0 && !a->expected)
         return vg_cli_usage("vit encode", "--tolerance needs --expected");
@@ -331,10 +325,7 @@ int vg_cmd_vit_encode(int argc, char **argv)
     vg_expected e = {0};
     rc = read_input(a.input, &in);
     if (!rc && a.expected) rc = vg_expected_open(&e, a.expected);
-    if (!rc) rc = vg_out_check_distinct("vit encode", a.output, "--expected", a.expected);
-    if (!rc) rc = vg_out_check_distinct("vit encode", a.output, "--input", a.input);
-    if (!rc) rc = vg_out_check_not_in("vit encode", a.output, a.model);
-    if (!rc) rc = vg_out_check("vit encode", a.output);
+    if (!rc) rc = vg_out_check_result("vit encode", a.output, a.model, a.input, a.expected);
     if (!rc) rc = encode(&a, &in, a.expected ? &e : NULL);
     vg_expected_close(&e);
     free(in.grid);

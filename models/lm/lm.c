@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "lm_internal.h"
 
@@ -341,17 +340,10 @@ int64_t vg_lm_seq_len(const vg_lm *m, int32_t seq)
     return m->kv.seqs[seq].len;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 vg_status vg_lm_step(vg_lm *m, const vg_lm_seq_tokens *seqs, int num, float *logits,
                      int32_t *greedy, vg_lm_step_info *info)
 {
-    double t0 = now_ms();
+    double t0 = vgm_now_ms();
     if (!m) return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_step: NULL model");
     if (info) memset(info, 0, sizeof *info);
     lm_plan *p = &m->plan;
@@ -377,7 +369,7 @@ vg_status vg_lm_step(vg_lm *m, const vg_lm_seq_tokens *seqs, int num, float *log
         info->run = run;
         info->num_tokens = p->num_tokens;
         info->uniform = p->uniform;
-        info->total_ms = now_ms() - t0;
+        info->total_ms = vgm_now_ms() - t0;
     }
     return VG_OK;
 }

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "lm_internal.h"
 
@@ -44,13 +43,6 @@ struct lm_loops {
     lm_loop e[LOOP_CACHE];
     uint64_t tick;
 };
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
 
 void vg_lm_generate_options_init(vg_lm_generate_options *o)
 {
@@ -421,7 +413,7 @@ vg_status vg_lm_generate(vg_lm *m, const vg_lm_gen_seq *seqs, int num,
                          const vg_lm_generate_options *o, int32_t *tokens, int32_t *counts,
                          float *logits, vg_lm_generate_info *info_out)
 {
-    double t0 = now_ms();
+    double t0 = vgm_now_ms();
     vg_lm_generate_info info;
     memset(&info, 0, sizeof info);
     VGM_TRY(check_args(m, seqs, num, o, tokens, counts));
@@ -456,7 +448,7 @@ vg_status vg_lm_generate(vg_lm *m, const vg_lm_gen_seq *seqs, int num,
     for (int j = 0; st == VG_OK && j < g.n; j++) counts[g.row[j]] = g.count[j];
     free(g.row), free(g.limit), free(g.count);
     if (st != VG_OK) return vg_error_prefix("lm: generate: ");
-    info.total_ms = now_ms() - t0;
+    info.total_ms = vgm_now_ms() - t0;
     if (info_out) *info_out = info;
     return VG_OK;
 }

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "vg/vg_half.h"
 #include "vit_internal.h"
@@ -236,13 +235,6 @@ vg_status vg_vit_get_info(const vg_vit *m, vg_vit_info *i)
 
 vg_runner *vg_vit_runner(vg_vit *m) { return m ? m->runner : NULL; }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 /* One host allocation for a call's outputs: the embeddings, then each deepstack feature
  * ([units, cols] F32 each, contiguous), then the array of pointers to the features. */
 static float *outputs_alloc(int64_t units, int64_t cols, int nds, float ***deepstack)
@@ -260,7 +252,7 @@ static float *outputs_alloc(int64_t units, int64_t cols, int nds, float ***deeps
 vg_status vg_vit_encode(vg_vit *m, const void *pixels, vg_dtype pdt, int64_t rows, int64_t cols,
                         const int64_t *grid, int64_t n, vg_vit_output *out)
 {
-    double t0 = now_ms();
+    double t0 = vgm_now_ms();
     if (!m || !out) return vg_error_set(VG_ERR_INVALID_ARG, "vg_vit_encode: NULL argument");
     memset(out, 0, sizeof *out);
     if (!pixels && rows > 0) return vg_error_set(VG_ERR_INVALID_ARG, "vit: pixel_values is NULL");
@@ -318,6 +310,6 @@ vg_status vg_vit_encode(vg_vit *m, const void *pixels, vg_dtype pdt, int64_t row
     out->num_deepstack = m->cfg.num_deepstack;
     out->deepstack = deepstack;
     out->device_ms = ms;
-    out->total_ms = now_ms() - t0;
+    out->total_ms = vgm_now_ms() - t0;
     return VG_OK;
 }

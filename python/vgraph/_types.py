@@ -167,6 +167,9 @@ class VitOutput(Structure):
 
 
 # vg_lm.h
+LM_MAX_EOS = 16  # VG_LM_MAX_EOS
+
+
 class LmOptions(Structure):
     _fields_ = [("struct_size", c_uint32), ("mode", c_enum), ("capture_sizes", POINTER(c_int64)),
                 ("num_capture_sizes", c_int), ("max_capture_size", c_int64), ("warmup", c_int),
@@ -182,8 +185,7 @@ class LmInfo(Structure):
                 ("tied_embeddings", c_int), ("qkv_bias", c_int), ("qk_norm", c_int), ("compute_dtype", c_enum),
                 ("weight_bytes", c_uint64), ("block_size", c_int), ("num_blocks", c_int64),
                 ("free_blocks", c_int64), ("max_blocks_per_seq", c_int), ("kv_bytes", c_uint64),
-                ("max_seqs", c_int), ("live_seqs", c_int), ("num_eos", c_int),
-                ("eos_ids", c_int32 * 16)]  # VG_LM_MAX_EOS
+                ("max_seqs", c_int), ("live_seqs", c_int), ("num_eos", c_int), ("eos_ids", c_int32 * LM_MAX_EOS)]
 
 
 class LmSeqTokens(Structure):

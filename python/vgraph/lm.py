@@ -8,8 +8,8 @@ from . import _types as T
 from . import dlpack as D
 from ._errors import check, raise_python, ERR_INVALID_ARG, ERR_STATE
 from ._lib import libmodels
-from .graph import MODES, run_info_dict
-from .vit import DTYPE_BY_NAME
+from .graph import run_info_dict
+from .vit import DTYPE_BY_NAME, graph_options, info_dict
 
 
 def _tokens(obj, what):
@@ -77,20 +77,7 @@ class LanguageModel:
     def _options(mode, capture_sizes, max_capture_size, warmup, dtype):
         o = T.LmOptions()
         libmodels().vg_lm_options_init(ctypes.byref(o))
-        if mode not in MODES:
-            raise_python(ERR_INVALID_ARG, f"LanguageModel: mode {mode!r} is not one of {sorted(MODES)}")
-        if dtype not in DTYPE_BY_NAME:
-            raise_python(ERR_INVALID_ARG, f"LanguageModel: dtype {dtype!r} is not float32, bfloat16 or float16")
-        o.mode = MODES[mode]
-        arr = None
-        if capture_sizes is not None:
-            arr = (ctypes.c_int64 * len(capture_sizes))(*[int(s) for s in capture_sizes])
-            o.capture_sizes = arr
-            o.num_capture_sizes = len(capture_sizes)
-        o.max_capture_size = int(max_capture_size)
-        o.warmup = int(bool(warmup))
-        o.compute_dtype = DTYPE_BY_NAME[dtype]
-        return o, arr
+        return o, graph_options(o, "LanguageModel", mode, capture_sizes, max_capture_size, warmup, dtype)
 
     @staticmethod
     def _load_tokenizer(model_dir):
@@ -112,10 +99,8 @@ class LanguageModel:
     def get_info(self):
         i = T.LmInfo()
         check(libmodels().vg_lm_get_info(self.handle, ctypes.byref(i)))
-        d = {f: getattr(i, f) for f, _ in T.LmInfo._fields_}
-        d["model_type"] = i.model_type.decode()
+        d = info_dict(i)
         d["eos_ids"] = list(i.eos_ids[:i.num_eos])
-        d["compute_dtype"] = T.DTYPES.get(i.compute_dtype)
         return d
 
     def reconfigure(self, *, mode="full_and_piecewise", capture_sizes=None, max_capture_size=0, warmup=False):

@@ -13,11 +13,32 @@ _PIXEL_DTYPES = {"float32": T.F32, "float16": T.F16, "bfloat16": T.BF16}
 DTYPE_BY_NAME = {"float32": T.F32, "float16": T.F16, "bfloat16": T.BF16, None: T.DTYPE_COUNT}
 
 
-def _sizes_array(sizes):
-    if sizes is None:
-        return None, 0
-    arr = (ctypes.c_int64 * len(sizes))(*[int(s) for s in sizes])
-    return arr, len(sizes)
+def graph_options(o, who, mode, capture_sizes, max_capture_size, warmup, dtype):
+    """Fill the graph fields that vg_vit_options and vg_lm_options share (o already holds the
+    library's defaults: no capture sizes); returns the capture-size array, which must outlive
+    the call that reads o."""
+    if mode not in MODES:
+        raise_python(ERR_INVALID_ARG, f"{who}: mode {mode!r} is not one of {sorted(MODES)}")
+    if dtype not in DTYPE_BY_NAME:
+        raise_python(ERR_INVALID_ARG, f"{who}: dtype {dtype!r} is not float32, bfloat16 or float16")
+    o.mode = MODES[mode]
+    arr = None
+    if capture_sizes is not None:
+        arr = (ctypes.c_int64 * len(capture_sizes))(*[int(s) for s in capture_sizes])
+        o.capture_sizes = ctypes.cast(arr, ctypes.POINTER(ctypes.c_int64))
+        o.num_capture_sizes = len(capture_sizes)
+    o.max_capture_size = int(max_capture_size)
+    o.warmup = int(bool(warmup))
+    o.compute_dtype = DTYPE_BY_NAME[dtype]
+    return arr
+
+
+def info_dict(info):
+    """A vg_vit_info or vg_lm_info as a dict: model_type as str, compute_dtype as its name."""
+    d = {f: getattr(info, f) for f, _ in type(info)._fields_}
+    d["model_type"] = info.model_type.decode()
+    d["compute_dtype"] = T.DTYPES.get(info.compute_dtype)
+    return d
 
 
 class VisionOutput:
@@ -69,18 +90,7 @@ class VisionEncoder:
     def _options(mode, capture_sizes, max_capture_size, warmup, dtype):
         o = T.VitOptions()
         libmodels().vg_vit_options_init(ctypes.byref(o))
-        if mode not in MODES:
-            raise_python(ERR_INVALID_ARG, f"VisionEncoder: mode {mode!r} is not one of {sorted(MODES)}")
-        if dtype not in DTYPE_BY_NAME:
-            raise_python(ERR_INVALID_ARG, f"VisionEncoder: dtype {dtype!r} is not float32, bfloat16 or float16")
-        o.mode = MODES[mode]
-        arr, n = _sizes_array(capture_sizes)
-        o.capture_sizes = ctypes.cast(arr, ctypes.POINTER(ctypes.c_int64)) if arr is not None else None
-        o.num_capture_sizes = n
-        o.max_capture_size = int(max_capture_size)
-        o.warmup = int(bool(warmup))
-        o.compute_dtype = DTYPE_BY_NAME[dtype]
-        return o, arr
+        return o, graph_options(o, "VisionEncoder", mode, capture_sizes, max_capture_size, warmup, dtype)
 
     def reconfigure(self, *, mode="full_and_piecewise", capture_sizes=None, max_capture_size=0, warmup=False):
         """New graph options; every graph is dropped (the weights stay)."""
@@ -97,10 +107,7 @@ class VisionEncoder:
     def _info(self):
         i = T.VitInfo()
         check(libmodels().vg_vit_get_info(self.handle, ctypes.byref(i)))
-        d = {f: getattr(i, f) for f, _ in T.VitInfo._fields_}
-        d["model_type"] = i.model_type.decode()
-        d["compute_dtype"] = T.DTYPES.get(i.compute_dtype)
-        return d
+        return info_dict(i)
 
     def runner_stats(self):
         from .graph import runner_stats

@@ -13,10 +13,7 @@
 
 #include "vg/vg_ipc.h"
 
-#define CHECK(c)                                                                                  \
-    do {                                                                                          \
-        if (!(c)) abort();                                                                        \
-    } while (0)
+#include "fuzz_check.h"
 
 static void invariants(const vg_ipc_desc *d)
 {

@@ -8,10 +8,7 @@
 
 #include "vg/vg_safetensors.h"
 
-#define CHECK(c)                                                                                  \
-    do {                                                                                          \
-        if (!(c)) abort();                                                                        \
-    } while (0)
+#include "fuzz_check.h"
 
 typedef struct span {
     const unsigned char *b, *e;

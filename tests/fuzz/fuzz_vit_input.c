@@ -18,10 +18,7 @@
 
 #include "vit/vit_internal.h"
 
-#define CHECK(c)                                                                                  \
-    do {                                                                                          \
-        if (!(c)) abort();                                                                        \
-    } while (0)
+#include "fuzz_check.h"
 
 static void check_cu(const int32_t *cu, int cap, int64_t tokens, int unit)
 {
