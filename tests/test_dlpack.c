@@ -98,7 +98,7 @@ static void test_export_refusals(void **state)
     (void)state;
     void *d = NULL;
     VG_CHECK(vg_mem_alloc(g_rt, 256, &d));
-    int64_t shape[2] = {4, 16};
+    int64_t shape[VG_DLPACK_MAX_DIMS] = {4, 16}; /* room for the ndim-9 case's reads */
     DLManagedTensorVersioned *m = (DLManagedTensorVersioned *)1;
     vg_dlpack_tensor t = tensor(d, (vg_dtype)42, 2, shape);
     VG_CHECK_FAILS(vg_dlpack_export(g_rt, &t, &m), VG_ERR_INVALID_ARG, "dtype 42");

@@ -605,9 +605,12 @@ static int check_lengths(const gen_args *a, const prompts *p, const vg_lm_info *
             if (room < 1)
                 return say(CMD, "prompt %d has %lld tokens: no room for a new token within the model's "
                                 "max_position_embeddings %lld", b, (long long)L, (long long)info->max_position);
-            return say(CMD, "prompt %d has %lld tokens; with %s that makes %lld, more than the model's "
+            char total[48]; /* L + N, which may not fit in 64 bits */
+            if (p->N <= INT64_MAX - L) snprintf(total, sizeof total, "%lld", (long long)(L + p->N));
+            else snprintf(total, sizeof total, "over %lld", (long long)INT64_MAX);
+            return say(CMD, "prompt %d has %lld tokens; with %s that makes %s, more than the model's "
                             "max_position_embeddings %lld: at most %lld new tokens fit", b, (long long)L, from,
-                       (long long)(L + p->N), (long long)info->max_position, (long long)room);
+                       total, (long long)info->max_position, (long long)room);
         }
         *blocks += (L + p->N + bs - 1) / bs; /* L + N <= max_position: no overflow */
     }
