@@ -70,6 +70,10 @@ typedef enum vg_log_level {
  * launches (OpenCL command buffers, kunlun_stub). */
 #define VG_CAP_FOREIGN_CAPTURE (1ull << 5)
 #define VG_CAP_GRAPH_LOOP (1ull << 6) /* a graph can loop on the device (ABI 1.4) */
+/* Communicators for tensor parallelism (ABI 1.5, vg_comm.h), and their collectives inside a
+ * capture (replayed with the graph). */
+#define VG_CAP_COMM (1ull << 7)
+#define VG_CAP_COMM_CAPTURE (1ull << 8)
 
 /* An exported allocation, as bytes another process can receive (ABI 1.2, vg_ipc.h): what they
  * mean is the backend's own (CUDA: a cudaIpcMemHandle_t; kunlun_stub: a process id, a file
