@@ -3,6 +3,7 @@
  * Every call checks its arguments once, with one readable message per failure, then makes one
  * call into the plugin. The hot paths (copies, graph launch) allocate, lock and format nothing
  * unless they fail. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,29 @@
     } while (0)
 #define CALL(rt, member, ...) ((rt)->iface.member((rt)->dev, __VA_ARGS__))
 
+/* ---- capture rules ------------------------------------------------------------------------- */
+
+/* The stream this thread captures on (the thread that begins a capture ends it), NULL when none. */
+static _Thread_local vg_stream *tl_capturing;
+
+void vg_stream_capture_started(vg_stream *s, int how)
+{
+    s->capturing = how;
+    s->capture_error[0] = '\0';
+    tl_capturing = s;
+}
+
+vg_status vg_capture_forbid(const char *what)
+{
+    vg_stream *s = tl_capturing;
+    if (!s) return VG_OK;
+    if (!s->capture_error[0]) /* the first reason stands */
+        snprintf(s->capture_error, sizeof s->capture_error,
+                 "%s was called during capture (not permitted)", what);
+    return FAIL(VG_ERR_CAPTURE, "%s is not permitted while this thread is capturing; the capture "
+                                "is invalidated", what);
+}
+
 /* ---- memory -------------------------------------------------------------------------------- */
 
 static vg_status alloc_common(vg_runtime *rt, size_t bytes, void **out, int host)
@@ -24,6 +48,10 @@ static vg_status alloc_common(vg_runtime *rt, size_t bytes, void **out, int host
     *out = NULL;
     REQUIRE(rt, "%s: runtime is NULL", fn);
     REQUIRE(bytes >= 1, "%s: bytes is 0 (allocate at least one byte)", fn);
+    if (!host) {
+        vg_status cst = vg_capture_forbid(fn);
+        if (cst != VG_OK) return cst;
+    }
     vg_status st = host ? CALL(rt, host_alloc, bytes, out) : CALL(rt, mem_alloc, bytes, out);
     if (st != VG_OK) *out = NULL;
     return st;
@@ -42,7 +70,9 @@ vg_status vg_host_alloc(vg_runtime *rt, size_t bytes, void **out)
 vg_status vg_mem_free(vg_runtime *rt, void *ptr)
 {
     REQUIRE(rt, "vg_mem_free: runtime is NULL");
-    return ptr ? CALL(rt, mem_free, ptr) : VG_OK;
+    if (!ptr) return VG_OK;
+    vg_status st = vg_capture_forbid("vg_mem_free");
+    return st != VG_OK ? st : CALL(rt, mem_free, ptr);
 }
 
 vg_status vg_host_free(vg_runtime *rt, void *ptr)
@@ -124,7 +154,8 @@ vg_status vg_stream_sync(vg_stream *s)
     if (VG_UNLIKELY(s->capturing))
         return FAIL(VG_ERR_STATE, "vg_stream_sync: the stream is capturing a graph (end the "
                                   "capture first: nothing recorded has run yet)");
-    return CALL(s->rt, stream_sync, s->bk);
+    vg_status st = vg_capture_forbid("vg_stream_sync");
+    return st != VG_OK ? st : CALL(s->rt, stream_sync, s->bk);
 }
 
 vg_status vg_stream_wait_event(vg_stream *s, vg_event *e)
@@ -177,7 +208,8 @@ vg_status vg_event_record(vg_event *e, vg_stream *s)
 vg_status vg_event_sync(vg_event *e)
 {
     REQUIRE(e, "vg_event_sync: event is NULL");
-    return CALL(e->rt, event_sync, e->bk);
+    vg_status st = vg_capture_forbid("vg_event_sync");
+    return st != VG_OK ? st : CALL(e->rt, event_sync, e->bk);
 }
 
 vg_status vg_event_elapsed_ms(vg_event *start, vg_event *end, float *ms)
@@ -207,7 +239,7 @@ vg_status vg_graph_capture_begin(vg_stream *s)
     if (s->capturing)
         return FAIL(VG_ERR_STATE, "vg_graph_capture_begin: the stream is capturing already");
     st = CALL(s->rt, capture_begin, s->bk);
-    if (st == VG_OK) s->capturing = 1;
+    if (st == VG_OK) vg_stream_capture_started(s, 1);
     return st;
 }
 
@@ -220,9 +252,17 @@ vg_status vg_graph_capture_end(vg_stream *s, vg_graph **out)
         return FAIL(VG_ERR_STATE, "vg_graph_capture_end: the stream is not capturing");
     int loop = s->capturing == VG_CAPTURING_LOOP; /* core/loop.c began it */
     s->capturing = 0; /* ended in every case */
+    if (tl_capturing == s) tl_capturing = NULL;
     vg_bk_graph *bk = NULL;
     vg_status st = loop ? CALL(s->rt, loop_capture_end, s->bk, &bk)
                         : CALL(s->rt, capture_end, s->bk, &bk);
+    if (s->capture_error[0]) { /* vg_capture_forbid invalidated it: the backend's graph goes */
+        if (st == VG_OK && bk) CALL(s->rt, graph_destroy, bk);
+        st = FAIL(VG_ERR_CAPTURE, "vg_graph_capture_end: the capture was invalidated: %s",
+                  s->capture_error);
+        s->capture_error[0] = '\0';
+        return st;
+    }
     if (st != VG_OK || !bk) {
         if (st == VG_OK)
             st = FAIL(VG_ERR_INTERNAL, "vg_graph_capture_end: backend '%s' returned no graph",

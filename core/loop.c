@@ -17,7 +17,7 @@ vg_status vg_graph_loop_capture_begin(vg_stream *s, const int32_t *flag)
         return vg_error_set(VG_ERR_STATE, "vg_graph_loop_capture_begin: the stream is capturing "
                                           "already");
     vg_status st = s->rt->iface.loop_capture_begin(s->rt->dev, s->bk, flag);
-    if (st == VG_OK) s->capturing = VG_CAPTURING_LOOP;
+    if (st == VG_OK) vg_stream_capture_started(s, VG_CAPTURING_LOOP);
     return st;
 }
 

@@ -112,9 +112,17 @@ struct vg_stream {
     vg_bk_stream *bk;
     int capturing; /* between vg_graph_capture_begin and vg_graph_capture_end */
     int wrapped;   /* vg_stream_wrap: the native stream is the caller's */
+    char capture_error[160]; /* why the capture is invalidated; "" while it is not */
 };
 /* s->capturing of a capture begun by vg_graph_loop_capture_begin (core/loop.c) */
 #define VG_CAPTURING_LOOP 2
+/* The backend began a capture on s (how: 1, or VG_CAPTURING_LOOP): s is this thread's capture. */
+void vg_stream_capture_started(vg_stream *s, int how);
+/* Capture is thread-local, like cudaStreamCaptureModeThreadLocal (docs/plugin-abi.md): while this
+ * thread captures, `what` (an allocation, a free, a synchronisation) is refused with
+ * VG_ERR_CAPTURE and invalidates the capture, whose end then fails naming it. VG_OK when this
+ * thread captures nothing. Enforced here once for every backend. */
+vg_status vg_capture_forbid(const char *what);
 struct vg_event {
     vg_runtime *rt;
     vg_bk_event *bk;

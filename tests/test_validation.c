@@ -6,6 +6,7 @@
  * pass. Then capture state: an op the device cannot capture (VG_STUB_CAPS=nocapture:<op>) is
  * refused on a capturing stream with VG_ERR_STATE naming it, the capture still ends, and
  * synchronising a capturing stream is refused. */
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 
@@ -746,6 +747,65 @@ static void test_sync_during_capture_refused(void **state)
     VG_CHECK(vg_stream_sync(g.s)); /* and fine again afterwards */
 }
 
+/* Another thread allocates and frees while this one captures: the rule is thread-local. */
+static void *alloc_elsewhere(void *arg)
+{
+    void *p = NULL;
+    vg_status st = vg_mem_alloc((vg_runtime *)arg, 64, &p);
+    if (st == VG_OK) st = vg_mem_free((vg_runtime *)arg, p);
+    return (void *)(intptr_t)st;
+}
+
+/* The core's capture rule, the same for every backend (vg_capture_forbid): while this thread
+ * captures, allocating, freeing and synchronising another stream or an event are refused with
+ * VG_ERR_CAPTURE naming the call, and invalidate the capture, whose end fails naming the first;
+ * other threads are not restricted; afterwards all of them work again. */
+static void test_unsafe_calls_during_capture_refused(void **state)
+{
+    (void)state;
+    vg_stream *other = NULL;
+    vg_event *e = NULL;
+    void *p = NULL;
+    VG_CHECK(vg_stream_create(g.rt, &other));
+    VG_CHECK(vg_event_create(g.rt, &e));
+    VG_CHECK(vg_mem_alloc(g.rt, 64, &p));
+    const char *what[] = {"vg_mem_alloc", "vg_mem_free", "vg_stream_sync", "vg_event_sync"};
+    for (int k = 0; k < 4; k++) {
+        VG_CHECK(vg_graph_capture_begin(g.s));
+        VG_CHECK(valid_call(g.s, VG_OP_FILL));
+        pthread_t t;
+        assert_int_equal(pthread_create(&t, NULL, alloc_elsewhere, g.rt), 0);
+        void *tst = NULL;
+        assert_int_equal(pthread_join(t, &tst), 0);
+        assert_int_equal((intptr_t)tst, VG_OK);
+        void *q = (void *)0x1;
+        VG_CHECK_FAILS_ALL(k == 0   ? vg_mem_alloc(g.rt, 64, &q)
+                           : k == 1 ? vg_mem_free(g.rt, p)
+                           : k == 2 ? vg_stream_sync(other)
+                                    : vg_event_sync(e),
+                           VG_ERR_CAPTURE, what[k], "invalidated");
+        if (k == 0) assert_null(q);
+        VG_CHECK_FAILS(vg_mem_alloc(g.rt, 64, &q), VG_ERR_CAPTURE, "vg_mem_alloc");
+        assert_true(vg_stream_is_capturing(g.s));
+        vg_graph *graph = (vg_graph *)0x1;
+        VG_CHECK_FAILS_ALL(vg_graph_capture_end(g.s, &graph), VG_ERR_CAPTURE, "invalidated", what[k]);
+        assert_null(graph);
+        assert_false(vg_stream_is_capturing(g.s));
+    }
+    VG_CHECK(vg_mem_free(g.rt, p)); /* the refused free freed nothing */
+    VG_CHECK(vg_mem_alloc(g.rt, 64, &p));
+    VG_CHECK(vg_stream_sync(other));
+    VG_CHECK(vg_event_sync(e));
+    vg_graph *graph = NULL;
+    VG_CHECK(vg_graph_capture_begin(g.s)); /* a new capture is valid */
+    VG_CHECK(valid_call(g.s, VG_OP_FILL));
+    VG_CHECK(vg_graph_capture_end(g.s, &graph));
+    VG_CHECK(vg_graph_destroy(graph));
+    VG_CHECK(vg_mem_free(g.rt, p));
+    VG_CHECK(vg_event_destroy(e));
+    VG_CHECK(vg_stream_destroy(other));
+}
+
 static void test_capture_begin_end_state(void **state)
 {
     (void)state;
@@ -945,6 +1005,7 @@ int main(void)
         cmocka_unit_test_setup(test_gather_weighted, clear),
         cmocka_unit_test_setup(test_rotary_kv_store, clear),
         cmocka_unit_test_setup(test_sync_during_capture_refused, clear),
+        cmocka_unit_test_setup(test_unsafe_calls_during_capture_refused, clear),
         cmocka_unit_test_setup(test_capture_begin_end_state, clear),
         cmocka_unit_test_setup(test_each_op_checks_capture_state, clear),
         cmocka_unit_test_setup(test_uncapturable_op_refused, clear),

@@ -72,7 +72,6 @@ vg_status ocl_mem_alloc(vg_bk_device *dev, size_t bytes, void **out)
 {
     if (!dev || !out) return OCL_ERR(VG_ERR_INVALID_ARG, "opencl: mem_alloc: NULL");
     *out = NULL;
-    if (ocl_capturing_stream()) return ocl_forbid_during_capture("mem_alloc");
     if (bytes == 0) bytes = 1;
     if (bytes > dev->max_alloc)
         return OCL_ERR(VG_ERR_OUT_OF_MEMORY, "opencl: mem_alloc of %zu bytes: more than the largest "
@@ -166,7 +165,6 @@ vg_status ocl_mem_free(vg_bk_device *dev, void *ptr)
 {
     if (!dev) return OCL_ERR(VG_ERR_INVALID_ARG, "opencl: mem_free: NULL device");
     if (!ptr) return VG_OK;
-    if (ocl_capturing_stream()) return ocl_forbid_during_capture("mem_free");
     ocl_alloc x;
     vg_status st = ocl_mem_unname(dev, ptr, 0, &x);
     if (st == VG_OK) clReleaseMemObject(x.mem); /* the driver keeps it until its work completes */
