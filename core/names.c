@@ -5,15 +5,7 @@
 
 const char *vg_op_name(vg_op_id op)
 {
-    static const char *const names[VG_OP_COUNT_] = {"fill",      "axpby",     "gemm",
-                                                    "gather_rows", "rmsnorm", "rotary_2d",
-                                                    "attention", "silu_mul",  "convert",
-                                                    "attention_rotary", "rotary",
-                                                    "rmsnorm_heads", "kv_store",
-                                                    "paged_attention", "argmax",
-                                                    "layernorm", "gather_weighted",
-                                                    "rotary_kv_store", "gemm_silu_gate",
-                                                    "gemm_rmsnorm_a", "lm_advance"};
+    static const char *const names[VG_OP_COUNT_] = {VG_OP_LIST(VG_OP_LIST_NAME_AT)};
     return (unsigned)op < VG_OP_COUNT_ ? names[op] : NULL;
 }
 
@@ -41,29 +33,8 @@ size_t vg_dtype_size(vg_dtype t)
 
 uint32_t vg_op_catalogue_dtypes(uint32_t op)
 {
-    const uint32_t every = (1u << VG_DTYPE_COUNT_) - 1u;
-    switch (op) {
-    case VG_OP_FILL:
-    case VG_OP_GATHER_ROWS: return every;
-    case VG_OP_AXPBY: return VG_DTYPE_BIT(VG_DTYPE_F32);
-    case VG_OP_GEMM:
-    case VG_OP_GEMM_SILU_GATE:
-    case VG_OP_GEMM_RMSNORM_A:
-    case VG_OP_RMSNORM:
-    case VG_OP_ROTARY_2D:
-    case VG_OP_ATTENTION:
-    case VG_OP_SILU_MUL:
-    case VG_OP_CONVERT:
-    case VG_OP_ATTENTION_ROTARY:
-    case VG_OP_ROTARY:
-    case VG_OP_RMSNORM_HEADS:
-    case VG_OP_KV_STORE:
-    case VG_OP_PAGED_ATTENTION:
-    case VG_OP_ARGMAX:
-    case VG_OP_LAYERNORM:
-    case VG_OP_GATHER_WEIGHTED:
-    case VG_OP_ROTARY_KV_STORE: return VG_DTYPES_FLOAT;
-    case VG_OP_LM_ADVANCE: return VG_DTYPE_BIT(VG_DTYPE_I32);
-    default: return 0;
-    }
+#define DTYPES_AT(ID, value, name, member, dtypes) [value] = (dtypes),
+    static const uint32_t dtypes[VG_OP_COUNT_] = {VG_OP_LIST(DTYPES_AT)};
+#undef DTYPES_AT
+    return op < VG_OP_COUNT_ ? dtypes[op] : 0;
 }

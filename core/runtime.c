@@ -18,29 +18,9 @@ void vg_runtime_options_init(vg_runtime_options *opts)
 /* ---- the per-op table ------------------------------------------------------------------------ */
 
 /* The op table member of each op id: an ABI 1.0 plugin supports an op when it is non-NULL. */
-static const size_t k_op_member[] = {
-    [VG_OP_FILL] = offsetof(vg_op_table, fill),
-    [VG_OP_AXPBY] = offsetof(vg_op_table, axpby),
-    [VG_OP_GEMM] = offsetof(vg_op_table, gemm),
-    [VG_OP_GATHER_ROWS] = offsetof(vg_op_table, gather_rows),
-    [VG_OP_RMSNORM] = offsetof(vg_op_table, rmsnorm),
-    [VG_OP_ROTARY_2D] = offsetof(vg_op_table, rotary_2d),
-    [VG_OP_ATTENTION] = offsetof(vg_op_table, attention),
-    [VG_OP_SILU_MUL] = offsetof(vg_op_table, silu_mul),
-    [VG_OP_CONVERT] = offsetof(vg_op_table, convert),
-    [VG_OP_ATTENTION_ROTARY] = offsetof(vg_op_table, attention_rotary),
-    [VG_OP_ROTARY] = offsetof(vg_op_table, rotary),
-    [VG_OP_RMSNORM_HEADS] = offsetof(vg_op_table, rmsnorm_heads),
-    [VG_OP_KV_STORE] = offsetof(vg_op_table, kv_store),
-    [VG_OP_PAGED_ATTENTION] = offsetof(vg_op_table, paged_attention),
-    [VG_OP_ARGMAX] = offsetof(vg_op_table, argmax),
-    [VG_OP_LAYERNORM] = offsetof(vg_op_table, layernorm),
-    [VG_OP_GATHER_WEIGHTED] = offsetof(vg_op_table, gather_weighted),
-    [VG_OP_ROTARY_KV_STORE] = offsetof(vg_op_table, rotary_kv_store),
-    [VG_OP_GEMM_SILU_GATE] = offsetof(vg_op_table, gemm), /* an option of gemm */
-    [VG_OP_GEMM_RMSNORM_A] = offsetof(vg_op_table, gemm), /* an option of gemm */
-    [VG_OP_LM_ADVANCE] = offsetof(vg_op_table, lm_advance),
-};
+#define MEMBER_AT(ID, value, name, member, dtypes) [value] = offsetof(vg_op_table, member),
+static const size_t k_op_member[] = {VG_OP_LIST(MEMBER_AT)};
+#undef MEMBER_AT
 _Static_assert(sizeof k_op_member / sizeof k_op_member[0] == VG_OP_COUNT_,
                "k_op_member needs one op table member per op id");
 

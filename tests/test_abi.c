@@ -910,10 +910,31 @@ static void test_loop_section_of_the_stub(void **state)
     }
 }
 
+/* The op list (vg_op_list.h) generates the ids: each keeps its ABI value and has a name of its own
+ * (an unknown id has none). */
+static void test_op_list_ids_and_names(void **state)
+{
+    (void)state;
+    assert_int_equal(VG_OP_FILL, 0);
+    assert_int_equal(VG_OP_GATHER_ROWS, 3);
+    assert_int_equal(VG_OP_GATHER_WEIGHTED, 16);
+    assert_int_equal(VG_OP_GEMM_RMSNORM_A, 19);
+    assert_int_equal(VG_OP_LM_ADVANCE, 20);
+    for (int op = 0; op < VG_OP_COUNT_; op++) {
+        const char *name = vg_op_name((vg_op_id)op);
+        assert_non_null(name);
+        for (int other = 0; other < op; other++) assert_string_not_equal(name, vg_op_name((vg_op_id)other));
+    }
+    assert_string_equal(vg_op_name(VG_OP_PAGED_ATTENTION), "paged_attention");
+    assert_null(vg_op_name(VG_OP_COUNT_));
+    assert_null(vg_op_name((vg_op_id)-1));
+}
+
 int main(void)
 {
     unsetenv("VG_BACKEND_PATH");
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_op_list_ids_and_names),
         cmocka_unit_test_setup(test_abi10_probe, reset_env),
         cmocka_unit_test_setup(test_abi10_op_support_is_derived, reset_env),
         cmocka_unit_test_setup(test_abi10_runs, reset_env),

@@ -22,11 +22,7 @@ static const char *const k_fault_names[STUB_FAULT_COUNT_] = {
     "ipc_open",
 };
 
-static const char *const k_op_names[STUB_OP_COUNT] = {
-    "fill", "axpby", "gemm", "gather_rows", "rmsnorm", "rotary_2d", "attention", "silu_mul", "convert",
-    "attention_rotary", "rotary", "rmsnorm_heads", "kv_store", "paged_attention", "argmax",
-    "layernorm", "gather_weighted", "rotary_kv_store", "gemm_silu_gate", "gemm_rmsnorm_a", "lm_advance",
-};
+static const char *const k_op_names[VG_OP_COUNT_] = {VG_OP_LIST(VG_OP_LIST_NAME_AT)};
 
 /* The configuration is read at every device_count and device_open (vg info reads it half a
  * dozen times): each warning about it is given once per process; a changed value makes a new

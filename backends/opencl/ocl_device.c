@@ -50,11 +50,7 @@ static size_t kernel_group(ocl_kernel_id k)
     }
 }
 
-static const char *const k_op_names[OCL_OP_COUNT] = {
-    "fill", "axpby", "gemm", "gather_rows", "rmsnorm", "rotary_2d", "attention", "silu_mul",
-    "convert", "attention_rotary", "rotary", "rmsnorm_heads", "kv_store", "paged_attention", "argmax",
-    "layernorm", "gather_weighted", "rotary_kv_store", "gemm_silu_gate", "gemm_rmsnorm_a",
-};
+static const char *const k_op_names[VG_OP_COUNT_] = {VG_OP_LIST(VG_OP_LIST_NAME_AT)};
 
 vg_status ocl_device_count(int *count)
 {

@@ -19,44 +19,22 @@
 #ifndef VG_OPS_H
 #define VG_OPS_H
 
+#include "vg_op_list.h"
 #include "vg_types.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* Op identifiers. Append only: the values are part of the plugin ABI. There is no limit on their
- * number: support and capturability are queried per op (vg_runtime_op_support). */
+/* Op identifiers, from the one list of ops (vg_op_list.h). Append only: the values are part of
+ * the plugin ABI. There is no limit on their number: support and capturability are queried per
+ * op (vg_runtime_op_support). */
+#define VG_OP_ENUM_(ID, value, name, member, dtypes) VG_OP_##ID = value,
 typedef enum vg_op_id {
-    VG_OP_FILL = 0,
-    VG_OP_AXPBY = 1,
-    VG_OP_GEMM = 2,
-    VG_OP_GATHER_ROWS = 3,
-    /* op table version 2 */
-    VG_OP_RMSNORM = 4,
-    VG_OP_ROTARY_2D = 5,
-    VG_OP_ATTENTION = 6,
-    VG_OP_SILU_MUL = 7,
-    VG_OP_CONVERT = 8,
-    /* op table version 3 */
-    VG_OP_ATTENTION_ROTARY = 9,
-    /* op table version 4: decoder language models with a paged KV cache */
-    VG_OP_ROTARY = 10,
-    VG_OP_RMSNORM_HEADS = 11,
-    VG_OP_KV_STORE = 12,
-    VG_OP_PAGED_ATTENTION = 13,
-    VG_OP_ARGMAX = 14,
-    /* op table version 5: LayerNorm, and rows resampled from a table by weighted taps */
-    VG_OP_LAYERNORM = 15,
-    VG_OP_GATHER_WEIGHTED = 16,
-    /* op table version 6: fewer kernels per decode step */
-    VG_OP_ROTARY_KV_STORE = 17,
-    VG_OP_GEMM_SILU_GATE = 18, /* gemm with args.gate = VG_GEMM_GATE_SILU (no member of its own) */
-    VG_OP_GEMM_RMSNORM_A = 19, /* gemm with args.norm_w: A's rows rmsnorm'd first (gemm's member) */
-    /* op table version 7: one step of a generation loop on the device */
-    VG_OP_LM_ADVANCE = 20,
-    VG_OP_COUNT_ = 21
+    VG_OP_LIST(VG_OP_ENUM_)
+    VG_OP_COUNT_
 } vg_op_id;
+#undef VG_OP_ENUM_
 
 /* What a device offers for one op (vg_runtime_op_support). */
 #define VG_OP_SUPPORTED (1u << 0)  /* the backend implements the op */
@@ -65,6 +43,7 @@ typedef enum vg_op_id {
 /* Bit (1 << vg_dtype) for each dtype a float op accepts. */
 #define VG_DTYPE_BIT(t) (1u << (unsigned)(t))
 #define VG_DTYPES_FLOAT (VG_DTYPE_BIT(VG_DTYPE_F32) | VG_DTYPE_BIT(VG_DTYPE_BF16) | VG_DTYPE_BIT(VG_DTYPE_F16))
+#define VG_DTYPES_ALL ((1u << VG_DTYPE_COUNT_) - 1u)
 
 typedef enum vg_activation {
     VG_ACT_NONE = 0,
