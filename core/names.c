@@ -15,7 +15,11 @@ const char *vg_cap_name(uint64_t cap)
     if (cap == VG_CAP_GRAPH_UPDATE) return "graph_update";
     if (cap == VG_CAP_IPC) return "ipc";
     if (cap == VG_CAP_PINNED_HOST) return "pinned_host";
+    if (cap == VG_CAP_NATIVE) return "native";
+    if (cap == VG_CAP_FOREIGN_CAPTURE) return "foreign_capture";
     if (cap == VG_CAP_GRAPH_LOOP) return "graph_loop";
+    if (cap == VG_CAP_COMM) return "comm";
+    if (cap == VG_CAP_COMM_CAPTURE) return "comm_capture";
     return NULL;
 }
 

@@ -930,11 +930,24 @@ static void test_op_list_ids_and_names(void **state)
     assert_null(vg_op_name((vg_op_id)-1));
 }
 
+/* Every capability bit vg_types.h defines has a name (vg info prints them by it). */
+static void test_cap_names(void **state)
+{
+    (void)state;
+    const uint64_t caps[] = {VG_CAP_GRAPH, VG_CAP_GRAPH_UPDATE, VG_CAP_IPC, VG_CAP_PINNED_HOST,
+                             VG_CAP_NATIVE, VG_CAP_FOREIGN_CAPTURE, VG_CAP_GRAPH_LOOP, VG_CAP_COMM,
+                             VG_CAP_COMM_CAPTURE};
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) assert_non_null(vg_cap_name(caps[i]));
+    assert_string_equal(vg_cap_name(VG_CAP_FOREIGN_CAPTURE), "foreign_capture");
+    assert_null(vg_cap_name(1ull << 63));
+}
+
 int main(void)
 {
     unsetenv("VG_BACKEND_PATH");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_op_list_ids_and_names),
+        cmocka_unit_test(test_cap_names),
         cmocka_unit_test_setup(test_abi10_probe, reset_env),
         cmocka_unit_test_setup(test_abi10_op_support_is_derived, reset_env),
         cmocka_unit_test_setup(test_abi10_runs, reset_env),
