@@ -164,3 +164,17 @@ def test_foreign_work_never_takes_the_replay_path_on_the_stub(stub):
     for _ in range(5):
         assert np.array_equal(g(np.ones((3, 2), np.float32)), np.full((3, 2), 2, np.float32))
     assert calls == [4] * 5 and not g._replays and g.last_run["path"] == "eager"
+
+
+def test_a_recapture_refreshes_every_descriptor_of_the_bucket(stub):
+    """Sizes 3 and 4 share bucket 4; after invalidate() the call of 3 recaptures the graph, which
+    writes new static outputs: the call of 4 must return those, not the old ones."""
+    g = _wrapper(stub)
+    rng = np.random.default_rng(4)
+    for n in (3, 4):
+        for _ in range(3):
+            g(rng.standard_normal((n, 8)).astype(np.float32))
+    g.invalidate()
+    for n in (3, 4, 3, 4):
+        x = rng.standard_normal((n, 8)).astype(np.float32)
+        assert np.array_equal(g(x), 2 * x), n

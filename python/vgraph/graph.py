@@ -9,6 +9,8 @@ captures it (torch's current stream, wrapped as a vg stream; torch's allocations
 come from a torch.cuda.MemPool kept as long as the wrapper, as torch.cuda.graph keeps its pool),
 or runs the runnable eagerly: above max_capture_size, in mode NONE, after a failed capture, and on
 backends whose graphs cannot record foreign work (OpenCL, kunlun_stub: said once, as a warning).
+Once a descriptor's graph has replayed, its later calls take the replay path: one C call,
+vg_runner_replay, copies and pads the inputs and launches the graph, without Python callbacks.
 """
 import ctypes
 import dataclasses
@@ -443,6 +445,9 @@ class GraphWrapper:
             call = (lambda: fn(*c["args"], **c["kwargs"])) if i == 0 else (lambda: fn(inp))
             if capturing:
                 st["captured"] = True
+                # the new graph writes new static outputs: replay entries of this key return old ones
+                for key in st.pop("replays", ()):
+                    self._replays.pop(key, None)
                 out = self._captured(st, call)
                 st["out"][i] = out  # the graph writes here on every replay
                 return 0
@@ -573,6 +578,7 @@ class GraphWrapper:
             import torch
             self._side_events = (torch.cuda.Event(), torch.cuda.Event(), torch.cuda.default_stream(self._side.device))
         self._replays[key] = ent
+        c["static"].setdefault("replays", set()).add(key)
 
     def _host_memory(self):
         """Whether the runtime's device memory is host memory (kunlun_stub), where NumPy's is vg's."""
