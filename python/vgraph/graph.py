@@ -175,11 +175,15 @@ def _numpy_address(x):
 
 def _current_raw_stream():
     """torch's current CUDA stream as an int (cudaStream_t), without making a Stream object."""
-    import torch
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is None:
-        return torch.cuda.current_stream().cuda_stream
-    return raw(torch.cuda.current_device())
+    global _raw_stream
+    if _raw_stream is None:
+        import torch
+        raw, device = getattr(torch._C, "_cuda_getCurrentRawStream", None), torch.cuda.current_device
+        _raw_stream = (lambda: raw(device())) if raw else (lambda: torch.cuda.current_stream().cuda_stream)
+    return _raw_stream()
+
+
+_raw_stream = None
 
 
 class _Replay:
