@@ -835,3 +835,88 @@ vg_status vg_runner_enqueue_all(vg_runner *r, const vg_batch_desc *padded)
 {
     return run_pieces_impl(r, padded, 0, r->model.num_pieces - 1, 0);
 }
+
+/* ---- replay with the inputs staged by the runner ----------------------------------------------- */
+
+/* The graph of `padded` when one captured, current graph covers every piece; else NULL. */
+static graph_entry *replay_entry(vg_runner *r, const vg_batch_desc *padded, vg_run_path *path)
+{
+    int full_ok, full = use_full(r, padded, &full_ok), last;
+    if (!segment_at(r, padded, full, 0, &last) || last != r->model.num_pieces - 1) return NULL;
+    graph_entry *e = vg_cache_find(&r->cache, padded, 0, last);
+    if (!e || e->state != ENTRY_READY || !e->exec) return NULL;
+    *path = full ? VG_RUN_FULL : VG_RUN_PIECEWISE;
+    return e;
+}
+
+static vg_status check_inputs(const vg_runner_input *in, int n, const vg_batch_desc *padded)
+{
+    for (int i = 0; i < n; i++) {
+        if (!in[i].row_bytes) continue;
+        if (!in[i].src || !in[i].dst)
+            return vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_replay: input %d: %s is NULL", i,
+                                in[i].src ? "dst" : "src");
+        if (in[i].row_bytes > in[i].dst_bytes / (size_t)padded->num_tokens)
+            return vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_replay: input %d: dst holds %zu "
+                                                    "bytes, the bucket of %lld tokens needs %lld "
+                                                    "rows of %zu bytes", i, in[i].dst_bytes,
+                                (long long)padded->num_tokens, (long long)padded->num_tokens,
+                                in[i].row_bytes);
+    }
+    return VG_OK;
+}
+
+/* Copy each input's real rows into its static buffer and zero the padding rows, on the stream. */
+static vg_status stage_inputs(vg_runner *r, const vg_runner_input *in, int n, int64_t real,
+                              int64_t padded)
+{
+    for (int i = 0; i < n; i++) {
+        if (!in[i].row_bytes) continue;
+        size_t bytes = in[i].row_bytes * (size_t)real;
+        vg_status st = in[i].src == in[i].dst ? VG_OK
+                                              : vg_mem_copy_d2d(r->stream, in[i].dst, in[i].src, bytes);
+        if (st == VG_OK)
+            st = vg_mem_set(r->stream, (char *)in[i].dst + bytes, 0,
+                            in[i].row_bytes * (size_t)(padded - real));
+        if (st != VG_OK) return vg_error_prefix("vg_runner_replay: input %d: ", i);
+    }
+    return VG_OK;
+}
+
+vg_status vg_runner_replay(vg_runner *r, const vg_batch_desc *real, const vg_runner_input *inputs,
+                           int num_inputs, vg_run_info *info_out, int *replayed)
+{
+    double t0 = now_ms();
+    if (!r || !real || !replayed || num_inputs < 0 || (num_inputs > 0 && !inputs))
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_replay: %s",
+                            num_inputs < 0 ? "num_inputs is negative" : "NULL argument");
+    *replayed = 0;
+    if (real->num_tokens < 1)
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_runner_replay: num_tokens is %lld (must be >= 1)",
+                            (long long)real->num_tokens);
+    int bucket = r->mode == VG_MODE_NONE ? -1 : vg_runner_bucket_for(r, real->num_tokens);
+    if (bucket < 0) return VG_OK;
+    vg_batch_desc padded = *real;
+    padded.num_tokens = r->sizes[bucket];
+    vg_status st = check_inputs(inputs, num_inputs, &padded);
+    if (st != VG_OK) return st;
+    vg_run_info info = {.bucket = bucket, .padded_tokens = padded.num_tokens};
+    graph_entry *e = replay_entry(r, &padded, &info.path);
+    if (!e) return VG_OK;
+    if (r->debug_addresses && (st = check_addresses(r, e)) != VG_OK) return st;
+    st = stage_inputs(r, inputs, num_inputs, real->num_tokens, padded.num_tokens);
+    if (st != VG_OK) return st;
+    r->active = r->graph_set; /* outputs are read through the graph set, as after vg_runner_run */
+    e->last_use = ++r->tick;
+    if (vg_graph_exec_launch(e->exec, r->stream) != VG_OK)
+        return vg_error_prefix("runner: graph launch (%lld tokens): ", (long long)padded.num_tokens);
+    info.graph_launches = 1;
+    *replayed = 1;
+    stats_add(r, bucket, &(vg_bucket_stats){.hits = 1, .replays = 1,
+                                            .real_tokens = (uint64_t)real->num_tokens,
+                                            .padded_tokens = (uint64_t)(padded.num_tokens -
+                                                                        real->num_tokens)});
+    info.host_ms = now_ms() - t0;
+    if (info_out) *info_out = info;
+    return VG_OK;
+}

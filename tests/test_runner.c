@@ -668,6 +668,244 @@ static void test_bad_arguments(void **state)
     vg_runtime_close(rt);
 }
 
+/* ---- vg_runner_replay: the replay-only path, inputs staged by the runner -------------------------- */
+
+/* A model whose prepare only copies rows into a static buffer, as a wrapper around foreign code
+ * does: X (RP_MAX rows) -> "scale": Y = 3 X -> "add": Y = X + Y (4 X in the end). */
+enum { RP_COLS = 8, RP_MAX = 8 };
+static const int64_t k_rp_sizes[] = {4, 8};
+
+typedef struct rp_model {
+    float *x, *y; /* static device buffers of RP_MAX rows */
+    vg_piece pieces[2];
+    vg_model_iface iface;
+} rp_model;
+
+static vg_status rp_reserve(void *m, vg_runner *r, const vg_batch_desc *padded)
+{
+    (void)m, (void)r, (void)padded;
+    return VG_OK;
+}
+
+static vg_status rp_prepare(void *mv, vg_runner *r, const vg_batch_desc *real,
+                            const vg_batch_desc *padded, vg_stream *s, const void *inputs)
+{
+    (void)r;
+    rp_model *m = mv;
+    size_t row = RP_COLS * sizeof(float);
+    vg_status st = inputs ? vg_mem_copy_h2d(s, m->x, inputs, row * (size_t)real->num_tokens) : VG_OK;
+    if (st == VG_OK)
+        st = vg_mem_set(s, m->x + real->num_tokens * RP_COLS, 0,
+                        row * (size_t)(padded->num_tokens - real->num_tokens));
+    return st;
+}
+
+static vg_status rp_run(void *mv, vg_runner *r, const vg_piece *p, const vg_batch_desc *padded,
+                        vg_stream *s)
+{
+    (void)r;
+    rp_model *m = mv;
+    size_t n = (size_t)padded->num_tokens * RP_COLS;
+    return p->arg == 0 ? vg_op_axpby(s, n, 3.0f, m->x, 0.0f, m->y)
+                       : vg_op_axpby(s, n, 1.0f, m->x, 1.0f, m->y);
+}
+
+static void rp_init(rp_model *m, vg_runtime *rt, uint32_t add_flags)
+{
+    memset(m, 0, sizeof *m);
+    size_t bytes = RP_MAX * RP_COLS * sizeof(float);
+    VG_CHECK(vg_mem_alloc(rt, bytes, (void **)&m->x));
+    VG_CHECK(vg_mem_alloc(rt, bytes, (void **)&m->y));
+    vg_stream *s = NULL;
+    VG_CHECK(vg_stream_create(rt, &s));
+    VG_CHECK(vg_mem_set(s, m->x, 0, bytes));
+    VG_CHECK(vg_mem_set(s, m->y, 0, bytes));
+    VG_CHECK(vg_stream_sync(s));
+    vg_stream_destroy(s);
+    m->pieces[0] = (vg_piece){.name = "scale", .run = rp_run, .arg = 0};
+    m->pieces[1] = (vg_piece){.name = "add", .run = rp_run, .flags = add_flags, .arg = 1};
+    m->iface = (vg_model_iface){.struct_size = sizeof m->iface, .model = m, .pieces = m->pieces,
+                                .num_pieces = 2, .reserve = rp_reserve, .prepare = rp_prepare};
+}
+
+static vg_runner *rp_runner(rp_model *m, vg_runtime *rt, vg_graph_mode mode)
+{
+    vg_runner_options o;
+    vg_runner_options_init(&o);
+    o.mode = mode;
+    o.capture_sizes = k_rp_sizes;
+    o.num_capture_sizes = 2;
+    vg_runner *r = NULL;
+    VG_CHECK(vg_runner_create(rt, &m->iface, &o, &r));
+    return r;
+}
+
+/* Y's first n rows, after the runner's stream is done. */
+static void rp_read(vg_runner *r, const rp_model *m, int64_t n, float *out)
+{
+    vg_stream *s = vg_runner_stream(r);
+    VG_CHECK(vg_mem_copy_d2h(s, out, m->y, (size_t)n * RP_COLS * sizeof(float)));
+    VG_CHECK(vg_stream_sync(s));
+}
+
+static uint64_t rp_hits(vg_runner *r)
+{
+    vg_bucket_stats total;
+    vg_runner_stats(r, NULL, 0, &total);
+    return total.hits;
+}
+
+static void rp_fill(float *rows, int64_t n, float base)
+{
+    for (int64_t i = 0; i < n * RP_COLS; i++) rows[i] = base + (float)i;
+}
+
+static void test_replay_stages_inputs_and_pads(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_stub();
+    rp_model m;
+    rp_init(&m, rt, 0);
+    vg_runner *r = rp_runner(&m, rt, VG_MODE_FULL);
+    const size_t row = RP_COLS * sizeof(float);
+    float *src = NULL, host[RP_MAX * RP_COLS], y[RP_MAX * RP_COLS];
+    VG_CHECK(vg_mem_alloc(rt, RP_MAX * row, (void **)&src));
+    vg_runner_input in = {.src = src, .dst = m.x, .row_bytes = row, .dst_bytes = RP_MAX * row};
+    vg_batch_desc d = {.num_tokens = 3};
+    vg_run_info info = {.bucket = 99};
+    int replayed = -1;
+    /* nothing captured yet: the caller is told to call vg_runner_run, and nothing is counted */
+    VG_CHECK(vg_runner_replay(r, &d, &in, 1, &info, &replayed));
+    assert_int_equal(replayed, 0);
+    assert_int_equal(info.bucket, 99);
+    assert_int_equal(rp_hits(r), 0);
+    rp_fill(host, 3, 1.0f);
+    VG_CHECK(vg_runner_run(r, &d, host, &info));
+    assert_int_equal(info.captures, 1);
+    /* new rows in device memory, and garbage where the padding row goes: both are replaced */
+    vg_stream *s = vg_runner_stream(r);
+    rp_fill(host, 3, 100.0f);
+    VG_CHECK(vg_mem_copy_h2d(s, src, host, 3 * row));
+    VG_CHECK(vg_mem_set(s, m.x + 3 * RP_COLS, 0x7f, row));
+    VG_CHECK(vg_runner_replay(r, &d, &in, 1, &info, &replayed));
+    assert_int_equal(replayed, 1);
+    assert_int_equal(info.bucket, 0);
+    assert_int_equal(info.padded_tokens, 4);
+    assert_int_equal(info.path, VG_RUN_FULL);
+    assert_int_equal(info.graph_launches, 1);
+    assert_int_equal(info.captures + info.eager_pieces, 0);
+    rp_read(r, &m, 4, y);
+    for (int i = 0; i < 3 * RP_COLS; i++) assert_true(y[i] == 4.0f * host[i]);
+    for (int i = 3 * RP_COLS; i < 4 * RP_COLS; i++) assert_true(y[i] == 0.0f);
+    /* src == dst: the rows are in place, only the padding is written */
+    d.num_tokens = 2;
+    in.src = m.x;
+    VG_CHECK(vg_mem_set(s, m.x + 2 * RP_COLS, 0x7f, 2 * row));
+    VG_CHECK(vg_runner_replay(r, &d, &in, 1, &info, &replayed));
+    assert_int_equal(replayed, 1);
+    rp_read(r, &m, 4, y);
+    for (int i = 0; i < 2 * RP_COLS; i++) assert_true(y[i] == 4.0f * host[i]);
+    for (int i = 2 * RP_COLS; i < 4 * RP_COLS; i++) assert_true(y[i] == 0.0f);
+    vg_bucket_stats rows[3], total;
+    assert_int_equal(vg_runner_stats(r, rows, 3, &total), 3);
+    assert_int_equal(rows[0].hits, 3);
+    assert_int_equal(rows[0].replays, 3);
+    assert_int_equal(rows[0].real_tokens, 3 + 3 + 2);
+    assert_int_equal(rows[0].padded_tokens, 1 + 1 + 2);
+    /* not replayable: a bucket not captured yet, above every bucket, after invalidation */
+    in.src = src;
+    int64_t none[] = {6, 9};
+    for (int k = 0; k < 2; k++) {
+        d.num_tokens = none[k];
+        VG_CHECK(vg_runner_replay(r, &d, &in, 1, &info, &replayed));
+        assert_int_equal(replayed, 0);
+    }
+    d.num_tokens = 3;
+    VG_CHECK(vg_runner_invalidate(r));
+    VG_CHECK(vg_runner_replay(r, &d, &in, 1, &info, &replayed));
+    assert_int_equal(replayed, 0);
+    assert_int_equal(rp_hits(r), 3);
+    VG_CHECK(vg_runner_run(r, &d, host, &info)); /* recaptured */
+    VG_CHECK(vg_runner_replay(r, &d, &in, 1, NULL, &replayed));
+    assert_int_equal(replayed, 1);
+    VG_CHECK(vg_runner_destroy(r));
+    VG_CHECK(vg_mem_free(rt, src));
+    VG_CHECK(vg_mem_free(rt, m.x));
+    VG_CHECK(vg_mem_free(rt, m.y));
+    vg_runtime_close(rt);
+}
+
+static void test_replay_declines_eager_pieces_and_mode_none(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_stub();
+    rp_model m;
+    rp_init(&m, rt, VG_PIECE_SPLITTING);
+    vg_runner *pw = rp_runner(&m, rt, VG_MODE_PIECEWISE), *none = rp_runner(&m, rt, VG_MODE_NONE);
+    const size_t row = RP_COLS * sizeof(float);
+    float host[RP_MAX * RP_COLS];
+    rp_fill(host, 4, 1.0f);
+    vg_runner_input in = {.src = m.x, .dst = m.x, .row_bytes = row, .dst_bytes = RP_MAX * row};
+    vg_batch_desc d = {.num_tokens = 4};
+    int replayed = -1;
+    for (int i = 0; i < 3; i++) {
+        vg_run_info info;
+        VG_CHECK(vg_runner_run(pw, &d, host, &info));
+        assert_int_equal(info.eager_pieces, 1); /* "add" splits: always eager */
+        VG_CHECK(vg_runner_replay(pw, &d, &in, 1, NULL, &replayed));
+        assert_int_equal(replayed, 0);
+        VG_CHECK(vg_runner_run(none, &d, host, NULL));
+        VG_CHECK(vg_runner_replay(none, &d, &in, 1, NULL, &replayed));
+        assert_int_equal(replayed, 0);
+    }
+    VG_CHECK(vg_runner_destroy(pw));
+    VG_CHECK(vg_runner_destroy(none));
+    VG_CHECK(vg_mem_free(rt, m.x));
+    VG_CHECK(vg_mem_free(rt, m.y));
+    vg_runtime_close(rt);
+}
+
+static void test_replay_bad_arguments(void **state)
+{
+    (void)state;
+    vg_runtime *rt = open_stub();
+    rp_model m;
+    rp_init(&m, rt, 0);
+    vg_runner *r = rp_runner(&m, rt, VG_MODE_FULL);
+    const size_t row = RP_COLS * sizeof(float);
+    float host[RP_MAX * RP_COLS];
+    rp_fill(host, 8, 1.0f);
+    vg_batch_desc d = {.num_tokens = 5};
+    for (int i = 0; i < 2; i++) VG_CHECK(vg_runner_run(r, &d, host, NULL)); /* bucket 8 captured */
+    vg_runner_input in = {.src = m.x, .dst = m.x, .row_bytes = row, .dst_bytes = RP_MAX * row};
+    int replayed = -1;
+    VG_CHECK_FAILS(vg_runner_replay(NULL, &d, &in, 1, NULL, &replayed), VG_ERR_INVALID_ARG, "NULL");
+    VG_CHECK_FAILS(vg_runner_replay(r, NULL, &in, 1, NULL, &replayed), VG_ERR_INVALID_ARG, "NULL");
+    VG_CHECK_FAILS(vg_runner_replay(r, &d, &in, 1, NULL, NULL), VG_ERR_INVALID_ARG, "NULL");
+    VG_CHECK_FAILS(vg_runner_replay(r, &d, NULL, 1, NULL, &replayed), VG_ERR_INVALID_ARG, "NULL");
+    VG_CHECK_FAILS(vg_runner_replay(r, &d, &in, -1, NULL, &replayed), VG_ERR_INVALID_ARG, "negative");
+    vg_batch_desc zero = {.num_tokens = 0};
+    VG_CHECK_FAILS(vg_runner_replay(r, &zero, &in, 1, NULL, &replayed), VG_ERR_INVALID_ARG, "num_tokens");
+    uint64_t hits = rp_hits(r);
+    vg_runner_input small = in;
+    small.dst_bytes = 4 * row; /* 4 rows: the bucket of 5 tokens needs 8 */
+    vg_runner_input both[2] = {in, small};
+    VG_CHECK_FAILS2(vg_runner_replay(r, &d, both, 2, NULL, &replayed), VG_ERR_INVALID_ARG, "input 1",
+                    "needs 8 rows");
+    assert_int_equal(replayed, 0);
+    vg_runner_input no_src = in;
+    no_src.src = NULL;
+    VG_CHECK_FAILS(vg_runner_replay(r, &d, &no_src, 1, NULL, &replayed), VG_ERR_INVALID_ARG, "src is NULL");
+    assert_int_equal(rp_hits(r), hits); /* refused calls count nothing */
+    VG_CHECK(vg_runner_replay(r, &d, &in, 1, NULL, &replayed));
+    assert_int_equal(replayed, 1);
+    assert_int_equal(rp_hits(r), hits + 1);
+    VG_CHECK(vg_runner_destroy(r));
+    VG_CHECK(vg_mem_free(rt, m.x));
+    VG_CHECK(vg_mem_free(rt, m.y));
+    vg_runtime_close(rt);
+}
+
 int main(void)
 {
     unsetenv("VG_BACKEND_PATH");
@@ -696,6 +934,9 @@ int main(void)
         cmocka_unit_test_setup(test_eager_first, clean_env),
         cmocka_unit_test_setup(test_stats_counters, clean_env),
         cmocka_unit_test_setup(test_bad_arguments, clean_env),
+        cmocka_unit_test_setup(test_replay_stages_inputs_and_pads, clean_env),
+        cmocka_unit_test_setup(test_replay_declines_eager_pieces_and_mode_none, clean_env),
+        cmocka_unit_test_setup(test_replay_bad_arguments, clean_env),
     };
     int failed = cmocka_run_group_tests_name("runner", tests, NULL, NULL);
     vg_runtime_close(g_base);

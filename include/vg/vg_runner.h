@@ -237,6 +237,32 @@ VG_API vg_status vg_runner_prepare(vg_runner *r, const vg_batch_desc *real, cons
  * `real`; counted in the statistics as one hit and one replay of its bucket. */
 VG_API vg_status vg_runner_loop_launch(vg_runner *r, vg_graph_exec *loop, const vg_batch_desc *real);
 
+/* ---- replay with the inputs staged by the runner ------------------------------------------------ */
+
+/* One input of vg_runner_replay: `src` holds real->num_tokens rows of row_bytes bytes; they are
+ * copied into `dst`, the static buffer the bucket's graphs read (dst_bytes long), followed by zero
+ * rows up to the bucket's size. src and dst are device memory of the runner's device (src == dst:
+ * the rows are in place already, only the padding is written). row_bytes 0: nothing to do. */
+typedef struct vg_runner_input {
+    const void *src;
+    void *dst;
+    size_t row_bytes;
+    size_t dst_bytes;
+} vg_runner_input;
+
+/* The replay-only path of vg_runner_run in one call, for a caller whose prepare is nothing but
+ * copies into static buffers (a wrapper around foreign code, e.g. PyTorch's): when every piece of
+ * real's bucket runs inside one captured, current graph, copy and zero-pad the inputs and launch
+ * that graph on the runner's stream. The model's reserve and prepare are not called; the call is
+ * counted in the statistics as vg_runner_run counts a replay, *info describes it, *replayed = 1.
+ * Otherwise (mode NONE, no bucket, a graph not captured yet or stale, evicted, failed, or a piece
+ * that runs eagerly) nothing is enqueued, counted or written to *info, *replayed = 0, and the
+ * caller makes the call with vg_runner_run. Bad arguments (NULL pointers, a dst too small for
+ * the bucket) are refused with VG_ERR_INVALID_ARG before anything is enqueued. info may be NULL.
+ * Not to be called concurrently with other calls on the runner, as vg_runner_run. */
+VG_API vg_status vg_runner_replay(vg_runner *r, const vg_batch_desc *real, const vg_runner_input *inputs,
+                                  int num_inputs, vg_run_info *info, int *replayed);
+
 #ifdef __cplusplus
 }
 #endif

@@ -204,7 +204,7 @@ def test_static_buffers_carry_graphs_across_calls(stub, monkeypatch):
     g = GraphWrapper(pieces=[f0, Piece(f1, splitting=True), f2], runtime=stub, runtime_mode="piecewise",
                      capture_sizes=[4, 8])
     g(np.zeros((2, 4), np.float32))  # builds the runner (eagerly, as the stub must)
-    g.foreign_capture = True         # from here on: as on a device that captures Python's work
+    g._capturable = True             # from here on: as on a device that captures Python's work
     g._static = {}
     em = _EmulatedGraphs(g, monkeypatch)
     rng = np.random.default_rng(4)

@@ -154,6 +154,8 @@ def _declare_all(vg, m):
     _declare(vg, "vg_runner_num_buckets", I, P)
     _declare(vg, "vg_runner_bucket_size", I64, P, I)
     _declare(vg, "vg_runner_stats", I, P, ctypes.POINTER(T.BucketStats), I, ctypes.POINTER(T.BucketStats))
+    _declare(vg, "vg_runner_replay", S, P, ctypes.POINTER(T.BatchDesc), ctypes.POINTER(T.RunnerInput), I,
+             ctypes.POINTER(T.RunInfo), ctypes.POINTER(I))
     _declare(vg, "vg_free", None, P)
     # vg_safetensors.h (libvg_models)
     _declare(m, "vg_st_open", S, C, pp)

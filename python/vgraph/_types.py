@@ -122,6 +122,10 @@ class RunInfo(Structure):
                 ("eager_pieces", c_int), ("captures", c_int), ("host_ms", c_double)]
 
 
+class RunnerInput(Structure):  # vg_runner_input (vg_runner_replay)
+    _fields_ = [("src", c_void_p), ("dst", c_void_p), ("row_bytes", ctypes.c_size_t), ("dst_bytes", ctypes.c_size_t)]
+
+
 class BucketStats(Structure):
     _fields_ = [("size", c_int64), ("hits", c_uint64), ("captures", c_uint64), ("replays", c_uint64),
                 ("eager_runs", c_uint64), ("updates", c_uint64), ("capture_failures", c_uint64),

@@ -9,6 +9,8 @@ captures it (torch's current stream, wrapped as a vg stream; torch's allocations
 come from a torch.cuda.MemPool kept as long as the wrapper, as torch.cuda.graph keeps its pool),
 or runs the runnable eagerly: above max_capture_size, in mode NONE, after a failed capture, and on
 backends whose graphs cannot record foreign work (OpenCL, kunlun_stub: said once, as a warning).
+Once a descriptor's graph has replayed, its later calls take the replay path: one C call,
+vg_runner_replay, copies and pads the inputs and launches the graph, without Python callbacks.
 """
 import ctypes
 import dataclasses
@@ -136,6 +138,62 @@ class Piece:
         self.name = name or getattr(fn, "__name__", "piece")
 
 
+class _Mismatch(Exception):
+    """An argument no longer matches the static buffer a replay copies it into."""
+
+
+_MISS = object()  # the replay path cannot serve this call: it goes through vg_runner_run
+
+
+def _torch_source(buf, n):
+    """The data pointer of a torch argument that fits `buf`'s first n rows without a conversion."""
+    shape, dtype, dev = (n,) + tuple(buf.shape[1:]), buf.dtype, buf.get_device()
+
+    def src(x):
+        if x.shape != shape or x.dtype is not dtype or x.get_device() != dev or not x.is_contiguous():
+            raise _Mismatch
+        return x.data_ptr()
+    return src
+
+
+def _numpy_source(buf, n):
+    shape, dtype, kind = (n,) + tuple(buf.shape[1:]), buf.dtype, type(buf)
+
+    def src(x):
+        if type(x) is not kind or x.shape != shape or x.dtype != dtype or not x.flags.c_contiguous:
+            raise _Mismatch
+        return _numpy_address(x)
+    return src
+
+
+def _numpy_address(x):
+    try:  # through the buffer protocol: a third of the time of x.ctypes.data
+        return ctypes.addressof(ctypes.c_char.from_buffer(x))
+    except (TypeError, ValueError):  # read-only or empty
+        return x.ctypes.data
+
+
+def _current_raw_stream():
+    """torch's current CUDA stream as an int (cudaStream_t), without making a Stream object."""
+    global _raw_stream
+    if _raw_stream is None:
+        import torch
+        raw, device = getattr(torch._C, "_cuda_getCurrentRawStream", None), torch.cuda.current_device
+        _raw_stream = (lambda: raw(device())) if raw else (lambda: torch.cuda.current_stream().cuda_stream)
+    return _raw_stream()
+
+
+_raw_stream = None
+
+
+class _Replay:
+    """What a replayed call needs, made once per batch descriptor and argument layout from a call
+    that replayed through vg_runner_run: the vg_runner_input array (static buffers filled in, only
+    src changes from call to call), how to check and point at each token-indexed argument, the
+    arguments that must not turn token-indexed, and the result (views of the static outputs)."""
+    __slots__ = ("desc", "inputs", "count", "slots", "others", "n", "out")
+
+
 class GraphWrapper:
     """vg's runner around `runnable` (a callable of torch or NumPy code), or around `pieces`
     (a list of Piece, chained). Call it like the runnable: wrapper(*args, batch_descriptor=None,
@@ -152,11 +210,18 @@ class GraphWrapper:
     bucket's first call eagerly, then capture (torch's lazy initialisations stay out of graphs).
     token_args: the positions (ints) and keyword names (strs) of the token-indexed arguments;
     None: every array argument whose first dimension is the token count (give it when another
-    argument, a cache of max-batch rows say, may happen to have that many rows)."""
+    argument, a cache of max-batch rows say, may happen to have that many rows).
+    foreign: the runnable enqueues work vg does not launch (PyTorch, NumPy), captured only where
+    the backend captures foreign work (cuda); False: it enqueues only vg's own work on
+    `wrapper.stream` (vg ops through libvg), which every backend with graphs captures.
+
+    Once a bucket's graph has replayed, later calls of the same descriptor and argument layout
+    take the replay path: one C call (vg_runner_replay) copies the token-indexed arguments into
+    their static buffers, pads them and launches the graph, with no Python callback."""
 
     def __init__(self, runnable=None, runtime=None, runtime_mode=CUDAGraphMode.FULL_AND_PIECEWISE, *,
                  pieces=None, capture_sizes=None, max_capture_size=0, memory_budget=0, eager_first=True,
-                 token_args=None):
+                 token_args=None, foreign=True):
         if (runnable is None) == (pieces is None):
             raise_python(ERR_INVALID_ARG, "GraphWrapper: give a runnable or pieces, not both")
         self.runnable = runnable
@@ -174,14 +239,28 @@ class GraphWrapper:
         self._budget = int(memory_budget)
         self._eager_first = int(bool(eager_first))
         self._token_args = None if token_args is None else set(token_args)
+        self.foreign = bool(foreign)
         self.foreign_capture = runtime.captures_foreign_work and runtime.can_graph
+        # the pieces can be captured here; torch's stream and memory pool only for foreign work
+        self._capturable = runtime.can_graph and (self.foreign_capture or not self.foreign)
+        self._torch_work = self.foreign and self.foreign_capture
+        from ._lib import has
+        self._replay_ok = has("vg_runner_replay")  # an older libvg: every call through vg_runner_run
         self._runner = None
         self._stream = None       # the vg stream over torch's stream (cuda), or None
         self._stream_native = None
         self._side = None          # torch side stream when the caller is on the default stream
+        self._side_events = None   # (in, out, default stream): how the replay path orders the side stream
         self._static = {}          # key -> {"buffers": {arg: static input}, "out": {piece: output}, "pool": MemPool}
+        self._replays = {}         # (descriptor, argument layout) -> _Replay
+        self._sizes = []
         self._call = None          # per-call state, set by __call__ and read by the callbacks
         self._error = None
+        self._info = T.RunInfo()
+        self._info.bucket = -2     # no call yet
+        self._info_p = ctypes.pointer(self._info)
+        self._replayed = ctypes.c_int(0)
+        self._replayed_p = ctypes.pointer(self._replayed)
         self._make_callbacks()
 
     def unwrap(self):
@@ -204,8 +283,8 @@ class GraphWrapper:
             pc = self._pieces_c[i]
             pc.name = self._names[i]
             pc.run = self._cb_run
-            pc.flags = T.PIECE_FOREIGN | (T.PIECE_SPLITTING if p.splitting else 0)
-            if not self.foreign_capture:
+            pc.flags = (T.PIECE_FOREIGN if self.foreign else 0) | (T.PIECE_SPLITTING if p.splitting else 0)
+            if not self._capturable:
                 # Graphs here record only vg's own launches: Python's work cannot be captured. A
                 # libvg that knows VG_PIECE_FOREIGN decides the same; an older one is told here.
                 pc.graph_safe = self._cb_never
@@ -235,13 +314,24 @@ class GraphWrapper:
         check(vg.vg_runner_create(self.runtime.handle, ctypes.byref(self._iface), ctypes.byref(o), ctypes.byref(h)))
         self._runner_res = self.runtime._own(vg.vg_runner_destroy, h)
         self._runner = h
-        if not self.foreign_capture and self.runtime_mode != CUDAGraphMode.NONE and \
+        self._sizes = [vg.vg_runner_bucket_size(h, b) for b in range(vg.vg_runner_num_buckets(h))]
+        self._vg_replay = None
+        if self._replay_ok:
+            # A function object of its own, without argtypes: the replay path passes ready ctypes
+            # pointers, and ctypes' per-argument conversion would cost more than the call itself.
+            self._vg_replay = vg["vg_runner_replay"]
+            self._vg_replay.restype = ctypes.c_int
+        if not self._capturable and self.runtime_mode != CUDAGraphMode.NONE and \
                 self.runtime.backend not in _warned_backends:
             _warned_backends.add(self.runtime.backend)  # said once per backend and process
-            msg = (f"vgraph.GraphWrapper: the {self.runtime.backend} backend does not capture work "
-                   "enqueued by others (PyTorch, NumPy) into its graphs: the wrapped callable runs "
-                   "eagerly, with vg's bucketing, padding and statistics")
-            warnings.warn(msg, RuntimeWarning, stacklevel=4)
+            if self.foreign:
+                msg = (f"vgraph.GraphWrapper: the {self.runtime.backend} backend does not capture work "
+                       "enqueued by others (PyTorch, NumPy) into its graphs: the wrapped callable runs "
+                       "eagerly, with vg's bucketing, padding and statistics")
+            else:
+                msg = (f"vgraph.GraphWrapper: the {self.runtime.backend} backend has no graphs: the "
+                       "wrapped callable runs eagerly, with vg's bucketing, padding and statistics")
+            warnings.warn(msg, RuntimeWarning, stacklevel=5)
 
     def _torch_stream(self):
         """The torch stream the runner works on: torch's current one, or, when that is the legacy
@@ -257,7 +347,7 @@ class GraphWrapper:
 
     def _ensure_runner(self):
         native = None
-        if self.foreign_capture:
+        if self._torch_work:
             native = self._torch_stream()[0].cuda_stream
         if self._runner is not None and native != self._stream_native:
             log.info("vgraph.GraphWrapper: torch's current stream changed: graphs are captured anew")
@@ -266,6 +356,7 @@ class GraphWrapper:
             self._build(native)
 
     def _destroy_runner(self):
+        self._replays = {}
         if self._runner is not None:
             self._runner = None
             self._runner_res.close()
@@ -274,6 +365,25 @@ class GraphWrapper:
             self._stream = None
         self._stream_native = None
         self._static = {}
+        self._vg_stream = None
+
+    @property
+    def stream(self):
+        """The vg stream the runner enqueues on (a vgraph.Stream, borrowed): where a runnable of
+        foreign=False enqueues its vg work. None before the first call."""
+        if self._runner is None:
+            return None
+        if getattr(self, "_vg_stream", None) is None:
+            from ._native import Stream
+            self._vg_stream = Stream(self.runtime, ctypes.c_void_p(libvg().vg_runner_stream(self._runner)),
+                                     owned=False)
+        return self._vg_stream
+
+    def _bucket_of(self, n):
+        """Index into the capture sizes of a call of n tokens, -1 above them (vg_runner_bucket_for)."""
+        import bisect
+        b = bisect.bisect_left(self._sizes, n)
+        return b if b < len(self._sizes) else -1
 
     # ---- callbacks (run inside vg_runner_run, on the calling thread) ---------------------------
 
@@ -287,16 +397,16 @@ class GraphWrapper:
             c = self._call
             n, pn = real.contents.num_tokens, padded.contents.num_tokens
             key = (pn, padded.contents.num_requests, padded.contents.uniform, padded.contents.variant)
-            bucketed = libvg().vg_runner_bucket_for(runner, n) >= 0 and self.runtime_mode != CUDAGraphMode.NONE
+            bucketed = self._bucket_of(n) >= 0 and self.runtime_mode != CUDAGraphMode.NONE
             c["current"] = {}
             if not bucketed:  # eager, unpadded: the arguments as they are
-                c["static"] = {"out": {}, "pool": None}
+                c["static"] = {"out": {}, "pool": None, "captured": False}
                 c["args"], c["kwargs"] = c["real_args"], c["real_kwargs"]
                 c["keep_outputs"] = False
                 return 0
             st = self._static.get(key)
             if st is None:
-                st = {"out": {}, "pool": None, "buffers": {}}
+                st = {"out": {}, "pool": None, "buffers": {}, "captured": False}
                 self._static[key] = st
             bufs = st["buffers"]
 
@@ -305,7 +415,7 @@ class GraphWrapper:
                 if chosen and _is_array(x) and x.shape[0] == n:
                     b = bufs.get(path)
                     if b is None or tuple(b.shape[1:]) != tuple(x.shape[1:]) or b.dtype != x.dtype:
-                        if b is not None and st["pool"] is not None:
+                        if b is not None and st["captured"]:
                             # a graph of this key reads the old buffer: it cannot move under it
                             raise ValueError(f"argument {path[1]!r} changed from {tuple(b.shape[1:])} {b.dtype} "
                                              f"to {tuple(x.shape[1:])} {x.dtype} for one batch descriptor; "
@@ -317,7 +427,7 @@ class GraphWrapper:
             c["args"] = tuple(pad(("a", i), x) for i, x in enumerate(c["real_args"]))
             c["kwargs"] = {k: pad(("k", k), x) for k, x in c["real_kwargs"].items()}
             c["static"] = st
-            c["keep_outputs"] = self.foreign_capture  # static outputs matter only to graphs
+            c["keep_outputs"] = self._capturable  # static outputs matter only to graphs
             return 0
         except BaseException as e:  # noqa: B902 - handed back to the caller by __call__
             return self._fail(e)
@@ -338,6 +448,10 @@ class GraphWrapper:
             fn = self.pieces[i].fn
             call = (lambda: fn(*c["args"], **c["kwargs"])) if i == 0 else (lambda: fn(inp))
             if capturing:
+                st["captured"] = True
+                # the new graph writes new static outputs: replay entries of this key return old ones
+                for key in st.pop("replays", ()):
+                    self._replays.pop(key, None)
                 out = self._captured(st, call)
                 st["out"][i] = out  # the graph writes here on every replay
                 return 0
@@ -359,6 +473,8 @@ class GraphWrapper:
             return self._fail(e)
 
     def _captured(self, st, call):
+        if not self._torch_work:  # vg's own work: nothing of torch's to keep
+            return call()
         import torch
         if st["pool"] is None:
             st["pool"] = torch.cuda.MemPool()  # lives with the key's graph (and the wrapper)
@@ -367,28 +483,130 @@ class GraphWrapper:
 
     # ---- calls -------------------------------------------------------------------------------
 
+    def _count_tokens(self, args, kwargs):
+        """The token count of a call without a batch descriptor: the first candidate array's rows."""
+        ta = self._token_args
+        for i, x in enumerate(args):
+            if (ta is None or i in ta) and _is_array(x):
+                return x.shape[0]
+        for k, x in kwargs.items():
+            if (ta is None or k in ta) and _is_array(x):
+                return x.shape[0]
+        raise_python(ERR_INVALID_ARG, "GraphWrapper: no batch_descriptor and no array argument to "
+                     "take the token count from")
+
     def __call__(self, *args, batch_descriptor=None, **kwargs):
-        if batch_descriptor is None:
-            cands = list(args) + list(kwargs.values())
-            if self._token_args is not None:
-                cands = [x for i, x in enumerate(args) if i in self._token_args] + \
-                    [x for k, x in kwargs.items() if k in self._token_args]
-            first = next((x for x in cands if _is_array(x)), None)
-            if first is None:
-                raise_python(ERR_INVALID_ARG, "GraphWrapper: no batch_descriptor and no array argument to "
-                             "take the token count from")
-            batch_descriptor = BatchDescriptor(int(first.shape[0]))
         bd = batch_descriptor
+        if bd is None:
+            key = (self._count_tokens(args, kwargs), 0, False, 0, len(args), tuple(kwargs))
+        else:
+            key = (bd.num_tokens, bd.num_requests, bool(bd.uniform), bd.variant, len(args), tuple(kwargs))
+        ent = self._replays.get(key)
+        if ent is not None:
+            out = self._replay(ent, args, kwargs)
+            if out is not _MISS:
+                return out
+        return self._run(args, kwargs, bd if bd is not None else BatchDescriptor(int(key[0])), key)
+
+    def _replay(self, ent, args, kwargs):
+        """The replay path: point each token-indexed input at its argument, then one C call copies,
+        pads and launches. _MISS when the call does not fit it (vg_runner_run then decides)."""
+        try:
+            for where, k, src, s in ent.slots:
+                s.src = src(args[k] if where == 0 else kwargs[k])
+            for where, k in ent.others:  # an argument the general path would now pad
+                x = args[k] if where == 0 else kwargs[k]
+                if _is_array(x) and x.shape[0] == ent.n:
+                    return _MISS
+        except (_Mismatch, AttributeError, TypeError, IndexError, KeyError):
+            return _MISS
+        side = None
+        if self._torch_work:
+            raw = _current_raw_stream()
+            if raw != self._stream_native:
+                if raw != 0 or self._side_events is None or self._side.cuda_stream != self._stream_native:
+                    return _MISS  # another stream: the general path captures on it anew
+                side = self._side  # the caller is on the legacy default stream: order the side stream
+                ev_in, ev_out, caller = self._side_events
+                ev_in.record(caller)
+                side.wait_event(ev_in)
+        st = self._vg_replay(self._runner, ent.desc, ent.inputs, ent.count, self._info_p, self._replayed_p)
+        if st:
+            check(st)
+        if not self._replayed.value:
+            return _MISS
+        if side is not None:
+            ev_out.record(side)
+            caller.wait_event(ev_out)  # the caller's stream waits for the side stream's work
+        return ent.out
+
+    def _remember_replay(self, key, bd, args, kwargs, out):
+        """After a call that replayed one graph through vg_runner_run: what later calls of the same
+        key need to replay through vg_runner_replay, when every token-indexed argument is a kind
+        whose memory vg can copy (torch CUDA tensors for foreign work, NumPy arrays where device
+        memory is host memory)."""
+        c, n = self._call, int(bd.num_tokens)
+        ta = self._token_args
+        layout = [(0, i, x, c["args"][i]) for i, x in enumerate(args)] + \
+                 [(1, k, x, c["kwargs"][k]) for k, x in kwargs.items()]
+        slots, others, specs = [], [], []
+        for where, k, x, b in layout:
+            if b is x:  # passed as it is
+                if ta is None or k in ta:
+                    others.append((where, k))
+                continue
+            if self._torch_work and _is_torch(b) and b.is_cuda:
+                src, dst, nbytes = _torch_source(b, n), b.data_ptr(), b.numel() * b.element_size()
+            elif not self.foreign and type(b).__module__ == "numpy" and self._host_memory():
+                src, dst, nbytes = _numpy_source(b, n), _numpy_address(b), b.nbytes
+            else:
+                return
+            try:
+                src(x)
+            except (_Mismatch, AttributeError, TypeError):
+                return
+            slots.append((where, k, src))
+            specs.append((dst, nbytes // b.shape[0], nbytes))
+        ent = _Replay()
+        ent.desc = ctypes.pointer(T.BatchDesc(n, int(bd.num_requests), int(bool(bd.uniform))))
+        ent.desc.contents.variant = int(bd.variant)
+        ent.count = len(specs)
+        ent.inputs = (T.RunnerInput * max(1, len(specs)))()
+        ent.slots = []
+        for i, ((where, k, src), (dst, row, nbytes)) in enumerate(zip(slots, specs)):
+            s = ent.inputs[i]
+            s.dst, s.row_bytes, s.dst_bytes = dst, row, nbytes
+            ent.slots.append((where, k, src, s))
+        ent.others, ent.n, ent.out = others, n, out
+        if self._torch_work and self._side is not None and self._side_events is None:
+            import torch
+            self._side_events = (torch.cuda.Event(), torch.cuda.Event(), torch.cuda.default_stream(self._side.device))
+        self._replays[key] = ent
+        c["static"].setdefault("replays", set()).add(key)
+
+    def _host_memory(self):
+        """Whether the runtime's device memory is host memory (kunlun_stub), where NumPy's is vg's."""
+        if getattr(self, "_host_mem", None) is None:
+            from ._native import native_device
+            try:
+                self._host_mem = native_device(self.runtime)["api"] == "host"
+            except Exception:  # a libvg without native handles
+                self._host_mem = False
+        return self._host_mem
+
+    def _run(self, args, kwargs, bd, key):
+        """The general path: vg_runner_run, with the wrapper's callbacks staging the inputs and
+        running the pieces (eagerly, or while vg captures them)."""
         if bd.num_tokens < 1:
             raise_python(ERR_INVALID_ARG, f"GraphWrapper: num_tokens is {bd.num_tokens} (must be >= 1)")
         self._ensure_runner()
         desc = T.BatchDesc(int(bd.num_tokens), int(bd.num_requests), int(bool(bd.uniform)))
         desc.variant = int(bd.variant)
-        info = T.RunInfo()
+        info = self._info
         self._call = {"real_args": args, "real_kwargs": kwargs}
         self._error = None
         side = caller = None
-        if self.foreign_capture:
+        if self._torch_work:
             import torch
             side, caller = self._torch_stream()
             if caller is not None:
@@ -396,27 +614,35 @@ class GraphWrapper:
         try:
             if caller is not None:
                 with torch.cuda.stream(side):
-                    st = libvg().vg_runner_run(self._runner, ctypes.byref(desc), None, ctypes.byref(info))
+                    st = libvg().vg_runner_run(self._runner, ctypes.byref(desc), None, self._info_p)
                 caller.wait_stream(side)
             else:
-                st = libvg().vg_runner_run(self._runner, ctypes.byref(desc), None, ctypes.byref(info))
+                st = libvg().vg_runner_run(self._runner, ctypes.byref(desc), None, self._info_p)
             if self._error is not None:
                 raise self._error
             check(st)
             c = self._call
             last = len(self.pieces) - 1
             out = c["current"][last] if last in c["current"] else c["static"]["out"][last]
+            if caller is not None:  # made on the side stream, used on the caller's from now on
+                _map(out, lambda x: x.record_stream(caller) if _is_torch(x) and hasattr(x, "record_stream") else x)
+            n, pn = bd.num_tokens, info.padded_tokens
+            if pn != n:
+                out = _map(out, lambda x: x[:n] if _is_array(x) and x.shape[0] == pn else x)
+            if self._replay_ok and self._capturable and info.bucket >= 0 and info.graph_launches > 0 \
+                    and info.eager_pieces == 0:
+                self._remember_replay(key, bd, args, kwargs, out)
         finally:
             self._call = None
-        if caller is not None:  # made on the side stream, used on the caller's from now on
-            _map(out, lambda x: x.record_stream(caller) if _is_torch(x) and hasattr(x, "record_stream") else x)
-        self.last_run = run_info_dict(info)
-        n, pn = bd.num_tokens, info.padded_tokens
-        if pn != n:
-            out = _map(out, lambda x: x[:n] if _is_array(x) and x.shape[0] == pn else x)
         return out
 
     # ---- introspection -------------------------------------------------------------------------
+
+    @property
+    def last_run(self):
+        """What the last call did: padded_tokens, bucket, path, graph_launches, eager_pieces,
+        captures, host_ms (None before the first call)."""
+        return None if self._info.bucket == -2 else run_info_dict(self._info)
 
     @property
     def mode(self):
@@ -428,8 +654,7 @@ class GraphWrapper:
     def capture_sizes(self):
         if self._runner is None:
             return list(self._capture_sizes) if self._capture_sizes is not None else default_capture_sizes()
-        vg = libvg()
-        return [vg.vg_runner_bucket_size(self._runner, b) for b in range(vg.vg_runner_num_buckets(self._runner))]
+        return list(self._sizes)
 
     def stats(self):
         """(rows, total): per-bucket hits, captures, replays, eager runs, padding, graph bytes."""

@@ -77,6 +77,6 @@ class VgCUDAGraphWrapper:
         ctx = get_forward_context()
         mode = getattr(ctx, "cudagraph_runtime_mode", None)
         bd = getattr(ctx, "batch_descriptor", None)
-        if bd is None or mode is None or _mode(mode) == CUDAGraphMode.NONE or _mode(mode) != self.runtime_mode:
+        if bd is None or mode is None or _mode(mode) != self.runtime_mode or self.runtime_mode == CUDAGraphMode.NONE:
             return self.runnable(*args, **kwargs)
         return self._wrapper(*args, batch_descriptor=_descriptor(bd), **kwargs)

@@ -109,6 +109,55 @@ def test_graph_wrapper_refuses_moving_a_captured_input(cuda):
         g(torch.ones(5, 6, device="cuda"))
 
 
+def _count_general(g):
+    """Counts the calls that go through vg_runner_run (the rest take the replay path)."""
+    calls = []
+    run = g._run
+
+    def counted(*a):
+        calls.append(1)
+        return run(*a)
+    g._run = counted
+    return calls
+
+
+@pytest.mark.parametrize("where", ["default stream", "side stream"])
+def test_graph_wrapper_replay_path(cuda, where):
+    """After a bucket's graph replayed once through the runner, calls of the same descriptor take
+    vg_runner_replay (inputs copied, padded and the graph launched in one C call): exact on new
+    inputs, with torch's default stream (the wrapper's side stream and events) or a stream of the
+    caller's (the runner on it)."""
+    import contextlib
+    f = _mlp(3)
+    side = torch.cuda.Stream() if where == "side stream" else None
+    with torch.cuda.stream(side) if side is not None else contextlib.nullcontext():
+        g = vgraph.GraphWrapper(f, cuda, "full", capture_sizes=[8, 16])
+        general = _count_general(g)
+        gen = torch.Generator(device="cuda").manual_seed(5)
+        # calls through the runner of 4 per size: a new bucket's eager+capture call and its first
+        # replay; one replay for a new size in a captured bucket; every call above the sizes
+        want = {8: 2, 5: 1, 16: 2, 11: 1, 20: 4}
+        for n in (8, 5, 16, 11, 20):
+            before = len(general)
+            for _ in range(4):
+                x = torch.randn(n, 64, device="cuda", generator=gen)
+                y = g(x)
+                assert y.shape == x.shape and torch.allclose(y, f(x), rtol=1e-4, atol=1e-5), (n, g.last_run)
+            assert len(general) - before == want[n], (n, len(general) - before)
+            assert g.last_run["path"] == ("full" if n <= 16 else "eager")
+        s2 = torch.cuda.Stream()  # another stream: captured anew there, still exact
+        s2.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s2):
+            for _ in range(3):
+                x = torch.randn(5, 64, device="cuda", generator=gen)
+                assert torch.allclose(g(x), f(x), rtol=1e-4, atol=1e-5)
+        torch.cuda.current_stream().wait_stream(s2)
+        x = torch.randn(5, 64, device="cuda", generator=gen)
+        assert torch.allclose(g(x), f(x), rtol=1e-4, atol=1e-5)
+    torch.cuda.synchronize()
+    g.close()
+
+
 def test_language_model_on_cuda_matches_the_stub():
     prompts = [[1, 2, 3, 4, 5], list(range(10, 40)), [7]]
     outs = []
