@@ -22,6 +22,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -146,10 +147,15 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-static void nap(unsigned spins)
+/* Between two polls: yield for the first 2 ms (a decode step's synchronisation must not pay a
+ * sleep's granularity), then sleep 50 us at a time. */
+static void nap(double waited_ms)
 {
-    if (spins < 64) return;
-    struct timespec ts = {0, spins < 1024 ? 20000 : 200000};
+    if (waited_ms < 2.0) {
+        sched_yield();
+        return;
+    }
+    struct timespec ts = {0, 50000};
     nanosleep(&ts, NULL);
 }
 
@@ -216,8 +222,8 @@ static int comm_error(vg_bk_comm *c, char *out, size_t cap)
 /* Wait until c's pending host-side operation (init, finalize, a non-blocking enqueue) is done. */
 static vg_status comm_settle(vg_bk_comm *c, const char *what)
 {
-    double deadline = now_ms() + c->timeout_ms;
-    for (unsigned spin = 0;; spin++) {
+    double start = now_ms(), deadline = start + c->timeout_ms;
+    for (;;) {
         ncclResult_t st = ncclSuccess;
         ncclResult_t r = g_nccl.CommGetAsyncError(c->nccl, &st);
         if (r != ncclSuccess) st = r;
@@ -234,7 +240,7 @@ static vg_status comm_settle(vg_bk_comm *c, const char *what)
             snprintf(why, sizeof why, VG_VENDOR_NAME ": rank %d of %d: %s: timed out after %d ms "
                      "(VG_COMM_TIMEOUT_MS)%s", c->rank, c->nranks, what, c->timeout_ms, join);
         } else {
-            nap(spin);
+            nap(now_ms() - start);
             continue;
         }
         pthread_mutex_lock(&g_lock);
@@ -309,14 +315,14 @@ vg_status vgc_comm_wait(vg_bk_device *dev, cudaStream_t s, cudaEvent_t e, const 
     int timeout = 0;
     pthread_mutex_lock(&g_lock);
     for (vg_bk_comm *c = g_comms; c; c = c->next)
-        if (c->dev == dev && c->timeout_ms > timeout) timeout = c->timeout_ms;
+        if (c->dev == dev && c->nccl && c->timeout_ms > timeout) timeout = c->timeout_ms;
     pthread_mutex_unlock(&g_lock);
-    if (timeout == 0) { /* none on this device */
+    if (timeout == 0) { /* none usable on this device: nothing to abort, nothing to bound */
         VGC_CHECK(s ? cudaStreamSynchronize(s) : cudaEventSynchronize(e));
         return VG_OK;
     }
     double start = now_ms(), checked = start;
-    for (unsigned spin = 0;; spin++) {
+    for (;;) {
         cudaError_t r = s ? cudaStreamQuery(s) : cudaEventQuery(e);
         if (r == cudaSuccess) return VG_OK;
         if (r != cudaErrorNotReady)
@@ -329,7 +335,7 @@ vg_status vgc_comm_wait(vg_bk_device *dev, cudaStream_t s, cudaEvent_t e, const 
             if (comms_check(dev, late, (int)(now - start), what, why, sizeof why))
                 return VGC_ERR(VG_ERR_DEVICE, "%s", why);
         }
-        nap(spin);
+        nap(now - start);
     }
 }
 
