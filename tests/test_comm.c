@@ -814,8 +814,15 @@ int main(void)
            g_backend, g_devices, !!(g_caps & VG_CAP_COMM), !!(g_caps & VG_CAP_COMM_CAPTURE));
     if (!(g_caps & VG_CAP_COMM)) {
         int r = run_ranks(1, rank_unsupported, NULL, NULL, NULL);
-        printf("%s: no communicators, as expected\n", r == 0 ? "PASS" : "FAIL");
-        return r == 0 ? 0 : 1;
+        if (r != 0) return 1;
+        /* a GPU backend without its collective library (NCCL, RCCL) ran nothing multi-rank */
+        if (strcmp(g_backend, "cuda") == 0 || strcmp(g_backend, "hip") == 0) {
+            printf("SKIP: backend '%s' has no communicators (the reason is printed above)\n",
+                   g_backend);
+            return VG_TEST_SKIP;
+        }
+        printf("PASS: no communicators, as expected\n");
+        return 0;
     }
     if (!g_stub && g_devices < 2) {
         printf("SKIP: backend '%s' has %d device(s); the communicator tests need 2\n", g_backend,
