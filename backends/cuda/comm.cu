@@ -2,8 +2,9 @@
 /* Communicators (ABI 1.5, vg_comm.h) of the CUDA backend over NCCL, and of the hip backend over
  * RCCL (the same API; vendor.h names the header and the library).
  *
- * The library is dlopen()ed (VG_NCCL_LIBRARY, else libnccl.so.2 / librccl.so.1) the first time a
- * device reports its capabilities: the plugin loads and works without it, only without
+ * The library is dlopen()ed (VG_NCCL_LIBRARY, else libnccl.so.2 / librccl.so.1 on the loader's
+ * path or beside the vendor runtime the plugin uses) the first time a device reports its
+ * capabilities: the plugin loads and works without it, only without
  * VG_CAP_COMM, and comm_id_make then says what is missing. Built without the header (a toolkit
  * without nccl.h: CMake says so), the backend has no communicators at all.
  *
@@ -67,11 +68,23 @@ static void nccl_load(void)
     setenv("NCCL_NVLS_ENABLE", "0", 0);
     setenv("NCCL_RUNTIME_CONNECT", "0", 0);
     const char *path = getenv("VG_NCCL_LIBRARY");
-    if (!path || !*path) path = VG_VENDOR_NCCL_LIBRARY;
+    int named = path && *path;
+    if (!named) path = VG_VENDOR_NCCL_LIBRARY;
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    char err[300], beside[1024];
+    snprintf(err, sizeof err, "%s", h ? "" : dlerror());
+    Dl_info rt;
+    if (!h && !named && dladdr((void *)cudaRuntimeGetVersion, &rt) && rt.dli_fname &&
+        strrchr(rt.dli_fname, '/')) {
+        /* the toolkit's lib directory, where the runtime this plugin uses was found */
+        int dir = (int)(strrchr(rt.dli_fname, '/') - rt.dli_fname);
+        snprintf(beside, sizeof beside, "%.*s/%s", dir, rt.dli_fname, VG_VENDOR_NCCL_LIBRARY);
+        h = dlopen(beside, RTLD_NOW | RTLD_LOCAL);
+        if (h) path = beside;
+    }
     if (!h) {
         snprintf(g_nccl.why, sizeof g_nccl.why, "cannot load " VG_VENDOR_NCCL_NAME " (%s): %s; "
-                 "install it or set VG_NCCL_LIBRARY to its path", path, dlerror());
+                 "install it or set VG_NCCL_LIBRARY to its path", path, err);
         return;
     }
     struct {
