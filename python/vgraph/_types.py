@@ -50,6 +50,8 @@ CAP_NATIVE = 1 << 4
 CAP_FOREIGN_CAPTURE = 1 << 5
 # device-side loops (ABI 1.4, vg_device.h)
 CAP_GRAPH_LOOP = 1 << 6
+CAP_COMM = 1 << 7  # communicators (vg_comm.h, ABI 1.5)
+CAP_COMM_CAPTURE = 1 << 8
 NATIVE_APIS = {0: "none", 1: "host", 2: "cuda", 3: "hip", 4: "opencl", 5: "vendor"}
 
 

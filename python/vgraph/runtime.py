@@ -9,7 +9,7 @@ from ._lib import libvg
 # names for capability bits a libvg may not name yet (vg_cap_name knows its own)
 CAPS = {T.CAP_GRAPH: "graph", T.CAP_GRAPH_UPDATE: "graph_update", T.CAP_IPC: "ipc",
         T.CAP_PINNED_HOST: "pinned_host", T.CAP_NATIVE: "native", T.CAP_FOREIGN_CAPTURE: "foreign_capture",
-        T.CAP_GRAPH_LOOP: "graph_loop"}
+        T.CAP_GRAPH_LOOP: "graph_loop", T.CAP_COMM: "comm", T.CAP_COMM_CAPTURE: "comm_capture"}
 
 
 def version():
