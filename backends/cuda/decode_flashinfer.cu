@@ -15,10 +15,15 @@
  * second kernel; its host-side planner needs the lengths on the host, which a replayed graph
  * does not have. Here the number of blocks is fixed on the host (rows·nsplit: enough to fill
  * the GPU once) and a one-block kernel (k_fi_plan) computes on the device, from the lengths of
- * this launch, each row's first page and length, the chunk size (one for all rows, as
- * FlashInfer wants), each block's request and tile, and the merge's indptr, into the stream's
- * GEMM workspace. So the three kernels replay in a graph at any lengths, as SGLang's fixed-size
- * plan buffers do with a host plan per step. Rows with nothing to attend to (padding) come out as zeros.
+ * this launch, the chunk size (one for all rows, as FlashInfer wants), each block's request and
+ * tile, and the merge's indptr, into the stream's GEMM workspace. So the three kernels replay in
+ * a graph at any lengths, as SGLang's fixed-size plan buffers do with a host plan per step.
+ * Without splits (one block per row and KV head) there is no plan and no merge: the decode
+ * kernel computes each row's first page and length from vg's lengths itself (fi_rows), one
+ * kernel per call. Rows with nothing to attend to (padding) come out as zeros: without splits
+ * their blocks run with no positions, whose empty states FlashInfer merges without NaN and
+ * outputs as zeros (state.cuh, DefaultAttention's OutputTransform); with splits they get no
+ * block and the merge writes their zeros.
  *
  * No C++ exception leaves this file: each entry catches and returns a vg_status. */
 #include <flashinfer/attention/cascade.cuh>
@@ -48,19 +53,71 @@ typedef fi::BatchDecodeParams<fi_t, fi_t, fi_t, int32_t> fi_params_base;
 typedef fi::DefaultAttention</*custom mask*/ false, /*sliding window*/ false, /*soft cap*/ false,
                              /*alibi*/ false> fi_variant;
 
-/* FlashInfer's page table read straight from vg's block tables: request r (query row r) starts
- * at page indptr[r] = seq(r)·max_blocks of indices = block_tables, and its length comes from
- * len[r] instead of CSR differences (a row's pages are its sequence's table row, shared by the
- * sequence's rows). The kernel is a template over its parameters and reads the page table
- * through these members (get_length, indptr, page_size, the offsets), which hide the base's. */
+/* Query row r's sequence and the positions it attends to (0 .. last), as vg's kernel computes
+ * them (ops_lm.cu, pd_last): sequence s owns rows query_start[s] .. query_start[s+1]-1, its row
+ * j of n ends at context_lens[s] - n + j, clamped to the table's reach; rows outside every
+ * sequence (padding) attend to nothing and read sequence 0's table. A decode row (one row per
+ * sequence) is its own sequence, found without a search. With splits the plan kernel computes
+ * them once into first and len, which the decode kernel then reads (one load after its block's
+ * row, where computing them costs two more dependent loads: ~1 us a call, measured). */
+struct fi_rows {
+    const int32_t *context_lens, *query_start;
+    int32_t num_seqs, rows, max_blocks, block_size;
+    const int32_t *first, *len_at; /* [rows + 1], [rows]: the plan's, or NULL (computed) */
+    __device__ __forceinline__ int seq(int r) const
+    {
+        if (r >= rows || r < query_start[0] || r >= query_start[num_seqs]) return -1;
+        if (r < num_seqs && query_start[r] == r && query_start[r + 1] == r + 1) return r;
+        return vgk_segment_of(query_start, num_seqs, r);
+    }
+    __device__ __forceinline__ int len(int r) const
+    {
+        if (len_at) return len_at[r];
+        const int s = seq(r);
+        if (s < 0) return 0;
+        const int64_t n = (int64_t)query_start[s + 1] - query_start[s];
+        const int64_t last = (int64_t)context_lens[s] - n + (r - query_start[s]);
+        const int64_t reach = (int64_t)max_blocks * block_size;
+        const int64_t l = last < reach ? last + 1 : reach;
+        return l > 0 ? (int)l : 0;
+    }
+};
+
+/* FlashInfer's page table read straight from vg's block tables, with no table of its own: request
+ * r (query row r) starts at page indptr[r] = seq(r)·max_blocks of indices = block_tables (a row's
+ * pages are its sequence's table row, shared by the sequence's rows; indptr[rows] is the table's
+ * end, FlashInfer's bound), and its length is computed from vg's lengths instead of CSR
+ * differences. The kernel is a template over its parameters and reads the page table through
+ * these members (get_length, indptr, page_size, the offsets), which hide the base's. */
+struct fi_row_pages {
+    fi_rows at;
+    __device__ __forceinline__ int32_t operator[](uint32_t r) const
+    {
+        if (at.first) return at.first[r];
+        const int s = (int)r < at.rows ? at.seq((int)r) : at.num_seqs;
+        return (s < 0 ? 0 : s) * at.max_blocks;
+    }
+};
 struct fi_paged_kv : fi_kv_base {
-    const int32_t *len;
-    __host__ __device__ __forceinline__ uint32_t get_length(uint32_t b) const { return (uint32_t)len[b]; }
+    fi_row_pages indptr;
+    __device__ __forceinline__ uint32_t get_length(uint32_t b) const { return (uint32_t)indptr.at.len((int)b); }
+};
+
+/* The split plan's per-block arrays as the kernel reads them (params.request_indices[b],
+ * kv_tile_indices[b], *kv_chunk_size_ptr): from the plan with splits; without (nsplit 1) block b
+ * is row b, its only tile, and no plan is computed or read. */
+struct fi_plan_ref {
+    const int32_t *at;
+    int32_t nsplit, identity;
+    __device__ __forceinline__ uint32_t operator[](uint32_t b) const { return nsplit > 1 ? at[b] : identity ? b : 0; }
+    __device__ __forceinline__ uint32_t operator*() const { return nsplit > 1 ? *at : 0; }
 };
 struct fi_params : fi_params_base {
     fi_paged_kv paged_kv;
-    __host__ __device__ __forceinline__ int32_t get_kv_len(int32_t b) const { return (int32_t)paged_kv.get_length(b); }
+    fi_plan_ref request_indices, kv_tile_indices, kv_chunk_size_ptr;
+    __device__ __forceinline__ int32_t get_kv_len(int32_t b) const { return (int32_t)paged_kv.get_length(b); }
 };
+
 
 #define FI_MAX_ROWS 1024 /* the plan kernel is one block: one thread per query row */
 #define FI_MIN_CHUNK 32  /* positions per split, at least */
@@ -70,7 +127,7 @@ struct fi_params : fi_params_base {
 struct fi_plan {
     fi_t *tmp_v;       /* [blocks, heads, head_dim] partial outputs (split only) */
     float *tmp_s;      /* [blocks, heads] their log-sum-exps */
-    int32_t *indptr;   /* [rows + 1] each request's first page in the block tables */
+    int32_t *first;    /* [rows + 1] each request's first page in the block tables (fi_rows) */
     int32_t *len;      /* [rows] each request's positions */
     int32_t *o_indptr; /* [rows + 1] each request's first block, for the merge */
     int32_t *request;  /* [blocks] each block's request */
@@ -91,13 +148,14 @@ static fi_plan fi_layout(void *ws, const vgc_decode_call *c, int nsplit)
 #define FI_TAKE(field, type, n) (p.field = (type *)(at ? at + off : nullptr), off += fi_align((n) * sizeof(type)))
     FI_TAKE(tmp_v, fi_t, nsplit > 1 ? blocks * c->heads * c->head_dim : 0);
     FI_TAKE(tmp_s, float, nsplit > 1 ? blocks * c->heads : 0);
-    FI_TAKE(indptr, int32_t, rows + 1);
-    FI_TAKE(len, int32_t, rows);
-    FI_TAKE(o_indptr, int32_t, rows + 1);
-    FI_TAKE(request, int32_t, blocks);
-    FI_TAKE(tile, int32_t, blocks);
-    FI_TAKE(chunk, int32_t, 1);
-    FI_TAKE(valid, bool, blocks);
+    const size_t split = nsplit > 1; /* the plan's arrays: with splits only */
+    FI_TAKE(first, int32_t, split * (rows + 1));
+    FI_TAKE(len, int32_t, split * rows);
+    FI_TAKE(o_indptr, int32_t, split * (rows + 1));
+    FI_TAKE(request, int32_t, split * blocks);
+    FI_TAKE(tile, int32_t, split * blocks);
+    FI_TAKE(chunk, int32_t, split);
+    FI_TAKE(valid, bool, split * blocks);
 #undef FI_TAKE
     p.bytes = off;
     return p;
@@ -117,43 +175,23 @@ static int fi_splits(const vg_bk_stream *s, const vgc_decode_call *c)
     return n < 1 ? 1 : (int)n;
 }
 
-/* The plan (see the file's comment). Row r attends to positions 0 .. last(r) of its sequence,
- * as vg's kernel computes it (ops_lm.cu, pd_last): sequence s owns rows query_start[s] ..
- * query_start[s+1]-1, its row j of n ends at context_lens[s] - n + j, clamped to the table's
- * reach. Without splits (nsplit 1) block r is row r, and rows with no positions are zeroed here
- * and skipped by the attention kernel; with splits, the merge writes their zeros. One thread per
- * row: every step is a load or two and a scan, no loop over pages. */
+/* The split plan (see the file's comment), for nsplit > 1: each row's first page and length (rs
+ * computes them: its first and len_at are NULL), one chunk size for all rows from the longest,
+ * each row's chunks, the merge's offsets and each block's row and chunk; blocks past
+ * the last chunk are masked off, and rows with no positions get no block (the merge writes their
+ * zeros). One thread per row: every step is a load or two and a scan, no loop over pages. */
 template <int THREADS>
-__global__ void __launch_bounds__(THREADS)
-k_fi_plan(fi_plan p, int rows, int nsplit, int max_blocks, const int32_t *context_lens,
-          const int32_t *query_start, int num_seqs, int block_size, fi_t *out, int out_width)
+__global__ void __launch_bounds__(THREADS) k_fi_plan(fi_plan p, fi_rows rs, int nsplit)
 {
     typedef cub::BlockScan<int, THREADS> scan_t;
     __shared__ typename scan_t::TempStorage scan_tmp;
     __shared__ int o_s[THREADS + 1];
     __shared__ int max_len;
-    const int r = threadIdx.x;
+    const int r = threadIdx.x, rows = rs.rows;
     if (r == 0) max_len = 0;
-    int len = 0, seq = 0;
-    if (r < rows && r >= query_start[0] && r < query_start[num_seqs]) {
-        seq = vgk_segment_of(query_start, num_seqs, r);
-        const int64_t n = (int64_t)query_start[seq + 1] - query_start[seq];
-        const int64_t last = (int64_t)context_lens[seq] - n + (r - query_start[seq]);
-        const int64_t reach = (int64_t)max_blocks * block_size;
-        const int64_t l = last < reach ? last + 1 : reach;
-        len = l > 0 ? (int)l : 0;
-    }
-    if (r < rows) p.indptr[r] = seq * max_blocks, p.len[r] = len;
-    if (r == 0) p.indptr[rows] = num_seqs * max_blocks; /* the table's end, FlashInfer's bound */
-    if (nsplit == 1) {
-        if (r == 0) *p.chunk = 0; /* read, unused without splits */
-        if (r < rows) {
-            p.request[r] = r, p.tile[r] = 0, p.valid[r] = len > 0;
-            if (!len)
-                for (int i = 0; i < out_width; i++) out[(int64_t)r * out_width + i] = __float2bfloat16(0.0f);
-        }
-        return;
-    }
+    const int len = rs.len(r);
+    if (r < rows) p.first[r] = rs.seq(r) < 0 ? 0 : rs.seq(r) * rs.max_blocks, p.len[r] = len;
+    if (r == 0) p.first[rows] = rs.num_seqs * rs.max_blocks; /* the table's end, FlashInfer's bound */
     __syncthreads();
     if (len) atomicMax(&max_len, len);
     __syncthreads();
@@ -180,17 +218,35 @@ k_fi_plan(fi_plan p, int rows, int nsplit, int max_blocks, const int32_t *contex
     }
 }
 
+/* The kernel's shapes tried: FlashInfer's own (128 threads, 2 stages of cp.async in flight: the
+ * block reads bdy·bdz positions per stage, 14 for Qwen2.5's group of 7 with head_dim 64) and a
+ * deeper one (256 threads and 4 stages: 4× the bytes in flight per block) for calls whose blocks
+ * are few (one per (row, KV head) without splits, about one per multiprocessor), where the decode
+ * waits on memory latency, not bandwidth. Which one runs is measured per shape, like the splits
+ * (H100, 2026-11-25, without splits: Qwen2.5-0.5B at batch 64 20.1 us a call in FlashInfer's
+ * shape, 16.2 us in this one; Qwen3-0.6B at batch 16 21.3 and 15.7 us. 512 threads and 4 stages
+ * won no shape and was dropped). */
+#define FI_VARIANTS 2
+static constexpr uint32_t fi_variant_threads[FI_VARIANTS] = {128, 256};
+static constexpr uint32_t fi_variant_stages[FI_VARIANTS] = {2, 4};
+static const char *const fi_variant_name[FI_VARIANTS] = {"", " deep"};
+
+/* A pick packs the split count (1..FI_MAX_SPLIT) and the kernel's variant; 0 is vg's kernel. */
+static int fi_pick(int nsplit, int variant) { return nsplit + 256 * variant; }
+static int fi_pick_splits(int pick) { return pick % 256; }
+static int fi_pick_variant(int pick) { return pick / 256; }
+
 /* FlashInfer's launch (BatchDecodeWithPagedKVCacheDispatched) for one group size, without its
  * dispatch over every group size (which lacks 7, Qwen2.5's 14/2, and would compile all). */
-template <uint32_t HEAD_DIM, uint32_t GROUP>
+template <uint32_t HEAD_DIM, uint32_t GROUP, uint32_t THREADS, uint32_t STAGES>
 static cudaError_t fi_run(fi_params params, const fi_plan &p, int nsplit, int rows, cudaStream_t st)
 {
     constexpr uint32_t vec_size = 16 / sizeof(fi_t) > HEAD_DIM / 32 ? 16 / sizeof(fi_t) : HEAD_DIM / 32;
     constexpr uint32_t bdx = HEAD_DIM / vec_size, bdy = GROUP;
-    constexpr uint32_t num_threads = 128 > bdx * bdy ? 128 : bdx * bdy;
+    constexpr uint32_t num_threads = THREADS > bdx * bdy ? THREADS : bdx * bdy;
     constexpr uint32_t bdz = num_threads / (bdx * bdy);
     constexpr uint32_t tile = GROUP == 1 ? 4 : 1;
-    constexpr uint32_t stages = 2; /* sm_80 and newer */
+    constexpr uint32_t stages = STAGES <= bdx ? STAGES : bdx; /* the kernel's bound */
     const uint32_t smem = (uint32_t)std::max(2 * stages * tile * bdy * bdz * HEAD_DIM * sizeof(fi_t),
                                              bdz * bdy * HEAD_DIM * sizeof(float)) +
                           (uint32_t)std::max(tile * num_threads * sizeof(fi_t *), 2 * bdy * bdz * sizeof(float));
@@ -235,12 +291,15 @@ static int fi_group_ok(int g)
 }
 
 template <uint32_t HEAD_DIM>
-static cudaError_t fi_dispatch(const fi_params &params, const fi_plan &p, int nsplit, int rows, int group,
-                               cudaStream_t st)
+static cudaError_t fi_dispatch(const fi_params &params, const fi_plan &p, int nsplit, int variant, int rows,
+                               int group, cudaStream_t st)
 {
-#define FI_CASE(G) if (group == G) return fi_run<HEAD_DIM, G>(params, p, nsplit, rows, st);
+#define FI_RUN(G, V) fi_run<HEAD_DIM, G, fi_variant_threads[V], fi_variant_stages[V]>(params, p, nsplit, rows, st)
+#define FI_CASE(G)                                                                                          \
+    if (group == G) return variant ? FI_RUN(G, 1) : FI_RUN(G, 0);
     FI_GROUPS(FI_CASE)
 #undef FI_CASE
+#undef FI_RUN
     return cudaErrorInvalidValue;
 }
 
@@ -261,22 +320,27 @@ int vgc_decode_lib_takes(const vg_bk_stream *s, const vgc_decode_call *c)
     return s->gemm_workspace && fi_layout(nullptr, c, fi_splits(s, c)).bytes <= s->gemm_workspace_bytes;
 }
 
-vg_status vgc_decode_lib(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
+vg_status vgc_decode_lib(vg_bk_stream *s, const vgc_decode_call *c, int pick)
 {
     try {
-        const int rows = (int)c->rows;
+        const int rows = (int)c->rows, nsplit = fi_pick_splits(pick), variant = fi_pick_variant(pick);
+        if (nsplit < 1 || nsplit > FI_MAX_SPLIT || variant >= FI_VARIANTS)
+            return VGC_ERR(VG_ERR_INVALID_ARG, "cuda: paged_attention: FlashInfer pick %d is not one", pick);
         const fi_plan p = fi_layout(s->gemm_workspace, c, nsplit);
-        auto plan = rows <= 128 ? k_fi_plan<128> : k_fi_plan<FI_MAX_ROWS>; /* small batches: a short scan */
-        plan<<<1, rows <= 128 ? 128 : FI_MAX_ROWS, 0, s->s>>>(p, rows, nsplit, c->max_blocks, c->context_lens,
-                                                              c->query_start, c->num_seqs, c->block_size,
-                                                              (fi_t *)c->out, c->heads * c->head_dim);
-        VGC_CHECK_LAUNCH("paged_attention (FlashInfer plan)");
+        fi_rows rs = {c->context_lens, c->query_start, c->num_seqs, rows, c->max_blocks, c->block_size,
+                      nullptr, nullptr};
+        if (nsplit > 1) { /* without splits the decode kernel alone: no plan */
+            auto plan = rows <= 128 ? k_fi_plan<128> : k_fi_plan<FI_MAX_ROWS>; /* small batches: a short scan */
+            plan<<<1, rows <= 128 ? 128 : FI_MAX_ROWS, 0, s->s>>>(p, rs, nsplit);
+            VGC_CHECK_LAUNCH("paged_attention (FlashInfer plan)");
+            rs.first = p.first, rs.len_at = p.len; /* the decode reads what the plan computed */
+        }
         fi_params params;
         static_cast<fi_kv_base &>(params.paged_kv) =
             fi_kv_base((uint32_t)c->kv_heads, (uint32_t)c->block_size, (uint32_t)c->head_dim, (uint32_t)rows,
                        fi::QKVLayout::kNHD, (fi_t *)c->k_cache, (fi_t *)c->v_cache,
-                       (int32_t *)c->block_tables, p.indptr, /*last_page_len*/ nullptr);
-        params.paged_kv.len = p.len;
+                       (int32_t *)c->block_tables, /*indptr: fi_paged_kv's*/ nullptr, /*last_page_len*/ nullptr);
+        params.paged_kv.indptr.at = rs;
         params.q = (fi_t *)c->q;
         params.o = (fi_t *)c->out;
         params.num_qo_heads = (uint32_t)c->heads;
@@ -285,14 +349,14 @@ vg_status vgc_decode_lib(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
         params.window_left = -1;
         params.sm_scale = c->scale;
         params.rope_rcp_scale = params.rope_rcp_theta = 1.0f; /* no rotary here */
-        params.request_indices = p.request;
-        params.kv_tile_indices = p.tile;
+        params.request_indices = {p.request, nsplit, 1};
+        params.kv_tile_indices = {p.tile, nsplit, 0};
+        params.kv_chunk_size_ptr = {p.chunk, nsplit, 0};
         params.o_indptr = p.o_indptr;
-        params.kv_chunk_size_ptr = p.chunk;
-        params.block_valid_mask = p.valid;
+        params.block_valid_mask = nsplit > 1 ? p.valid : nullptr;
         const int group = c->heads / c->kv_heads;
-        cudaError_t e = c->head_dim == 64 ? fi_dispatch<64>(params, p, nsplit, rows, group, s->s)
-                                          : fi_dispatch<128>(params, p, nsplit, rows, group, s->s);
+        cudaError_t e = c->head_dim == 64 ? fi_dispatch<64>(params, p, nsplit, variant, rows, group, s->s)
+                                          : fi_dispatch<128>(params, p, nsplit, variant, rows, group, s->s);
         if (e != cudaSuccess) return vgc_fail(e, "FlashInfer batch decode", __FILE__, __LINE__);
         return VG_OK;
     } catch (const std::exception &ex) {
@@ -317,13 +381,18 @@ static std::mutex fi_lock;
 static fi_choice fi_choices[FI_CHOICES];
 static int fi_nchoices;
 
-/* VG_CUDA_DECODE: 0 measure, 1 always vg's kernel, 2 always the library's */
+/* VG_CUDA_DECODE: 0 measure, 1 always vg's kernel, 2 + deep + 2·whole always the library:
+ * flashinfer (its own shape at the default split count), flashinfer_deep (the deeper shape),
+ * flashinfer_whole and flashinfer_deep_whole (without splits: no plan kernel) */
 static int fi_forced(void)
 {
     static int forced = -1;
     if (forced < 0) {
         const char *v = getenv("VG_CUDA_DECODE");
-        forced = v && !strcmp(v, "vg") ? 1 : v && !strcmp(v, "flashinfer") ? 2 : 0;
+        static const char *const lib[] = {"flashinfer", "flashinfer_deep", "flashinfer_whole", "flashinfer_deep_whole"};
+        forced = v && !strcmp(v, "vg") ? 1 : 0;
+        for (int i = 0; v && i < 4; i++)
+            if (!strcmp(v, lib[i])) forced = 2 + i;
     }
     return forced;
 }
@@ -335,7 +404,7 @@ static vg_status fi_run_pick(vg_bk_stream *s, const vgc_decode_call *c, int pick
     return pick ? vgc_decode_lib(s, c, pick) : own(s, c);
 }
 
-/* Microseconds per call of one candidate (0: vg's kernel, n: the library with n splits), as a
+/* Microseconds per call of one candidate (0: vg's kernel, else a fi_pick of the library), as a
  * replayed graph runs it: FI_REPS calls captured in one graph, replayed once to warm up and once
  * timed (timed eagerly, the library's three launches would pay three launch latencies that a
  * graph does not); INFINITY on any error. */
@@ -368,7 +437,10 @@ static float fi_time(vg_bk_stream *s, const vgc_decode_call *c, int pick, fi_own
 int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c, fi_own_fn own)
 {
     const int n = fi_splits(s, c);
-    if (fi_forced()) return fi_forced() == 2 ? n : 0;
+    if (fi_forced()) {
+        const int f = fi_forced() - 2; /* bit 0: deep, bit 1: whole */
+        return f < 0 ? 0 : fi_pick(f & 2 ? 1 : n, f & 1);
+    }
     const fi_key key = {s->dev->index, (int)c->rows, c->num_seqs, c->heads, c->kv_heads, c->head_dim,
                         c->block_size, c->max_blocks};
     {
@@ -394,20 +466,31 @@ int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c, fi_own_fn own
     cudaEvent_t e0, e1;
     if (cudaEventCreate(&e0) != cudaSuccess) return (void)cudaGetLastError(), 0;
     if (cudaEventCreate(&e1) != cudaSuccess) return (void)cudaGetLastError(), cudaEventDestroy(e0), 0;
-    /* vg's kernel, then the library at the default split count, half and twice that, and none */
-    int cand[5] = {0, n, n > 1 ? (n + 1) / 2 : 0, 2 * n <= FI_MAX_SPLIT ? 2 * n : 0, n > 1 ? 1 : 0};
-    float us[5];
+    /* vg's kernel, then the library at the default split count, half and twice that, and none;
+     * then the deeper variant at the default split count and none */
+    enum { NCAND = 7 };
+    const int cand[NCAND] = {0,
+                             fi_pick(n, 0),
+                             n > 1 ? fi_pick((n + 1) / 2, 0) : 0,
+                             2 * n <= FI_MAX_SPLIT ? fi_pick(2 * n, 0) : 0,
+                             n > 1 ? fi_pick(1, 0) : 0,
+                             fi_pick(n, 1),
+                             n > 1 ? fi_pick(1, 1) : 0};
+    float us[NCAND];
     int best = 0, len = 0;
-    char line[256];
-    for (int i = 0; i < 5; i++) {
+    char line[512];
+    for (int i = 0; i < NCAND; i++) {
         us[i] = INFINITY;
         int dup = 0;
         for (int j = 1; j < i; j++) dup |= cand[j] == cand[i];
-        if (i && (!cand[i] || dup || fi_layout(nullptr, c, cand[i]).bytes > s->gemm_workspace_bytes)) continue;
+        if (i && (!cand[i] || dup ||
+                  fi_layout(nullptr, c, fi_pick_splits(cand[i])).bytes > s->gemm_workspace_bytes))
+            continue;
         us[i] = fi_time(s, c, cand[i], own, e0, e1);
         if (us[i] < us[best]) best = i;
         if (len < (int)sizeof line)
-            len += i ? snprintf(line + len, sizeof line - len, ", %d splits %.1f us", cand[i], us[i])
+            len += i ? snprintf(line + len, sizeof line - len, ", %d splits%s %.1f us", fi_pick_splits(cand[i]),
+                                fi_variant_name[fi_pick_variant(cand[i])], us[i])
                      : snprintf(line + len, sizeof line - len, "vg %.1f us; %s:", us[i], vgc_decode_lib_name);
     }
     cudaEventDestroy(e0);

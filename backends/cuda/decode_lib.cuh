@@ -30,14 +30,16 @@ extern const char vgc_decode_lib_name[];
 /* Whether the library path can take this call: dtype, head_dim, group size, strides, alignment,
  * and its plan fitting the stream's workspace. */
 int vgc_decode_lib_takes(const vg_bk_stream *s, const vgc_decode_call *c);
-/* Run the call through the library with `nsplit` splits of each row's context (only where
- * vgc_decode_lib_takes said yes; nsplit from vgc_decode_lib_pick). */
-vg_status vgc_decode_lib(vg_bk_stream *s, const vgc_decode_call *c, int nsplit);
-/* Whether to take the library for this call, and with how many splits (0: vg's kernel): the
- * measured choice for its shape, timing `own` (vg's kernel) and the library at a few split
- * counts on the call's operands, each as a replayed graph runs it, the first time a shape comes
- * outside capture; vg's kernel while a shape is unmeasured. VG_CUDA_DECODE=vg|flashinfer fixes
- * the choice (the library then at its default split count). */
+/* Run the call through the library as `pick` says (a nonzero vgc_decode_lib_pick: the splits of
+ * each row's context and the kernel's variant; only where vgc_decode_lib_takes said yes). */
+vg_status vgc_decode_lib(vg_bk_stream *s, const vgc_decode_call *c, int pick);
+/* Whether to take the library for this call (0: vg's kernel), with how many splits and which of
+ * its kernel's variants: the measured choice for its shape, timing `own` (vg's kernel) and the
+ * library at a few split counts and variants on the call's operands, each as a replayed graph
+ * runs it, the first time a shape comes outside capture; vg's kernel while a shape is unmeasured.
+ * VG_CUDA_DECODE=vg|flashinfer|flashinfer_deep fixes the choice (the library at its default
+ * split count, in its own shape or the deeper one); flashinfer_whole and flashinfer_deep_whole
+ * take the library without splits. */
 int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c,
                         vg_status (*own)(vg_bk_stream *, const vgc_decode_call *));
 

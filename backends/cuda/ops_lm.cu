@@ -810,8 +810,8 @@ vg_status vgc_op_paged_attention(vg_bk_device *, vg_bk_stream *s, vg_dtype t, co
         const vgc_decode_call c = {t, q, ld_q, out, ld_out, rows, k_cache, v_cache, block_tables,
                                    max_blocks, context_lens, query_start, num_seqs, heads, kv_heads,
                                    head_dim, block_size, scale};
-        const int nsplit = vgc_decode_lib_takes(s, &c) ? vgc_decode_lib_pick(s, &c, pd_own) : 0;
-        if (nsplit) return vgc_decode_lib(s, &c, nsplit);
+        const int pick = vgc_decode_lib_takes(s, &c) ? vgc_decode_lib_pick(s, &c, pd_own) : 0;
+        if (pick) return vgc_decode_lib(s, &c, pick);
 #endif
         VGK_FLOAT_DISPATCH(t, T, return pd_run<T>(s, (const T *)q, ld_q, (T *)out, ld_out, rows,
                                                   (const T *)k_cache, (const T *)v_cache,
