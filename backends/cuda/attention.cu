@@ -142,8 +142,8 @@ static vg_status dispatch(vg_bk_stream *s, const vgc_attention_call *c)
 {
     switch (c->t) {
     case VG_DTYPE_F32: return launch<float, ROPE>(s, c);
-    case VG_DTYPE_BF16: return launch<vg_bf16, ROPE>(s, c);
-    case VG_DTYPE_F16: return launch<vg_f16, ROPE>(s, c);
+    case VG_DTYPE_BF16: return launch<vgc_bf16, ROPE>(s, c);
+    case VG_DTYPE_F16: return launch<vgc_f16, ROPE>(s, c);
     default: return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": attention: no kernel for dtype %d", (int)c->t);
     }
 }

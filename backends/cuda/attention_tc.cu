@@ -331,10 +331,10 @@ static void tc_launch_any(vg_bk_stream *s, int mt, const vgc_attention_call *c)
 vg_status vgc_attention_tc_prepare(void)
 {
 #define PREP(D)                                                                  \
-    VGC_CHECK((tc_prepare_one<vg_bf16, D, false>()));                            \
-    VGC_CHECK((tc_prepare_one<vg_f16, D, false>()));                             \
-    VGC_CHECK((tc_prepare_one<vg_bf16, D, true>()));                             \
-    VGC_CHECK((tc_prepare_one<vg_f16, D, true>()));
+    VGC_CHECK((tc_prepare_one<vgc_bf16, D, false>()));                            \
+    VGC_CHECK((tc_prepare_one<vgc_f16, D, false>()));                             \
+    VGC_CHECK((tc_prepare_one<vgc_bf16, D, true>()));                             \
+    VGC_CHECK((tc_prepare_one<vgc_f16, D, true>()));
     TC_HEAD_DIMS(PREP)
 #undef PREP
     return VG_OK;
@@ -366,8 +366,8 @@ vg_status vgc_attention_tc(vg_bk_stream *s, const vgc_attention_call *c)
     const int mt = tc_mtiles(s->dev, c->rows, c->heads, c->hd, c->pos != NULL);
 #define TC_CASE(D)                                                                                 \
     case D:                                                                                        \
-        if (c->t == VG_DTYPE_BF16) tc_launch_any<vg_bf16, D>(s, mt, c);                            \
-        else tc_launch_any<vg_f16, D>(s, mt, c);                                                   \
+        if (c->t == VG_DTYPE_BF16) tc_launch_any<vgc_bf16, D>(s, mt, c);                            \
+        else tc_launch_any<vgc_f16, D>(s, mt, c);                                                   \
         break;
     switch (c->hd) {
         TC_HEAD_DIMS(TC_CASE)

@@ -12,8 +12,8 @@
 #include "kernels.cuh"
 
 template <typename T> struct mma_type;
-template <> struct mma_type<vg_bf16> { static constexpr bool bf16 = true; };
-template <> struct mma_type<vg_f16> { static constexpr bool bf16 = false; };
+template <> struct mma_type<vgc_bf16> { static constexpr bool bf16 = true; };
+template <> struct mma_type<vgc_f16> { static constexpr bool bf16 = false; };
 
 __device__ __forceinline__ uint32_t smem_addr(const void *p)
 {

@@ -267,8 +267,8 @@ vg_status vgc_attention_wg_prepare(vg_bk_device *dev)
         return VG_OK;
     }
 #define PREP(D)                                  \
-    VGC_CHECK((wg_prepare_one<vg_bf16, D>()));   \
-    VGC_CHECK((wg_prepare_one<vg_f16, D>()));
+    VGC_CHECK((wg_prepare_one<vgc_bf16, D>()));   \
+    VGC_CHECK((wg_prepare_one<vgc_f16, D>()));
     WG_HEAD_DIMS(PREP)
 #undef PREP
     dev->wgmma_attention = 1;
@@ -295,8 +295,8 @@ vg_status vgc_attention_wg(vg_bk_stream *s, const vgc_attention_call *c)
     uint4 *packed = (uint4 *)s->gemm_workspace;
 #define WG_CASE(D)                                                                                    \
     case D:                                                                                           \
-        if (c->t == VG_DTYPE_BF16) wg_launch<vg_bf16, D>(s, c, packed, prows);                       \
-        else wg_launch<vg_f16, D>(s, c, packed, prows);                                              \
+        if (c->t == VG_DTYPE_BF16) wg_launch<vgc_bf16, D>(s, c, packed, prows);                       \
+        else wg_launch<vgc_f16, D>(s, c, packed, prows);                                              \
         break;
     switch (c->hd) {
         WG_HEAD_DIMS(WG_CASE)

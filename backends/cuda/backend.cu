@@ -115,7 +115,7 @@ extern "C" VG_BACKEND_EXPORT const vg_backend_iface *vg_backend_query(const vg_h
         host->struct_size < offsetof(vg_host_services, set_error) + sizeof(void *))
         return NULL;
     vgc_host = host;
-    vg_runtime_version_text(g_version, sizeof g_version);
+    vgc_runtime_version_text(g_version, sizeof g_version);
     g_iface = make_iface();
     return &g_iface;
 }

@@ -93,7 +93,7 @@ struct vg_bk_exec {
  * get plain ones (VG_CUDA_PDL=1 adds them there too, for comparison). Every kernel starts with
  * vgk_grid_sync() (kernels.cuh), which waits for the previous kernel's writes. Errors surface
  * through cudaGetLastError (VGC_CHECK_LAUNCH), as with <<<>>>. Where the vendor has no such
- * launch (HIP: vg_pdl_capable is 0), dev->pdl is VGC_PDL_OFF and every launch is plain. */
+ * launch (HIP: vgc_pdl_capable is 0), dev->pdl is VGC_PDL_OFF and every launch is plain. */
 template <typename... KArgs, typename... Args>
 static inline void vgc_launch(vg_bk_stream *s, void (*kern)(KArgs...), dim3 grid, dim3 block,
                               size_t smem, Args... args)
@@ -103,7 +103,7 @@ static inline void vgc_launch(vg_bk_stream *s, void (*kern)(KArgs...), dim3 grid
         (void)cudaGetLastError(), cs = cudaStreamCaptureStatusActive; /* when unsure, plain */
     if (s->dev->pdl == VGC_PDL_ALWAYS ||
         (s->dev->pdl == VGC_PDL_EAGER && cs == cudaStreamCaptureStatusNone)) {
-        vg_launch_programmatic(kern, grid, block, smem, s->s, args...); /* vendor.h */
+        vgc_launch_programmatic(kern, grid, block, smem, s->s, args...); /* vendor.h */
         return;
     }
     kern<<<grid, block, smem, s->s>>>(args...);

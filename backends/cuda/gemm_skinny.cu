@@ -26,8 +26,8 @@ template <int MT, int W> struct sk_shape {
 };
 
 template <typename T> struct sk_is_bf16;
-template <> struct sk_is_bf16<vg_bf16> { static constexpr bool value = true; };
-template <> struct sk_is_bf16<vg_f16> { static constexpr bool value = false; };
+template <> struct sk_is_bf16<vgc_bf16> { static constexpr bool value = true; };
+template <> struct sk_is_bf16<vgc_f16> { static constexpr bool value = false; };
 
 /* d += a·b for one m16n8k16 tile; not volatile, so loads may be scheduled around it. */
 template <typename T>
@@ -303,11 +303,11 @@ static void sk_dispatch(vg_bk_stream *s, const vg_gemm_args *a, vgc_skinny_cfg c
 vg_status vgc_gemm_skinny(vg_bk_stream *s, const vg_gemm_args *a, vgc_skinny_cfg c, float *ws, unsigned *counters)
 {
     if (a->dtype_ab == VG_DTYPE_BF16) {
-        if (a->dtype_c == VG_DTYPE_F32) sk_dispatch<vg_bf16, float>(s, a, c, ws, counters);
-        else sk_dispatch<vg_bf16, vg_bf16>(s, a, c, ws, counters);
+        if (a->dtype_c == VG_DTYPE_F32) sk_dispatch<vgc_bf16, float>(s, a, c, ws, counters);
+        else sk_dispatch<vgc_bf16, vgc_bf16>(s, a, c, ws, counters);
     } else {
-        if (a->dtype_c == VG_DTYPE_F32) sk_dispatch<vg_f16, float>(s, a, c, ws, counters);
-        else sk_dispatch<vg_f16, vg_f16>(s, a, c, ws, counters);
+        if (a->dtype_c == VG_DTYPE_F32) sk_dispatch<vgc_f16, float>(s, a, c, ws, counters);
+        else sk_dispatch<vgc_f16, vgc_f16>(s, a, c, ws, counters);
     }
     VGC_CHECK_LAUNCH("gemm (skinny)");
     return VG_OK;

@@ -73,7 +73,7 @@ static vg_status open_mapping(const vg_ipc_handle *handle, void **out, size_t *b
     VGC_CHECK(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess));
     void *base = NULL;
     size_t size = 0;
-    cudaError_t e = vg_mem_address_range(p, &base, &size);
+    cudaError_t e = vgc_mem_address_range(p, &base, &size);
     if (e == cudaSuccess && base != p) e = cudaErrorInvalidValue; /* a mapping starts its range */
     if (e != cudaSuccess) {
         vg_status st = vgc_fail(e, "querying the size of an opened IPC mapping", __FILE__, __LINE__);

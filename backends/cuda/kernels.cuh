@@ -6,13 +6,13 @@
 #include "common.cuh"
 
 __device__ __forceinline__ float vgk_to_f(float x) { return x; }
-__device__ __forceinline__ float vgk_to_f(vg_bf16 x) { return __bfloat162float(x); }
-__device__ __forceinline__ float vgk_to_f(vg_f16 x) { return __half2float(x); }
+__device__ __forceinline__ float vgk_to_f(vgc_bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float vgk_to_f(vgc_f16 x) { return __half2float(x); }
 
 template <typename T> __device__ __forceinline__ T vgk_from_f(float x);
 template <> __device__ __forceinline__ float vgk_from_f<float>(float x) { return x; }
-template <> __device__ __forceinline__ vg_bf16 vgk_from_f<vg_bf16>(float x) { return __float2bfloat16(x); }
-template <> __device__ __forceinline__ vg_f16 vgk_from_f<vg_f16>(float x) { return __float2half(x); }
+template <> __device__ __forceinline__ vgc_bf16 vgk_from_f<vgc_bf16>(float x) { return __float2bfloat16(x); }
+template <> __device__ __forceinline__ vgc_f16 vgk_from_f<vgc_f16>(float x) { return __float2half(x); }
 
 __device__ __forceinline__ float vgk_activate(vg_activation act, float x)
 {
@@ -57,8 +57,8 @@ __device__ __forceinline__ float vgk_rotary_angle(const int32_t *pos, int64_t r,
 /* First statement of every kernel (see vgc_launch): wait until the kernel before this one on the
  * stream has completed and its writes are visible, then allow the next kernel to be scheduled
  * (it waits the same way). A no-op before sm_90, on HIP, and without a programmatic launch
- * (vg_pdl_wait_release, vendor.h). */
-__device__ __forceinline__ void vgk_grid_sync() { vg_pdl_wait_release(); }
+ * (vgc_pdl_wait_release, vendor.h). */
+__device__ __forceinline__ void vgk_grid_sync() { vgc_pdl_wait_release(); }
 
 /* Grid size for a grid-stride loop over n items with 256-thread blocks. */
 static inline unsigned vgk_blocks(size_t n)
@@ -71,8 +71,8 @@ static inline unsigned vgk_blocks(size_t n)
 #define VGK_FLOAT_DISPATCH(dtype, T, ...)                             \
     switch (dtype) {                                                  \
     case VG_DTYPE_F32: { typedef float T; __VA_ARGS__; } break;      \
-    case VG_DTYPE_BF16: { typedef vg_bf16 T; __VA_ARGS__; } break;   \
-    case VG_DTYPE_F16: { typedef vg_f16 T; __VA_ARGS__; } break;     \
+    case VG_DTYPE_BF16: { typedef vgc_bf16 T; __VA_ARGS__; } break;   \
+    case VG_DTYPE_F16: { typedef vgc_f16 T; __VA_ARGS__; } break;     \
     default: break;                                                   \
     }
 

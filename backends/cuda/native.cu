@@ -37,7 +37,7 @@ extern "C" vg_status vgc_stream_wrap(vg_bk_device *dev, void *native, vg_bk_stre
     *out = NULL;
     VGC_CHECK(cudaSetDevice(dev->index));
     int device = -1;
-    cudaError_t e = vg_stream_device((cudaStream_t)native, &device);
+    cudaError_t e = vgc_stream_device((cudaStream_t)native, &device);
     if (e != cudaSuccess) {
         (void)cudaGetLastError();
         return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": stream_wrap(%p): not a stream (%s)",
@@ -66,7 +66,7 @@ static void allocation_of(const void *p, char **base, size_t *size)
     void *b = NULL;
     *base = NULL;
     *size = 0;
-    if (vg_mem_address_range((void *)p, &b, size) != cudaSuccess) {
+    if (vgc_mem_address_range((void *)p, &b, size) != cudaSuccess) {
         (void)cudaGetLastError();
         return;
     }
@@ -77,7 +77,7 @@ extern "C" vg_status vgc_mem_native(vg_bk_device *dev, const void *ptr, vg_nativ
 {
     if (!dev || !ptr || !out) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": mem_native: NULL");
     int device = -1;
-    if (vg_pointer_kind(ptr, &device) != VG_PTR_DEVICE || device != dev->index)
+    if (vgc_pointer_kind(ptr, &device) != VG_PTR_DEVICE || device != dev->index)
         return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": mem_native(%p): not device memory of "
                                            "device %d", ptr, dev->index);
     char *base = NULL;
@@ -94,7 +94,7 @@ extern "C" vg_status vgc_mem_register(vg_bk_device *dev, void *native, size_t by
     if (!dev || !native || !out) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": mem_register: NULL");
     *out = NULL;
     int device = -1;
-    int kind = vg_pointer_kind(native, &device);
+    int kind = vgc_pointer_kind(native, &device);
     static const char *const kinds[] = {"memory the runtime does not know (a host pointer?)",
                                         "device memory", "page-locked host memory",
                                         "managed memory (vg uses device memory only)"};

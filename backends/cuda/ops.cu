@@ -16,8 +16,8 @@ static vg_status op_fill(vg_bk_device *, vg_bk_stream *s, void *dst, vg_dtype dt
     unsigned g = vgk_blocks(n);
     switch (dt) {
     case VG_DTYPE_F32: vgc_launch(s, k_fill<float>, g, 256, 0, (float *)dst, n, (float)v); break;
-    case VG_DTYPE_BF16: vgc_launch(s, k_fill<vg_bf16>, g, 256, 0, (vg_bf16 *)dst, n, __float2bfloat16((float)v)); break;
-    case VG_DTYPE_F16: vgc_launch(s, k_fill<vg_f16>, g, 256, 0, (vg_f16 *)dst, n, __float2half((float)v)); break;
+    case VG_DTYPE_BF16: vgc_launch(s, k_fill<vgc_bf16>, g, 256, 0, (vgc_bf16 *)dst, n, __float2bfloat16((float)v)); break;
+    case VG_DTYPE_F16: vgc_launch(s, k_fill<vgc_f16>, g, 256, 0, (vgc_f16 *)dst, n, __float2half((float)v)); break;
     case VG_DTYPE_I32: vgc_launch(s, k_fill<int32_t>, g, 256, 0, (int32_t *)dst, n, (int32_t)v); break;
     case VG_DTYPE_I64: vgc_launch(s, k_fill<int64_t>, g, 256, 0, (int64_t *)dst, n, (int64_t)v); break;
     case VG_DTYPE_U8: vgc_launch(s, k_fill<uint8_t>, g, 256, 0, (uint8_t *)dst, n, (uint8_t)v); break;

@@ -595,8 +595,8 @@ __device__ void pd_merge(pd_smem &sm, const pd_parts &pt, T *orow, int64_t row, 
     for (int i = tid; i < nh * nsplit; i += PD_THREADS) {
         int g = i / nsplit, s = i - g * nsplit;
         const float *ml = pt.ml + 2 * ((rh0 + g) * nsplit + s);
-        sm.wm[g][s] = vg_load_coherent(ml);
-        sm.wl[g][s] = vg_load_coherent(ml + 1);
+        sm.wm[g][s] = vgc_load_coherent(ml);
+        sm.wl[g][s] = vgc_load_coherent(ml + 1);
     }
     __syncthreads();
     for (int g = warp; g < nh; g += PD_WARPS) { /* a warp per head: the weights and 1 / sum */
@@ -634,7 +634,7 @@ __device__ void pd_merge(pd_smem &sm, const pd_parts &pt, T *orow, int64_t row, 
             for (int u = 0; u < PD_MERGE_S; u++) {
                 const int sc = s0 + u < nsplit ? s0 + u : nsplit - 1;
 #pragma unroll
-                for (int k = 0; k < PD_MERGE; k++) x[u][k] = vg_load_coherent(src[k] + (int64_t)sc * D);
+                for (int k = 0; k < PD_MERGE; k++) x[u][k] = vgc_load_coherent(src[k] + (int64_t)sc * D);
             }
 #pragma unroll
             for (int u = 0; u < PD_MERGE_S; u++) {

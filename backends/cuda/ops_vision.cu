@@ -142,9 +142,9 @@ vg_status vgc_op_layernorm(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const vo
     if (vec_ok && t == VG_DTYPE_F32)
         layernorm_launch<float, 4>(s, (const float *)x, (const float *)w, (const float *)b, (float *)out, r, c, eps);
     else if (vec_ok && t == VG_DTYPE_BF16)
-        layernorm_launch<vg_bf16, 8>(s, (const vg_bf16 *)x, (const vg_bf16 *)w, (const vg_bf16 *)b, (vg_bf16 *)out, r, c, eps);
+        layernorm_launch<vgc_bf16, 8>(s, (const vgc_bf16 *)x, (const vgc_bf16 *)w, (const vgc_bf16 *)b, (vgc_bf16 *)out, r, c, eps);
     else if (vec_ok)
-        layernorm_launch<vg_f16, 8>(s, (const vg_f16 *)x, (const vg_f16 *)w, (const vg_f16 *)b, (vg_f16 *)out, r, c, eps);
+        layernorm_launch<vgc_f16, 8>(s, (const vgc_f16 *)x, (const vgc_f16 *)w, (const vgc_f16 *)b, (vgc_f16 *)out, r, c, eps);
     else
         VGK_FLOAT_DISPATCH(t, T, layernorm_launch<T, 1>(s, (const T *)x, (const T *)w, (const T *)b, (T *)out, r, c, eps));
     VGC_CHECK_LAUNCH("layernorm");
@@ -209,9 +209,9 @@ vg_status vgc_op_gather_weighted(vg_bk_device *, vg_bk_stream *s, vg_dtype t, vo
     if (vec_ok && t == VG_DTYPE_F32)
         vgc_launch(s, k_gather_weighted<float, 4>, blocks, 32 * GW_WARPS, 0, (float *)dst, (const float *)src, sr, idx, w, r, c, taps);
     else if (vec_ok && t == VG_DTYPE_BF16)
-        vgc_launch(s, k_gather_weighted<vg_bf16, 8>, blocks, 32 * GW_WARPS, 0, (vg_bf16 *)dst, (const vg_bf16 *)src, sr, idx, w, r, c, taps);
+        vgc_launch(s, k_gather_weighted<vgc_bf16, 8>, blocks, 32 * GW_WARPS, 0, (vgc_bf16 *)dst, (const vgc_bf16 *)src, sr, idx, w, r, c, taps);
     else if (vec_ok)
-        vgc_launch(s, k_gather_weighted<vg_f16, 8>, blocks, 32 * GW_WARPS, 0, (vg_f16 *)dst, (const vg_f16 *)src, sr, idx, w, r, c, taps);
+        vgc_launch(s, k_gather_weighted<vgc_f16, 8>, blocks, 32 * GW_WARPS, 0, (vgc_f16 *)dst, (const vgc_f16 *)src, sr, idx, w, r, c, taps);
     else
         VGK_FLOAT_DISPATCH(t, T, vgc_launch(s, k_gather_weighted<T, 1>, blocks, 32 * GW_WARPS, 0,
                                             (T *)dst, (const T *)src, sr, idx, w, r, c, taps));

@@ -66,9 +66,9 @@ vg_status vgc_op_rmsnorm(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void
     if (vec_ok && t == VG_DTYPE_F32)
         vgc_launch(s, k_rmsnorm<float, 4>, blocks, 256, 0, (const float *)x, (const float *)w, (float *)out, (int)rows, (int)cols, eps);
     else if (vec_ok && t == VG_DTYPE_BF16)
-        vgc_launch(s, k_rmsnorm<vg_bf16, 8>, blocks, 256, 0, (const vg_bf16 *)x, (const vg_bf16 *)w, (vg_bf16 *)out, (int)rows, (int)cols, eps);
+        vgc_launch(s, k_rmsnorm<vgc_bf16, 8>, blocks, 256, 0, (const vgc_bf16 *)x, (const vgc_bf16 *)w, (vgc_bf16 *)out, (int)rows, (int)cols, eps);
     else if (vec_ok)
-        vgc_launch(s, k_rmsnorm<vg_f16, 8>, blocks, 256, 0, (const vg_f16 *)x, (const vg_f16 *)w, (vg_f16 *)out, (int)rows, (int)cols, eps);
+        vgc_launch(s, k_rmsnorm<vgc_f16, 8>, blocks, 256, 0, (const vgc_f16 *)x, (const vgc_f16 *)w, (vgc_f16 *)out, (int)rows, (int)cols, eps);
     else
         VGK_FLOAT_DISPATCH(t, T, vgc_launch(s, k_rmsnorm<T, 1>, blocks, 256, 0,
                                      (const T *)x, (const T *)w, (T *)out, (int)rows, (int)cols, eps));
@@ -182,9 +182,9 @@ vg_status vgc_op_silu_mul(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const voi
     if (vec_ok && t == VG_DTYPE_F32)
         vgc_launch(s, k_silu_mul<float, 4>, blocks, 256, 0, (const float *)in, ld_in, (float *)out, ld_out, (int)rows, (int)cols);
     else if (vec_ok && t == VG_DTYPE_BF16)
-        vgc_launch(s, k_silu_mul<vg_bf16, 8>, blocks, 256, 0, (const vg_bf16 *)in, ld_in, (vg_bf16 *)out, ld_out, (int)rows, (int)cols);
+        vgc_launch(s, k_silu_mul<vgc_bf16, 8>, blocks, 256, 0, (const vgc_bf16 *)in, ld_in, (vgc_bf16 *)out, ld_out, (int)rows, (int)cols);
     else if (vec_ok)
-        vgc_launch(s, k_silu_mul<vg_f16, 8>, blocks, 256, 0, (const vg_f16 *)in, ld_in, (vg_f16 *)out, ld_out, (int)rows, (int)cols);
+        vgc_launch(s, k_silu_mul<vgc_f16, 8>, blocks, 256, 0, (const vgc_f16 *)in, ld_in, (vgc_f16 *)out, ld_out, (int)rows, (int)cols);
     else
         VGK_FLOAT_DISPATCH(t, T, vgc_launch(s, k_silu_mul<T, 1>, blocks, 256, 0,
                                      (const T *)in, ld_in, (T *)out, ld_out, (int)rows, (int)cols));

@@ -165,7 +165,7 @@ extern "C" vg_status vgc_graph_instantiate(vg_bk_device *dev, vg_bk_graph *graph
         return st == VG_ERR_OUT_OF_MEMORY ? st : VG_ERR_CAPTURE;
     }
     /* Upload now so that the first launch costs what every later one does. */
-    e = vg_graph_upload(x->x, dev->upload_stream);
+    e = vgc_graph_upload(x->x, dev->upload_stream);
     if (e == cudaSuccess) e = cudaStreamSynchronize(dev->upload_stream);
     if (e != cudaSuccess) {
         (void)cudaGraphExecDestroy(x->x);
@@ -197,7 +197,7 @@ extern "C" vg_status vgc_exec_update(vg_bk_device *, vg_bk_exec *x, vg_bk_graph 
 {
     if (!x || !graph || !r) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": exec_update: NULL");
     *r = VG_UPDATE_NEEDS_REINSTANTIATE;
-    cudaError_t e = vg_graph_exec_update(x->x, graph->g);
+    cudaError_t e = vgc_graph_exec_update(x->x, graph->g);
     if (e == cudaErrorGraphExecUpdateFailure) {
         (void)cudaGetLastError(); /* a refusal: the exec keeps its old graph */
         return VG_OK;

@@ -10,14 +10,14 @@
  *   VG_VENDOR_SCORE         its auto-selection score (vg_backend_iface.score)
  *   VG_VENDOR_HARDWARE      whose GPUs it drives, for messages ("NVIDIA", "AMD")
  *   VG_VENDOR_NCCL_*        the collective library: its header, its file, its name (NCCL, RCCL)
- *   vg_bf16, vg_f16         the 16-bit float types
- *   vg_runtime_version_text the version line of the interface table
- *   vg_graph_exec_update, vg_graph_upload   the graph calls whose forms differ
- *   vg_pdl_capable(prop)    whether a device can take programmatic dependent launches
- *   vg_launch_programmatic  a kernel launch that may overlap the previous kernel's tail
- *   vg_pdl_wait_release()   the device side: wait for the previous kernel, release the next
- *   vg_mem_address_range    the base and size of the allocation holding a device address
- *   vg_load_coherent(p)     read what another block of the same kernel wrote (after its fence):
+ *   vgc_bf16, vgc_f16         the 16-bit float types
+ *   vgc_runtime_version_text the version line of the interface table
+ *   vgc_graph_exec_update, vgc_graph_upload   the graph calls whose forms differ
+ *   vgc_pdl_capable(prop)    whether a device can take programmatic dependent launches
+ *   vgc_launch_programmatic  a kernel launch that may overlap the previous kernel's tail
+ *   vgc_pdl_wait_release()   the device side: wait for the previous kernel, release the next
+ *   vgc_mem_address_range    the base and size of the allocation holding a device address
+ *   vgc_load_coherent(p)     read what another block of the same kernel wrote (after its fence):
  *                           past a possibly stale L1 line */
 #ifndef VG_VENDOR_H
 #define VG_VENDOR_H
@@ -28,11 +28,11 @@
 #include <stdio.h>
 #if __has_include(<hip/hip_bf16.h>)
 #include <hip/hip_bf16.h>
-typedef __hip_bfloat16 vg_bf16;
+typedef __hip_bfloat16 vgc_bf16;
 #else
 /* ROCm before 5.7 (Debian 12 ships 5.2) has only hip_bfloat16, a class with conversions. */
 #include <hip/hip_bfloat16.h>
-typedef hip_bfloat16 vg_bf16;
+typedef hip_bfloat16 vgc_bf16;
 static __host__ __device__ inline float __bfloat162float(hip_bfloat16 x) { return (float)x; }
 static __host__ __device__ inline hip_bfloat16 __float2bfloat16(float f) { return hip_bfloat16(f); }
 #endif
@@ -112,7 +112,7 @@ static __host__ __device__ inline hip_bfloat16 __float2bfloat16(float f) { retur
 #define VG_VENDOR_NCCL_HEADER <rccl/rccl.h>
 #define VG_VENDOR_NCCL_LIBRARY "librccl.so.1"
 #define VG_VENDOR_NCCL_NAME "RCCL"
-typedef __half vg_f16;
+typedef __half vgc_f16;
 /* HIP's shuffles take no mask; vg's kernels use 32-lane groups, which wave64 hardware runs as
  * two independent halves (the xor offsets stay below 32). */
 #define __shfl_xor_sync(mask, value, offset) __shfl_xor((value), (offset))
@@ -120,7 +120,7 @@ typedef __half vg_f16;
  * shared-memory accesses across it. */
 #define __syncwarp() __builtin_amdgcn_wave_barrier()
 
-static inline void vg_runtime_version_text(char *buf, size_t cap)
+static inline void vgc_runtime_version_text(char *buf, size_t cap)
 {
     int rt = 0, drv = 0;
     (void)hipRuntimeGetVersion(&rt);
@@ -130,7 +130,7 @@ static inline void vg_runtime_version_text(char *buf, size_t cap)
 }
 
 /* HIP keeps CUDA 11's cudaGraphExecUpdate(exec, graph, &errorNode, &result). */
-static inline hipError_t vg_graph_exec_update(hipGraphExec_t exec, hipGraph_t graph)
+static inline hipError_t vgc_graph_exec_update(hipGraphExec_t exec, hipGraph_t graph)
 {
     hipGraphNode_t node = nullptr;
     hipGraphExecUpdateResult result;
@@ -138,12 +138,12 @@ static inline hipError_t vg_graph_exec_update(hipGraphExec_t exec, hipGraph_t gr
 }
 /* hipGraphUpload is absent from older ROCm: the first launch then pays the upload. */
 #if defined(HIP_VERSION) && HIP_VERSION >= 50300000
-#define vg_graph_upload(exec, stream) hipGraphUpload((exec), (stream))
+#define vgc_graph_upload(exec, stream) hipGraphUpload((exec), (stream))
 #else
-#define vg_graph_upload(exec, stream) hipSuccess
+#define vgc_graph_upload(exec, stream) hipSuccess
 #endif
 
-static inline hipError_t vg_mem_address_range(void *ptr, void **base, size_t *size)
+static inline hipError_t vgc_mem_address_range(void *ptr, void **base, size_t *size)
 {
     return hipMemGetAddressRange(base, size, ptr);
 }
@@ -151,7 +151,7 @@ static inline hipError_t vg_mem_address_range(void *ptr, void **base, size_t *si
 /* ABI 1.3 native handles: what a pointer is, and which device a caller's stream runs on. */
 #define VG_VENDOR_NATIVE_API VG_NATIVE_HIP
 enum { VG_PTR_UNKNOWN = 0, VG_PTR_DEVICE, VG_PTR_HOST, VG_PTR_MANAGED };
-static inline int vg_pointer_kind(const void *p, int *device)
+static inline int vgc_pointer_kind(const void *p, int *device)
 {
     hipPointerAttribute_t a;
     if (hipPointerGetAttributes(&a, p) != hipSuccess) {
@@ -164,7 +164,7 @@ static inline int vg_pointer_kind(const void *p, int *device)
            : a.memoryType == hipMemoryTypeHost ? VG_PTR_HOST : VG_PTR_UNKNOWN;
 }
 /* HIP of Debian 12 (ROCm 5.2) has no hipStreamGetDevice: a stream is checked to be one only. */
-static inline hipError_t vg_stream_device(hipStream_t s, int *device)
+static inline hipError_t vgc_stream_device(hipStream_t s, int *device)
 {
     unsigned flags = 0;
     *device = -1;
@@ -172,20 +172,20 @@ static inline hipError_t vg_stream_device(hipStream_t s, int *device)
 }
 
 /* No programmatic dependent launch on HIP: every launch is a plain one, and kernels do not wait. */
-static inline int vg_pdl_capable(const hipDeviceProp_t *prop)
+static inline int vgc_pdl_capable(const hipDeviceProp_t *prop)
 {
     (void)prop;
     return 0;
 }
 template <typename... KArgs, typename... Args>
-static inline void vg_launch_programmatic(void (*kern)(KArgs...), dim3 grid, dim3 block, size_t smem,
+static inline void vgc_launch_programmatic(void (*kern)(KArgs...), dim3 grid, dim3 block, size_t smem,
                                           hipStream_t stream, Args... args)
 {
     kern<<<grid, block, smem, stream>>>(args...);
 }
-__device__ __forceinline__ void vg_pdl_wait_release() {}
+__device__ __forceinline__ void vgc_pdl_wait_release() {}
 /* A volatile load is device-coherent on AMD (older ROCm has no __ldcg for float). */
-template <typename T> __device__ __forceinline__ T vg_load_coherent(const T *p) { return *(const volatile T *)p; }
+template <typename T> __device__ __forceinline__ T vgc_load_coherent(const T *p) { return *(const volatile T *)p; }
 
 #else /* CUDA */
 #include <cuda_bf16.h>
@@ -201,10 +201,10 @@ template <typename T> __device__ __forceinline__ T vg_load_coherent(const T *p) 
 #define VG_VENDOR_NCCL_HEADER <nccl.h>
 #define VG_VENDOR_NCCL_LIBRARY "libnccl.so.2"
 #define VG_VENDOR_NCCL_NAME "NCCL"
-typedef __nv_bfloat16 vg_bf16;
-typedef __half vg_f16;
+typedef __nv_bfloat16 vgc_bf16;
+typedef __half vgc_f16;
 
-static inline void vg_runtime_version_text(char *buf, size_t cap)
+static inline void vgc_runtime_version_text(char *buf, size_t cap)
 {
     int rt = 0, drv = 0;
     (void)cudaRuntimeGetVersion(&rt);
@@ -213,16 +213,16 @@ static inline void vg_runtime_version_text(char *buf, size_t cap)
              drv / 1000, (drv % 1000) / 10);
 }
 
-static inline cudaError_t vg_graph_exec_update(cudaGraphExec_t exec, cudaGraph_t graph)
+static inline cudaError_t vgc_graph_exec_update(cudaGraphExec_t exec, cudaGraph_t graph)
 {
     cudaGraphExecUpdateResultInfo info;
     return cudaGraphExecUpdate(exec, graph, &info);
 }
-#define vg_graph_upload(exec, stream) cudaGraphUpload((exec), (stream))
+#define vgc_graph_upload(exec, stream) cudaGraphUpload((exec), (stream))
 
 /* The runtime API has no cuMemGetAddressRange: the driver's, reached through the runtime (so the
  * backend does not link libcuda, and loads on machines without a driver). */
-static inline cudaError_t vg_mem_address_range(void *ptr, void **base, size_t *size)
+static inline cudaError_t vgc_mem_address_range(void *ptr, void **base, size_t *size)
 {
     typedef int (*range_fn)(unsigned long long *base, size_t *size, unsigned long long ptr);
     void *fn = NULL;
@@ -246,7 +246,7 @@ static inline cudaError_t vg_mem_address_range(void *ptr, void **base, size_t *s
 /* ABI 1.3 native handles: what a pointer is, and which device a caller's stream runs on. */
 #define VG_VENDOR_NATIVE_API VG_NATIVE_CUDA
 enum { VG_PTR_UNKNOWN = 0, VG_PTR_DEVICE, VG_PTR_HOST, VG_PTR_MANAGED };
-static inline int vg_pointer_kind(const void *p, int *device)
+static inline int vgc_pointer_kind(const void *p, int *device)
 {
     cudaPointerAttributes a;
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
@@ -258,7 +258,7 @@ static inline int vg_pointer_kind(const void *p, int *device)
            : a.type == cudaMemoryTypeHost    ? VG_PTR_HOST
            : a.type == cudaMemoryTypeManaged ? VG_PTR_MANAGED : VG_PTR_UNKNOWN;
 }
-static inline cudaError_t vg_stream_device(cudaStream_t s, int *device)
+static inline cudaError_t vgc_stream_device(cudaStream_t s, int *device)
 {
 #if CUDART_VERSION >= 12080
     return cudaStreamGetDevice(s, device);
@@ -270,13 +270,13 @@ static inline cudaError_t vg_stream_device(cudaStream_t s, int *device)
 }
 
 /* Programmatic dependent launch: sm_90 and newer. */
-static inline int vg_pdl_capable(const cudaDeviceProp *prop) { return prop->major >= 9; }
+static inline int vgc_pdl_capable(const cudaDeviceProp *prop) { return prop->major >= 9; }
 
 /* Launch kern so that the GPU may schedule its blocks while the previous kernel on the stream is
- * finishing; the kernel waits for that kernel's writes with vg_pdl_wait_release(). Errors surface
+ * finishing; the kernel waits for that kernel's writes with vgc_pdl_wait_release(). Errors surface
  * through cudaGetLastError, as with <<<>>>. */
 template <typename... KArgs, typename... Args>
-static inline void vg_launch_programmatic(void (*kern)(KArgs...), dim3 grid, dim3 block, size_t smem,
+static inline void vgc_launch_programmatic(void (*kern)(KArgs...), dim3 grid, dim3 block, size_t smem,
                                           cudaStream_t stream, Args... args)
 {
     cudaLaunchAttribute attr;
@@ -291,7 +291,7 @@ static inline void vg_launch_programmatic(void (*kern)(KArgs...), dim3 grid, dim
 /* Device side: wait until the kernel before this one on the stream has completed and its writes
  * are visible, then allow the next kernel to be scheduled. A no-op before sm_90 and without a
  * programmatic launch. */
-__device__ __forceinline__ void vg_pdl_wait_release()
+__device__ __forceinline__ void vgc_pdl_wait_release()
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
@@ -299,7 +299,7 @@ __device__ __forceinline__ void vg_pdl_wait_release()
 #endif
 }
 /* From L2 (ld.global.cg): L1 is not coherent between blocks. */
-template <typename T> __device__ __forceinline__ T vg_load_coherent(const T *p) { return __ldcg(p); }
+template <typename T> __device__ __forceinline__ T vgc_load_coherent(const T *p) { return __ldcg(p); }
 #endif
 
 #endif /* VG_VENDOR_H */
