@@ -80,6 +80,8 @@ struct vg_bk_event {
 struct vg_bk_graph {
     cudaGraph_t g;
 };
+/* stream.cu: a captured graph as the plugin's graph object (g destroyed when that fails) */
+vg_status vgc_graph_wrap(cudaGraph_t g, vg_bk_graph **out);
 
 struct vg_bk_exec {
     cudaGraphExec_t x;

@@ -173,14 +173,7 @@ extern "C" vg_status vgc_loop_capture_end(vg_bk_device *, vg_bk_stream *s, vg_bk
                  __FILE__, __LINE__);
         return VG_ERR_CAPTURE;
     }
-    vg_bk_graph *graph = (vg_bk_graph *)malloc(sizeof *graph);
-    if (!graph) {
-        (void)cudaGraphDestroy(g);
-        return VGC_ERR(VG_ERR_OUT_OF_MEMORY, VG_VENDOR_NAME ": out of host memory");
-    }
-    graph->g = g;
-    *out = graph;
-    return VG_OK;
+    return vgc_graph_wrap(g, out);
 }
 
 #else /* no conditional nodes: HIP, or a CUDA toolkit older than 12.4 */

@@ -118,6 +118,18 @@ extern "C" vg_status vgc_capture_begin(vg_bk_device *dev, vg_bk_stream *s)
     return VG_OK;
 }
 
+vg_status vgc_graph_wrap(cudaGraph_t g, vg_bk_graph **out)
+{
+    vg_bk_graph *graph = (vg_bk_graph *)malloc(sizeof *graph);
+    if (!graph) {
+        (void)cudaGraphDestroy(g);
+        return VGC_ERR(VG_ERR_OUT_OF_MEMORY, VG_VENDOR_NAME ": out of host memory");
+    }
+    graph->g = g;
+    *out = graph;
+    return VG_OK;
+}
+
 extern "C" vg_status vgc_capture_end(vg_bk_device *, vg_bk_stream *s, vg_bk_graph **out)
 {
     if (!s || !out) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": capture_end: NULL");
@@ -132,14 +144,7 @@ extern "C" vg_status vgc_capture_end(vg_bk_device *, vg_bk_stream *s, vg_bk_grap
         vgc_fail(e, "cudaStreamEndCapture", __FILE__, __LINE__);
         return VG_ERR_CAPTURE;
     }
-    vg_bk_graph *graph = (vg_bk_graph *)malloc(sizeof *graph);
-    if (!graph) {
-        (void)cudaGraphDestroy(g);
-        return VGC_ERR(VG_ERR_OUT_OF_MEMORY, VG_VENDOR_NAME ": out of host memory");
-    }
-    graph->g = g;
-    *out = graph;
-    return VG_OK;
+    return vgc_graph_wrap(g, out);
 }
 
 extern "C" vg_status vgc_graph_destroy(vg_bk_device *, vg_bk_graph *graph)
