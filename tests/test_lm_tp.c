@@ -44,7 +44,7 @@ static const char *backend(void)
 
 static int g_rank;
 
-static int fail(const char *fmt, ...)
+static int rank_fail(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -57,7 +57,7 @@ static int fail(const char *fmt, ...)
 
 #define CK(call) \
     do { \
-        if ((call) != VG_OK) return fail("%s: %s", #call, vg_last_error()); \
+        if ((call) != VG_OK) return rank_fail("%s: %s", #call, vg_last_error()); \
     } while (0)
 
 typedef struct prompts {
@@ -76,7 +76,7 @@ static int read_prompts(const char *fixture, prompts *p)
     int rc = 0;
     if (!ids || !lens || ids->dtype != VG_DTYPE_I64 || lens->dtype != VG_DTYPE_I64 || lens->numel > MAX_B ||
         ids->numel > 1024)
-        rc = fail("%s: no input_ids / prompt_lens I64 of the expected sizes", path);
+        rc = rank_fail("%s: no input_ids / prompt_lens I64 of the expected sizes", path);
     for (uint64_t i = 0; !rc && i < ids->numel; i++) {
         int64_t v;
         memcpy(&v, (const char *)ids->data + 8 * i, 8);
@@ -102,10 +102,10 @@ static int compare(const char *what, const float *ref, const float *got, const i
         mx = fabs(ref[i]) > mx ? fabs(ref[i]) : mx;
     }
     if (!(err <= REL_TOL * mx))
-        return fail("%s: logits differ from the whole model's: max |diff| %g, max |ref| %g", what, err, mx);
+        return rank_fail("%s: logits differ from the whole model's: max |diff| %g, max |ref| %g", what, err, mx);
     for (int i = 0; i < rows; i++)
         if (tref[i] != tgot[i])
-            return fail("%s: row %d: greedy token %d, the whole model's %d", what, i, tgot[i], tref[i]);
+            return rank_fail("%s: row %d: greedy token %d, the whole model's %d", what, i, tgot[i], tref[i]);
     return 0;
 }
 
@@ -128,12 +128,12 @@ static int run_schedule(vg_lm *whole, vg_lm *part, const prompts *p, int vocab, 
     float *l1 = malloc((size_t)MAX_B * (size_t)vocab * sizeof(float));
     float *l2 = malloc((size_t)MAX_B * (size_t)vocab * sizeof(float));
     vg_lm_seq_tokens s[MAX_B];
-    int rc = !l1 || !l2 ? fail("out of memory") : 0;
+    int rc = !l1 || !l2 ? rank_fail("out of memory") : 0;
     int B = p->B, off[MAX_B];
     for (int b = 0, o = 0; b < B; o += p->lens[b++]) off[b] = o;
     for (int b = 0; !rc && b < B; b++) {
         if (vg_lm_seq_add(whole, &sw[b]) != VG_OK || vg_lm_seq_add(part, &sp[b]) != VG_OK || sw[b] != sp[b])
-            rc = fail("%s: seq_add: %s", what, vg_last_error());
+            rc = rank_fail("%s: seq_add: %s", what, vg_last_error());
     }
     for (int b = 0; b < B - 1; b++) s[b] = (vg_lm_seq_tokens){sw[b], p->ids + off[b], p->lens[b]};
     if (!rc) rc = step_both(whole, part, s, B - 1, vocab, l1, l2, next, what);
@@ -158,7 +158,7 @@ static int rank_main(int n, int rank, int id_in, const int *id_out)
     vg_runtime_options_init(&ro);
     ro.backend = backend();
     vg_probe_report *pr = calloc(1, sizeof *pr);
-    if (!pr) return fail("out of memory");
+    if (!pr) return rank_fail("out of memory");
     pr->struct_size = sizeof *pr;
     int devices = vg_backend_probe(ro.backend, pr) == VG_OK && pr->device_count > 0 ? pr->device_count : 1;
     free(pr);
@@ -169,9 +169,9 @@ static int rank_main(int n, int rank, int id_in, const int *id_out)
     if (rank == 0) {
         CK(vg_comm_id_make(rt, &id));
         for (int r = 1; r < n; r++)
-            if (write(id_out[r], &id, sizeof id) != (ssize_t)sizeof id) return fail("writing the id");
+            if (write(id_out[r], &id, sizeof id) != (ssize_t)sizeof id) return rank_fail("writing the id");
     } else if (read(id_in, &id, sizeof id) != (ssize_t)sizeof id) {
-        return fail("reading the id");
+        return rank_fail("reading the id");
     }
     vg_comm *comm = NULL;
     CK(vg_comm_create(rt, &id, n, rank, &comm));
@@ -190,15 +190,15 @@ static int rank_main(int n, int rank, int id_in, const int *id_out)
         o.capture_sizes = sizes, o.num_capture_sizes = 3;
         o.num_blocks = 64, o.max_seqs = MAX_B, o.compute_dtype = VG_DTYPE_F32;
         vg_lm *whole = NULL, *part = NULL;
-        if (vg_lm_load(rt, dir, &o, &whole) != VG_OK) rc = fail("%s: %s", dir, vg_last_error());
+        if (vg_lm_load(rt, dir, &o, &whole) != VG_OK) rc = rank_fail("%s: %s", dir, vg_last_error());
         o.comm = comm;
-        if (!rc && vg_lm_load(rt, dir, &o, &part) != VG_OK) rc = fail("%s, tp %d: %s", dir, n, vg_last_error());
+        if (!rc && vg_lm_load(rt, dir, &o, &part) != VG_OK) rc = rank_fail("%s, tp %d: %s", dir, n, vg_last_error());
         vg_lm_info wi, pi;
         if (!rc) vg_lm_get_info(whole, &wi), vg_lm_get_info(part, &pi);
         if (!rc && (pi.tp_rank != rank || pi.tp_size != n || wi.tp_size != 1 || pi.heads != wi.heads ||
                     pi.kv_heads != wi.kv_heads || pi.vocab != wi.vocab || pi.weight_bytes >= wi.weight_bytes ||
                     pi.kv_bytes * (uint64_t)wi.kv_heads != wi.kv_bytes * (uint64_t)(wi.kv_heads % n ? 1 : wi.kv_heads / n)))
-            rc = fail("%s: info: rank %d of %d, heads %d/%d, weights %llu of %llu bytes, KV %llu of %llu", dir,
+            rc = rank_fail("%s: info: rank %d of %d, heads %d/%d, weights %llu of %llu bytes, KV %llu of %llu", dir,
                       pi.tp_rank, pi.tp_size, pi.heads, pi.kv_heads, (unsigned long long)pi.weight_bytes,
                       (unsigned long long)wi.weight_bytes, (unsigned long long)pi.kv_bytes,
                       (unsigned long long)wi.kv_bytes);
@@ -208,7 +208,7 @@ static int rank_main(int n, int rank, int id_in, const int *id_out)
             char what[256];
             snprintf(what, sizeof what, "%s, tp %d, mode %s", fixtures[f], n, vg_graph_mode_name(modes[m]));
             if (vg_lm_reconfigure(whole, &r) != VG_OK || vg_lm_reconfigure(part, &r) != VG_OK)
-                rc = fail("%s: reconfigure: %s", what, vg_last_error());
+                rc = rank_fail("%s: reconfigure: %s", what, vg_last_error());
             else
                 rc = run_schedule(whole, part, &p, wi.vocab, what);
         }

@@ -61,6 +61,8 @@ int vg_tp_open(const char *cmd, const vg_tp_rank *r, const char *backend, vg_run
     ro.backend = backend;
     ro.device = r->device;
     *rt = NULL, *comm = NULL;
+    /* rank 0 speaks for the run: the others log errors only (their warnings are rank 0's) */
+    if (r->rank != 0 && vg_log_get_level() > VG_LOG_ERROR) vg_log_set_level(VG_LOG_ERROR);
     if (vg_runtime_open(&ro, rt) != VG_OK)
         return vg_cli_fail(cmd, "rank %d: device %d: %s", r->rank, r->device, vg_last_error());
     if (vg_comm_create(*rt, &r->id, r->size, r->rank, comm) != VG_OK) {
