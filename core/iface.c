@@ -40,7 +40,8 @@ static size_t iface_size_for_minor(uint32_t minor)
            : minor == 1 ? VG_BACKEND_IFACE_SIZE_1_1
            : minor == 2 ? VG_BACKEND_IFACE_SIZE_1_2
            : minor == 3 ? VG_BACKEND_IFACE_SIZE_1_3
-                        : VG_BACKEND_IFACE_SIZE_1_4;
+           : minor == 4 ? VG_BACKEND_IFACE_SIZE_1_4
+                        : VG_BACKEND_IFACE_SIZE_1_5;
 }
 
 /* The op table's size for each version this core knows (members are only appended: a version
@@ -95,6 +96,9 @@ static const struct {
       MEMBER(mem_register), MEMBER(mem_unregister)}},
     {VG_CAP_GRAPH_LOOP, "device-side loops", 1,
      {MEMBER(loop_capture_begin), MEMBER(loop_capture_end)}},
+    {VG_CAP_COMM, "communicators", 1,
+     {MEMBER(comm_id_make), MEMBER(comm_create), MEMBER(comm_destroy), MEMBER(comm_all_reduce),
+      MEMBER(comm_all_gather)}},
 };
 #undef MEMBER
 
@@ -120,6 +124,8 @@ vg_status vg_iface_check_caps(const vg_backend_iface *b, uint64_t *caps, const c
     }
     /* the loop members are ABI 1.4's: an older table has none, whatever its device says */
     if ((*caps & VG_CAP_GRAPH_LOOP) && b->abi_minor < 4) *caps &= ~VG_CAP_GRAPH_LOOP;
+    /* and the communicator members ABI 1.5's */
+    if (b->abi_minor < 5) *caps &= ~(VG_CAP_COMM | VG_CAP_COMM_CAPTURE);
     for (size_t i = 0; i < VG_ARRAY_LEN(k_cap_members); i++) {
         if (!(*caps & k_cap_members[i].cap)) continue;
         for (int j = 0; j < MAX_CAP_MEMBERS && k_cap_members[i].members[j].name; j++) {
@@ -139,6 +145,8 @@ vg_status vg_iface_check_caps(const vg_backend_iface *b, uint64_t *caps, const c
     if (!(*caps & VG_CAP_GRAPH))
         *caps &= ~(VG_CAP_GRAPH_UPDATE | VG_CAP_GRAPH_LOOP | VG_CAP_FOREIGN_CAPTURE);
     if (!(*caps & VG_CAP_NATIVE)) *caps &= ~VG_CAP_FOREIGN_CAPTURE;
+    /* collectives captured need collectives, and graphs */
+    if (!(*caps & VG_CAP_COMM) || !(*caps & VG_CAP_GRAPH)) *caps &= ~VG_CAP_COMM_CAPTURE;
     return VG_OK;
 }
 
@@ -166,6 +174,13 @@ vg_status vg_iface_validate(const vg_backend_iface *in, const char *origin, vg_b
     if (in->abi_minor < 4) { /* not members before 1.4 */
         out->loop_capture_begin = NULL;
         out->loop_capture_end = NULL;
+    }
+    if (in->abi_minor < 5) { /* nor these before 1.5 */
+        out->comm_id_make = NULL;
+        out->comm_create = NULL;
+        out->comm_destroy = NULL;
+        out->comm_all_reduce = NULL;
+        out->comm_all_gather = NULL;
     }
     for (size_t i = 0; i < VG_ARRAY_LEN(k_mandatory); i++) {
         if (member_at(out, k_mandatory[i].offset) == NULL)

@@ -24,6 +24,8 @@ const char *vg_cap_name(uint64_t cap)
     if (cap == VG_CAP_IPC) return "ipc";
     if (cap == VG_CAP_PINNED_HOST) return "pinned_host";
     if (cap == VG_CAP_GRAPH_LOOP) return "graph_loop";
+    if (cap == VG_CAP_COMM) return "comm";
+    if (cap == VG_CAP_COMM_CAPTURE) return "comm_capture";
     return NULL;
 }
 

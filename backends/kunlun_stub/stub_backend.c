@@ -58,6 +58,11 @@ static const vg_backend_iface k_iface = {
     .option_names = stub_option_names,
     .loop_capture_begin = stub_loop_capture_begin,
     .loop_capture_end = stub_loop_capture_end,
+    .comm_id_make = stub_comm_id_make,
+    .comm_create = stub_comm_create,
+    .comm_destroy = stub_comm_destroy,
+    .comm_all_reduce = stub_comm_all_reduce,
+    .comm_all_gather = stub_comm_all_gather,
 };
 
 VG_BACKEND_EXPORT const vg_backend_iface *vg_backend_query(const vg_host_services *host)

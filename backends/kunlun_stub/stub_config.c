@@ -5,7 +5,8 @@
  *   VG_STUB_POISON=1            fill fresh and freed memory with NaN bytes; keep freed memory
  *                               mapped (quarantined, up to VG_STUB_QUARANTINE, default 256M)
  *   VG_STUB_LAUNCH_US=N         simulated host cost of each launch (eager op or graph launch)
- *   VG_STUB_CAPS=tok,...        nograph | noupdate | noipc | noloop | nocapture:<op name> | noop:<op name>
+ *   VG_STUB_CAPS=tok,...        nograph | noupdate | noipc | noloop | nocomm | nocommcapture |
+ *                               nocapture:<op name> | noop:<op name>
  *   VG_STUB_FAULT=point[:n[+]],...  fail the n-th call (n+ : and all later ones) of a point:
  *                               device_open mem_alloc capture_begin capture_end instantiate
  *                               launch update ipc_open   (no :n means every call) */
@@ -78,11 +79,16 @@ static void parse_caps(stub_config *cfg, const char *spec)
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
         if (strcmp(tok, "nograph") == 0) {
-            cfg->caps &= ~(VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_GRAPH_LOOP);
+            cfg->caps &= ~(VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_GRAPH_LOOP |
+                           VG_CAP_COMM_CAPTURE);
         } else if (strcmp(tok, "noloop") == 0) {
             cfg->caps &= ~VG_CAP_GRAPH_LOOP;
         } else if (strcmp(tok, "noipc") == 0) {
             cfg->caps &= ~VG_CAP_IPC;
+        } else if (strcmp(tok, "nocomm") == 0) {
+            cfg->caps &= ~(VG_CAP_COMM | VG_CAP_COMM_CAPTURE);
+        } else if (strcmp(tok, "nocommcapture") == 0) {
+            cfg->caps &= ~VG_CAP_COMM_CAPTURE;
         } else if (strcmp(tok, "noupdate") == 0) {
             cfg->caps &= ~VG_CAP_GRAPH_UPDATE;
         } else if (strncmp(tok, "nocapture:", 10) == 0 || strncmp(tok, "noop:", 5) == 0) {
@@ -138,7 +144,8 @@ void stub_config_load(stub_config *cfg)
     cfg->devices = 1;
     cfg->capacity = 8ull << 30;
     cfg->quarantine_cap = 256ull << 20;
-    cfg->caps = VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_IPC | VG_CAP_NATIVE | VG_CAP_GRAPH_LOOP;
+    cfg->caps = VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_IPC | VG_CAP_NATIVE | VG_CAP_GRAPH_LOOP |
+                VG_CAP_COMM | VG_CAP_COMM_CAPTURE;
     const char *v = stub_option("VG_STUB_DEVICES");
     if (v && *v) {
         char *end = NULL;

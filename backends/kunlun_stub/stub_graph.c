@@ -104,9 +104,11 @@ vg_status stub_exec_launch(vg_bk_device *dev, vg_bk_exec *x, vg_bk_stream *s)
     if (stub_fault_hit(dev, STUB_FAULT_LAUNCH))
         return STUB_ERR(VG_ERR_DEVICE, "kunlun_stub: exec_launch failed (injected fault)");
     stub_charge_launch(dev); /* one launch for the whole graph */
-    for (size_t i = 0; i < x->list.n; i = stub_next_cmd(x->list.cmds, i))
+    /* a command that fails (a collective whose peer died) ends the replay, as a device fault
+     * ends a kernel's, and the launch reports it */
+    for (size_t i = 0; i < x->list.n && s->error == VG_OK; i = stub_next_cmd(x->list.cmds, i))
         x->list.cmds[i].run(s, x->list.cmds[i].args);
-    return VG_OK;
+    return stub_stream_error(s);
 }
 
 vg_status stub_exec_destroy(vg_bk_device *dev, vg_bk_exec *x)

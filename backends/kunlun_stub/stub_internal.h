@@ -125,6 +125,11 @@ struct vg_bk_stream {
      * of its own that reports the wrapped one as its native handle and is not listed in
      * dev->streams. */
     struct vg_bk_stream *wraps;
+    /* A command that failed while it ran (a collective whose peer died, stub_comm.c): the first
+     * failure stands until it is reported, by the submission that ran it, the exec_launch that
+     * replayed it, or stream_sync (stub_stream_error). */
+    vg_status error;
+    char error_msg[512];
 };
 
 struct vg_bk_event {
@@ -140,6 +145,11 @@ struct vg_bk_exec {
     stub_cmd_list list;
     uint64_t charged; /* bytes accounted on the device */
 };
+
+/* A running command failed: record it on the stream (the first failure stands). */
+void stub_stream_fail(vg_bk_stream *s, vg_status st, const char *fmt, ...) VG_PRINTF(3, 4);
+/* Report and clear the stream's failure: VG_OK when none, else its status with its message set. */
+vg_status stub_stream_error(vg_bk_stream *s);
 
 /* config */
 void stub_config_load(stub_config *cfg);
@@ -254,6 +264,15 @@ vg_status stub_op_layernorm(vg_bk_device *, vg_bk_stream *, vg_dtype, const void
                             const void *, void *, int64_t, int64_t, float);
 vg_status stub_op_gather_weighted(vg_bk_device *, vg_bk_stream *, vg_dtype, void *, const void *,
                                   int64_t, const int32_t *, const float *, int64_t, int64_t, int);
+
+/* stub_comm.c: communicators (ABI 1.5) between processes of this machine over shared memory */
+vg_status stub_comm_id_make(vg_bk_device *dev, unsigned char id[VG_COMM_ID_BYTES]);
+vg_status stub_comm_create(vg_bk_device *dev, const vg_bk_comm_args *args, vg_bk_comm **out);
+vg_status stub_comm_destroy(vg_bk_device *dev, vg_bk_comm *comm);
+vg_status stub_comm_all_reduce(vg_bk_device *dev, vg_bk_comm *comm, vg_bk_stream *s,
+                               vg_dtype dtype, const void *send, void *recv, size_t count);
+vg_status stub_comm_all_gather(vg_bk_device *dev, vg_bk_comm *comm, vg_bk_stream *s,
+                               vg_dtype dtype, const void *send, void *recv, size_t count);
 
 /* stub_loop.c: device-side loops (ABI 1.4) and lm_advance. An exec's list runs in order; a
  * loop's list ends with a command that sends it back to its start while the flag is set. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* kunlun_stub streams and events. A stream executes each command at once, in order, on the
  * calling thread, unless the stream is capturing, in which case the command is recorded. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,7 +97,25 @@ vg_status stub_submit(vg_bk_stream *s, int op, const char *name,
     }
     stub_charge_launch(s->dev);
     run(s, c.args);
-    return VG_OK;
+    return stub_stream_error(s);
+}
+
+void stub_stream_fail(vg_bk_stream *s, vg_status st, const char *fmt, ...)
+{
+    if (s->error != VG_OK) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->error_msg, sizeof s->error_msg, fmt, ap);
+    va_end(ap);
+    s->error = st;
+}
+
+vg_status stub_stream_error(vg_bk_stream *s)
+{
+    vg_status st = s->error;
+    if (st == VG_OK) return VG_OK;
+    s->error = VG_OK;
+    return STUB_ERR(st, "%s", s->error_msg);
 }
 
 float *stub_scratch(vg_bk_stream *s, size_t elems)
@@ -143,7 +162,7 @@ vg_status stub_stream_sync(vg_bk_device *dev, vg_bk_stream *s)
 {
     if (!dev || !s) return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: stream_sync: NULL");
     /* the core refuses a sync while this thread captures (vg_capture_forbid) */
-    return VG_OK; /* work already ran in order */
+    return stub_stream_error(s); /* work already ran in order; a failure not yet reported */
 }
 
 vg_status stub_event_create(vg_bk_device *dev, vg_bk_event **out)

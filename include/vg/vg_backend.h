@@ -16,6 +16,7 @@
 
 #include <stdlib.h>
 
+#include "vg_comm.h"
 #include "vg_ops.h"
 #include "vg_types.h"
 
@@ -24,7 +25,7 @@ extern "C" {
 #endif
 
 #define VG_BACKEND_ABI_MAJOR 1
-#define VG_BACKEND_ABI_MINOR 4
+#define VG_BACKEND_ABI_MINOR 5
 #define VG_BACKEND_ENTRY_NAME "vg_backend_query"
 
 /* Opaque handles. Each backend defines these structs privately. */
@@ -33,6 +34,7 @@ typedef struct vg_bk_stream vg_bk_stream;
 typedef struct vg_bk_event vg_bk_event;
 typedef struct vg_bk_graph vg_bk_graph;
 typedef struct vg_bk_exec vg_bk_exec;
+typedef struct vg_bk_comm vg_bk_comm; /* ABI 1.5 */
 typedef struct vg_runtime vg_runtime;
 
 /* Filled by op_caps (ABI 1.1). The core sets struct_size and zeroes the rest before the call. */
@@ -174,6 +176,18 @@ typedef struct vg_op_table {
 
 #define VG_OP_TABLE_VERSION 7
 
+/* What comm_create (ABI 1.5) receives. The core sets struct_size to sizeof(vg_bk_comm_args) and
+ * has checked every field: 1 <= nranks, 0 <= rank < nranks, timeout_ms >= 1, and `id` holds the
+ * bytes that comm_id_make gave on a device of this backend (in some process; still untrusted:
+ * anyone can forge them). Members may only be appended. */
+typedef struct vg_bk_comm_args {
+    uint32_t struct_size;
+    int32_t nranks;
+    int32_t rank;
+    int32_t timeout_ms; /* the bound on joining and on every wait for a peer (VG_COMM_TIMEOUT_MS) */
+    unsigned char id[VG_COMM_ID_BYTES];
+} vg_bk_comm_args;
+
 /* ---- the interface table ------------------------------------------------------------------- */
 
 typedef struct vg_backend_iface {
@@ -305,6 +319,30 @@ typedef struct vg_backend_iface {
     /* Ends a capture begun by loop_capture_begin (in every case, like capture_end); the graph
      * is instantiated, launched and destroyed with the graph members. */
     vg_status (*loop_capture_end)(vg_bk_device *dev, vg_bk_stream *stream, vg_bk_graph **out);
+
+    /* ---- ABI 1.5: communicators for tensor parallelism (VG_CAP_COMM, vg_comm.h) ---- */
+
+    /* Optional; all five or none, with VG_CAP_COMM (the core clears VG_CAP_COMM and
+     * VG_CAP_COMM_CAPTURE when one is NULL or the table is older than 1.5). The core validates
+     * every argument (ranks, dtype, counts, buffers, streams of this device) and the capture
+     * rules before a member is called. docs/plugin-abi.md has the contracts. */
+
+    /* A fresh unique id (VG_COMM_ID_BYTES bytes, the backend's own format). Without
+     * VG_CAP_COMM the core still calls it, when non-NULL, to learn why: it then fails with
+     * VG_ERR_UNSUPPORTED and a message saying what is missing (e.g. the vendor's library). */
+    vg_status (*comm_id_make)(vg_bk_device *dev, unsigned char id[VG_COMM_ID_BYTES]);
+    /* Join as args->rank of args->nranks; returns once every rank joined, else fails within
+     * args->timeout_ms naming the ranks that did not. Never called while this thread captures. */
+    vg_status (*comm_create)(vg_bk_device *dev, const vg_bk_comm_args *args, vg_bk_comm **out);
+    /* Leave and free. The core calls it once per comm, never while this thread captures. */
+    vg_status (*comm_destroy)(vg_bk_device *dev, vg_bk_comm *comm);
+    /* recv[i] = sum over ranks of send[i] (count elements of F32, F16 or BF16; send == recv
+     * allowed), enqueued on stream; recorded into a capture with VG_CAP_COMM_CAPTURE. */
+    vg_status (*comm_all_reduce)(vg_bk_device *dev, vg_bk_comm *comm, vg_bk_stream *stream,
+                                 vg_dtype dtype, const void *send, void *recv, size_t count);
+    /* recv = the ranks' send blocks of count elements of any dtype, rank-major. */
+    vg_status (*comm_all_gather)(vg_bk_device *dev, vg_bk_comm *comm, vg_bk_stream *stream,
+                                 vg_dtype dtype, const void *send, void *recv, size_t count);
 } vg_backend_iface;
 
 typedef const vg_backend_iface *(*vg_backend_query_fn)(const vg_host_services *host);
@@ -315,6 +353,7 @@ typedef const vg_backend_iface *(*vg_backend_query_fn)(const vg_host_services *h
 #define VG_BACKEND_IFACE_SIZE_1_2 (offsetof(vg_backend_iface, ipc_close) + sizeof(void *))
 #define VG_BACKEND_IFACE_SIZE_1_3 (offsetof(vg_backend_iface, option_names) + sizeof(void *))
 #define VG_BACKEND_IFACE_SIZE_1_4 (offsetof(vg_backend_iface, loop_capture_end) + sizeof(void *))
+#define VG_BACKEND_IFACE_SIZE_1_5 (offsetof(vg_backend_iface, comm_all_gather) + sizeof(void *))
 
 /* Open a runtime on an interface table the caller owns (an in-process or wrapped backend, or a
  * test). The table is validated like a plugin's and must outlive the runtime. */

@@ -24,6 +24,7 @@
 #define VG_COMM_H
 
 #include "vg.h"
+#include "vg_device.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -110,6 +110,11 @@ refused)
   grep -q "4 attention heads do not split over 3 ranks" "$T/err" || fail "--tp 3: $(cat "$T/err")"
   "$VG" lm bench --config qwen2-tiny --dtype f32 --batch 1 --prompt 4 --new 2 --tp 3 2>"$T/err"
   test $? -eq 2 || fail "bench --tp 3: not exit 2"
+  # a device without communicators (the stub made to lack them; opencl below, where present)
+  VG_STUB_CAPS=nocomm "$VG" lm generate --model "$DATA/qwen2_tiny/model" --prompt-ids 1,2 --max-new-tokens 2 \
+    --tp 2 --backend kunlun_stub 2>"$T/err"
+  rc=$?; cat "$T/err" >&2
+  test $rc -eq 2 && grep -q "has no communicators" "$T/err" || fail "nocomm --tp 2: exit $rc"
   if "$VG" info --backend opencl >/dev/null 2>&1; then # a backend without communicators
     "$VG" lm generate --model "$DATA/qwen2_tiny/model" --prompt-ids 1,2 --max-new-tokens 2 --tp 2 \
       --backend opencl 2>"$T/err"
