@@ -9,6 +9,11 @@
  * rank loads the whole model too (no communicator) and feeds both the same steps, the whole
  * model's greedy tokens, comparing as it goes; the parent checks that every rank exited 0.
  *
+ * Models: the fixtures qwen2_tiny and qwen3_tiny (tied heads, vocab 512), the sharded BF16
+ * qwen2_tiny with an untied head, and synthetic weights of two configurations of other shapes:
+ * vocabularies that do not split evenly (padded head slices), one kv head (replicated on every
+ * rank), per-rank intermediate sizes that need padding.
+ *
  * On the backend VG_BACKEND names: kunlun_stub (ranks over shared memory, any n) or a GPU
  * backend with at least n devices (n > device count is skipped; fewer than 2 devices: SKIP). */
 #define _GNU_SOURCE
@@ -33,6 +38,32 @@
 #define MAX_B 8
 #define DECODE_STEPS 6
 #define REL_TOL 1e-5 /* F32: the split changes only the order of the sums */
+
+/* The synthetic configurations, written by main into g_dir before the ranks start. */
+static const char k_cfg_a[] =
+    "{\"model_type\": \"qwen3\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+    "\"num_attention_heads\": 4, \"num_key_value_heads\": 1, \"head_dim\": 16, "
+    "\"intermediate_size\": 96, \"vocab_size\": 509, \"max_position_embeddings\": 512, "
+    "\"tie_word_embeddings\": false}";
+static const char k_cfg_b[] =
+    "{\"model_type\": \"qwen2\", \"hidden_size\": 64, \"num_hidden_layers\": 2, "
+    "\"num_attention_heads\": 8, \"num_key_value_heads\": 4, \"intermediate_size\": 40, "
+    "\"vocab_size\": 301, \"max_position_embeddings\": 512, \"tie_word_embeddings\": true}";
+static char g_dir[64];
+
+typedef struct model_case {
+    const char *name;     /* a fixture folder, or the synthetic configuration's file in g_dir */
+    const char *prompts;  /* the fixture whose prompts.input.safetensors feeds it */
+    int synthetic;
+} model_case;
+
+static const model_case k_cases[] = {
+    {"qwen2_tiny", "qwen2_tiny", 0},
+    {"qwen3_tiny", "qwen3_tiny", 0},
+    {"qwen2_tiny_bf16_sharded", "qwen2_tiny_bf16_sharded", 0},
+    {"a.json", "qwen3_tiny", 1},
+    {"b.json", "qwen2_tiny", 1},
+};
 
 static const char *backend(void)
 {
@@ -66,7 +97,7 @@ typedef struct prompts {
     int lens[MAX_B];
 } prompts;
 
-static int read_prompts(const char *fixture, prompts *p)
+static int read_prompts(const char *fixture, int vocab, prompts *p)
 {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s/prompts.input.safetensors", TEST_DATA_DIR, fixture);
@@ -80,7 +111,7 @@ static int read_prompts(const char *fixture, prompts *p)
     for (uint64_t i = 0; !rc && i < ids->numel; i++) {
         int64_t v;
         memcpy(&v, (const char *)ids->data + 8 * i, 8);
-        p->ids[i] = (int32_t)v;
+        p->ids[i] = (int32_t)(v % vocab);
     }
     for (uint64_t b = 0; !rc && b < lens->numel; b++) {
         int64_t v;
@@ -175,24 +206,28 @@ static int rank_main(int n, int rank, int id_in, const int *id_out)
     }
     vg_comm *comm = NULL;
     CK(vg_comm_create(rt, &id, n, rank, &comm));
-    static const char *fixtures[] = {"qwen2_tiny", "qwen3_tiny"};
     static const vg_graph_mode modes[] = {VG_MODE_NONE, VG_MODE_PIECEWISE, VG_MODE_FULL,
                                           VG_MODE_FULL_AND_PIECEWISE};
     static const int64_t sizes[] = {1, 2, 8}; /* 3, 4 and 5 sequences pad to 8 */
     int rc = 0;
-    for (int f = 0; !rc && f < 2; f++) {
-        prompts p;
-        if ((rc = read_prompts(fixtures[f], &p))) break;
+    for (size_t f = 0; !rc && f < sizeof k_cases / sizeof k_cases[0]; f++) {
+        const model_case *mc = &k_cases[f];
         char dir[1024];
-        snprintf(dir, sizeof dir, "%s/%s/model", TEST_DATA_DIR, fixtures[f]);
+        if (mc->synthetic) snprintf(dir, sizeof dir, "%s/%s", g_dir, mc->name);
+        else snprintf(dir, sizeof dir, "%s/%s/model", TEST_DATA_DIR, mc->name);
         vg_lm_options o;
         vg_lm_options_init(&o);
         o.capture_sizes = sizes, o.num_capture_sizes = 3;
         o.num_blocks = 64, o.max_seqs = MAX_B, o.compute_dtype = VG_DTYPE_F32;
         vg_lm *whole = NULL, *part = NULL;
-        if (vg_lm_load(rt, dir, &o, &whole) != VG_OK) rc = rank_fail("%s: %s", dir, vg_last_error());
+        vg_status st = mc->synthetic ? vg_lm_create_synthetic(rt, dir, 7, VG_DTYPE_F32, &o, &whole)
+                                     : vg_lm_load(rt, dir, &o, &whole);
+        if (st != VG_OK) rc = rank_fail("%s: %s", dir, vg_last_error());
         o.comm = comm;
-        if (!rc && vg_lm_load(rt, dir, &o, &part) != VG_OK) rc = rank_fail("%s, tp %d: %s", dir, n, vg_last_error());
+        st = rc ? VG_OK
+                : mc->synthetic ? vg_lm_create_synthetic(rt, dir, 7, VG_DTYPE_F32, &o, &part)
+                                : vg_lm_load(rt, dir, &o, &part);
+        if (st != VG_OK) rc = rank_fail("%s, tp %d: %s", dir, n, vg_last_error());
         vg_lm_info wi, pi;
         if (!rc) vg_lm_get_info(whole, &wi), vg_lm_get_info(part, &pi);
         if (!rc && (pi.tp_rank != rank || pi.tp_size != n || wi.tp_size != 1 || pi.heads != wi.heads ||
@@ -202,11 +237,13 @@ static int rank_main(int n, int rank, int id_in, const int *id_out)
                       pi.tp_rank, pi.tp_size, pi.heads, pi.kv_heads, (unsigned long long)pi.weight_bytes,
                       (unsigned long long)wi.weight_bytes, (unsigned long long)pi.kv_bytes,
                       (unsigned long long)wi.kv_bytes);
+        prompts p;
+        if (!rc) rc = read_prompts(mc->prompts, wi.vocab, &p);
         for (int m = 0; !rc && m < 4; m++) {
             vg_lm_options r = o;
             r.mode = modes[m];
             char what[256];
-            snprintf(what, sizeof what, "%s, tp %d, mode %s", fixtures[f], n, vg_graph_mode_name(modes[m]));
+            snprintf(what, sizeof what, "%s, tp %d, mode %s", mc->name, n, vg_graph_mode_name(modes[m]));
             if (vg_lm_reconfigure(whole, &r) != VG_OK || vg_lm_reconfigure(part, &r) != VG_OK)
                 rc = rank_fail("%s: reconfigure: %s", what, vg_last_error());
             else
@@ -312,8 +349,32 @@ static void tp_check(void **state)
     assert_int_equal(vg_lm_tp_check(NULL, 2), VG_ERR_INVALID_ARG);
 }
 
+static int write_file(const char *name, const char *text)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", g_dir, name);
+    FILE *f = fopen(path, "w");
+    int ok = f && fputs(text, f) >= 0;
+    if (f) ok &= fclose(f) == 0;
+    return ok;
+}
+
+static void remove_files(void)
+{
+    char path[128];
+    for (size_t i = 0; i < sizeof k_cases / sizeof k_cases[0]; i++)
+        if (k_cases[i].synthetic) snprintf(path, sizeof path, "%s/%s", g_dir, k_cases[i].name), remove(path);
+    rmdir(g_dir);
+}
+
 int main(void)
 {
+    snprintf(g_dir, sizeof g_dir, "/tmp/vg_lm_tp.XXXXXX");
+    if (!mkdtemp(g_dir) || !write_file("a.json", k_cfg_a) || !write_file("b.json", k_cfg_b)) {
+        perror("vg_lm_tp: writing the synthetic configurations");
+        return 1;
+    }
+    atexit(remove_files);
     g_devices = device_count();
     const struct CMUnitTest host[] = {cmocka_unit_test(tp_check)};
     int rc = cmocka_run_group_tests_name("lm_tp_host", host, NULL, NULL);
