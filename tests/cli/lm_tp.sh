@@ -7,6 +7,8 @@
 #             (3 and 4 prompts, capture sizes 1,2,8) and mixed steps (--prefill-chunk)
 #   killed    a rank killed during a long generation: the run ends non-zero, naming the rank,
 #             within a bounded time
+#   stopped   a rank stopped (SIGSTOP): the other fails on the communicator's timeout and the
+#             launcher terminates the stopped one; bounded too
 #   refused   --tp that the model's heads do not allow, --tp 0, a backend without
 #             communicators: exit 2 before any rank starts
 #   bench     vg lm bench --tp 2 reports the collectives' share
@@ -73,8 +75,10 @@ same)
     --expected "$DATA/qwen3_tiny/prompts.expected.safetensors" --tp 2 >"$T/exp" || fail "--expected with --tp 2"
   test "$(grep -c 'tokens agree' "$T/exp")" -eq 4 || fail "--expected printed $(cat "$T/exp")"
   ;;
-killed)
-  export VG_COMM_TIMEOUT_MS=3000
+killed|stopped)
+  # killed: rank 1 gets SIGKILL; stopped: SIGSTOP, so it neither answers nor ends: rank 0's
+  # collective times out, and the launcher kills rank 1 once the timeout and its grace are over
+  export VG_COMM_TIMEOUT_MS=2000
   "$VG" lm generate --model "$DATA/qwen2_tiny/model" --prompt-ids '1,2,3;4,5,6' --max-new-tokens 4000 \
     --ignore-eos --mode none --tp 2 >/dev/null 2>"$T/err" &
   parent=$!
@@ -88,16 +92,23 @@ killed)
   done
   test -n "$victim" || { kill $parent; fail "no rank 1 under the launcher"; }
   sleep 0.5
-  kill -9 "$victim"
+  if [ $case_name = killed ]; then kill -KILL "$victim"; else kill -STOP "$victim"; fi
   start=$(date +%s)
   wait $parent
   rc=$? elapsed=$(($(date +%s) - start))
   cat "$T/err" >&2
-  test $rc -ne 0 || fail "exit status 0 after a rank was killed"
-  grep -q "rank 1 was killed by signal 9" "$T/err" || fail "no message naming rank 1"
-  # the comm timeout (3 s) plus the launcher's grace (5 s), with room for a slow machine
-  test $elapsed -le 30 || fail "the run took $elapsed s to end after the kill"
+  test $rc -ne 0 || fail "exit status 0 after rank 1 was $case_name"
+  if [ $case_name = killed ]; then
+    grep -q "rank 1 was killed by signal 9" "$T/err" || fail "no message naming rank 1"
+  else
+    grep -q "rank 0 exited with status 1" "$T/err" || fail "rank 0 did not fail on its own"
+    grep -q "rank 1 did not end within 7000 ms of rank 0's failure: terminated" "$T/err" ||
+      fail "rank 1 was not terminated"
+  fi
+  # the comm timeout (2 s) plus the launcher's grace (5 s), with room for a slow machine
+  test $elapsed -le 30 || fail "the run took $elapsed s to end after rank 1 was $case_name"
   test -z "$(pgrep -P $parent)" || fail "ranks left behind"
+  ! kill -0 "$victim" 2>/dev/null || fail "rank 1 is still alive"
   ;;
 refused)
   for args in "--tp 3" "--tp 5" "--tp 0"; do
