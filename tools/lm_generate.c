@@ -68,7 +68,7 @@ static const char k_help[] =
     "                      one (one launch; CUDA 12.4 WHILE nodes), else the same steps as a host\n"
     "                      loop (logged)\n"
     "  --tp N              tensor parallelism over N ranks, one process per rank on device\n"
-    "                      rank %% device count (docs/tensor-parallel.md); rank 0 prints the\n"
+    "                      rank mod device count (docs/tensor-parallel.md); rank 0 prints the\n"
     "                      result; the backend needs communicators (cuda, kunlun_stub)\n"
     "When OUT is standard output (/dev/stdout), the text goes to stderr.\n"
     "Exit status: 0; 1 when an input, the run or the output failed (logits that are not finite\n"
