@@ -910,6 +910,52 @@ static void test_loop_section_of_the_stub(void **state)
     }
 }
 
+/* ---- ABI 1.5: communicators ------------------------------------------------------------------ */
+
+static vg_status poisoned_comm_id_make(vg_bk_device *d, unsigned char *id)
+{
+    (void)d, (void)id;
+    fail_msg("the core called comm_id_make beyond an older table's struct_size");
+    return VG_ERR_INTERNAL;
+}
+
+/* The communicator members are optional: a table older than 1.5, or one without a member, loses
+ * VG_CAP_COMM and VG_CAP_COMM_CAPTURE, and vg_comm_id_make refuses (a table cut to 1.4 without
+ * reaching the plugin). A device without graphs keeps VG_CAP_COMM only. */
+static void test_comm_section_of_the_stub(void **state)
+{
+    (void)state;
+    const vg_backend_iface *stub = stub_table();
+    vg_runtime *rt = NULL;
+    vg_backend_iface copy = *stub;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    assert_true(vg_runtime_caps(rt) & VG_CAP_COMM);
+    assert_true(vg_runtime_caps(rt) & VG_CAP_COMM_CAPTURE);
+    VG_CHECK(vg_runtime_close(rt));
+    for (int cut = 0; cut < 2; cut++) {
+        copy = *stub;
+        if (cut) { /* cut to 1.4: whatever lies beyond struct_size is never called */
+            copy.abi_minor = 4;
+            copy.struct_size = (uint32_t)VG_BACKEND_IFACE_SIZE_1_4;
+            copy.comm_id_make = poisoned_comm_id_make;
+        } else {
+            copy.comm_all_gather = NULL;
+        }
+        VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+        assert_false(vg_runtime_caps(rt) & (VG_CAP_COMM | VG_CAP_COMM_CAPTURE));
+        vg_comm_id id;
+        VG_CHECK_FAILS(vg_comm_id_make(rt, &id), VG_ERR_UNSUPPORTED, "has no communicators");
+        VG_CHECK(vg_runtime_close(rt));
+    }
+    setenv("VG_STUB_CAPS", "nograph", 1);
+    copy = *stub;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    unsetenv("VG_STUB_CAPS");
+    assert_true(vg_runtime_caps(rt) & VG_CAP_COMM);
+    assert_false(vg_runtime_caps(rt) & VG_CAP_COMM_CAPTURE);
+    VG_CHECK(vg_runtime_close(rt));
+}
+
 int main(void)
 {
     unsetenv("VG_BACKEND_PATH");
@@ -936,6 +982,7 @@ int main(void)
         cmocka_unit_test_setup(test_native_section_of_the_stub, reset_env),
         cmocka_unit_test_setup(test_backend_options, reset_env),
         cmocka_unit_test_setup(test_loop_section_of_the_stub, reset_env),
+        cmocka_unit_test_setup(test_comm_section_of_the_stub, reset_env),
     };
     return cmocka_run_group_tests_name("abi", tests, NULL, NULL);
 }

@@ -173,6 +173,9 @@ static void need_ranks(int n)
     }
 }
 
+/* n ranks where the backend has the devices (the stub always does), else as many as it has */
+static int ranks_up_to(int n) { return g_stub || g_devices >= n ? n : g_devices; }
+
 /* ---- data -------------------------------------------------------------------------------------- */
 
 /* Element i of rank r: small integers and halves, exact in every dtype and in every sum of up to
@@ -305,13 +308,14 @@ static void test_four_ranks(void **state)
     RUN_RANKS(4, rank_reduce_gather, &sz, k_env, NULL);
 }
 
-/* More than the stub's 256 KiB slot per rank, in every dtype: the collectives go in chunks. */
+/* More than the stub's 256 KiB slot per rank, in every dtype: the collectives go in chunks (3
+ * ranks, or 2 where only 2 devices are). */
 static void test_chunked(void **state)
 {
     (void)state;
-    need_ranks(3);
+    need_ranks(2);
     sizes sz = {3 * 65536 + 4321};
-    RUN_RANKS(3, rank_reduce_gather, &sz, k_env, NULL);
+    RUN_RANKS(ranks_up_to(3), rank_reduce_gather, &sz, k_env, NULL);
 }
 
 /* One rank: every collective is a copy. */
@@ -588,7 +592,8 @@ typedef struct dead_case {
     int victim;
 } dead_case;
 
-/* Rank `victim` exits after joining, before the first collective. */
+/* Rank `victim` exits after joining, before the first collective (of 4 ranks, or as many as
+ * there are devices). */
 static int rank_dead(rank_ctx *c, void *arg)
 {
     int victim = ((const dead_case *)arg)->victim;
@@ -614,10 +619,10 @@ static int rank_dead(rank_ctx *c, void *arg)
 static void test_dead_rank(void **state)
 {
     (void)state;
-    need_ranks(4);
+    need_ranks(2);
     dead_case dc = {1};
     const int want[] = {0, DEAD_EXIT, 0, 0};
-    RUN_RANKS(4, rank_dead, &dc, k_env_short, want);
+    RUN_RANKS(ranks_up_to(4), rank_dead, &dc, k_env_short, want);
 }
 
 static void test_dead_rank_two(void **state)
@@ -723,7 +728,7 @@ static int rank_missing(rank_ctx *c, void *arg)
     vg_comm *comm = NULL;
     double t0 = now_ms();
     vg_status st = vg_comm_create(c->rt, &c->id, c->nranks, c->rank, &comm);
-    CK(st != VG_OK && comm == NULL && strstr(vg_last_error(), "1"),
+    CK(st != VG_OK && comm == NULL && strstr(vg_last_error(), "join"),
        "create without rank 1: %s: '%s'", vg_status_name(st), vg_last_error());
     if (g_stub) CK(strstr(vg_last_error(), "rank 1 (never joined)"), "%s", vg_last_error());
     if (check_elapsed(t0, g_stub)) return 1;
@@ -809,8 +814,15 @@ int main(void)
            g_backend, g_devices, !!(g_caps & VG_CAP_COMM), !!(g_caps & VG_CAP_COMM_CAPTURE));
     if (!(g_caps & VG_CAP_COMM)) {
         int r = run_ranks(1, rank_unsupported, NULL, NULL, NULL);
-        printf("%s: no communicators, as expected\n", r == 0 ? "PASS" : "FAIL");
-        return r == 0 ? 0 : 1;
+        if (r != 0) return 1;
+        /* a GPU backend without its collective library (NCCL, RCCL) ran nothing multi-rank */
+        if (strcmp(g_backend, "cuda") == 0 || strcmp(g_backend, "hip") == 0) {
+            printf("SKIP: backend '%s' has no communicators (the reason is printed above)\n",
+                   g_backend);
+            return VG_TEST_SKIP;
+        }
+        printf("PASS: no communicators, as expected\n");
+        return 0;
     }
     if (!g_stub && g_devices < 2) {
         printf("SKIP: backend '%s' has %d device(s); the communicator tests need 2\n", g_backend,

@@ -103,6 +103,7 @@ static vg_backend_iface make_iface(void)
     t.option_names = vgc_option_names;
     t.loop_capture_begin = vgc_loop_capture_begin; /* graph_loop.cu */
     t.loop_capture_end = vgc_loop_capture_end;
+    vgc_comm_members(&t); /* comm.cu */
     return t;
 }
 

@@ -193,6 +193,18 @@ vg_status vgc_op_gather_weighted(vg_bk_device *, vg_bk_stream *, vg_dtype, void 
  * runtime and the driver have WHILE nodes (CUDA 12.4), else 0 (HIP: always 0) */
 vg_status vgc_op_lm_advance(vg_bk_device *, vg_bk_stream *, const vg_lm_advance_args *);
 uint64_t vgc_loop_caps(void);
+
+/* comm.cu: communicators (ABI 1.5) over NCCL (RCCL on HIP), dlopen()ed at the first device_info.
+ * vgc_comm_caps: VG_CAP_COMM (and VG_CAP_COMM_CAPTURE) when the library loaded. While
+ * communicators live on a device, stream_sync and event_sync wait through vgc_comm_wait, which
+ * polls the work and the communicators and aborts them on an error, a dead peer or the timeout,
+ * so a lost rank is an error, never a hang. */
+uint64_t vgc_comm_caps(void);
+int vgc_comm_live(const vg_bk_device *dev);
+vg_status vgc_comm_wait(vg_bk_device *dev, cudaStream_t s, cudaEvent_t e, const char *what);
+/* The interface table's communicator members this build has (comm_id_make alone without NCCL's
+ * header, to say so). */
+void vgc_comm_members(vg_backend_iface *t);
 extern "C" vg_status vgc_loop_capture_begin(vg_bk_device *, vg_bk_stream *, const int32_t *);
 extern "C" vg_status vgc_loop_capture_end(vg_bk_device *, vg_bk_stream *, vg_bk_graph **);
 

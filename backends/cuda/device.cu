@@ -176,6 +176,7 @@ extern "C" vg_status vgc_device_info(vg_bk_device *dev, vg_device_info *info)
     full.mem_total = total_b;
     full.mem_free = free_b;
     full.caps = k_caps | vgc_loop_caps(); /* WHILE nodes: by runtime and driver version */
+    full.caps |= vgc_comm_caps();         /* when NCCL (RCCL) loads */
     for (uint32_t op = 0; op < 64; op++) { /* for ABI 1.0 consumers; op_caps says the same */
         vg_op_caps c = {sizeof c, 0, 0};
         if (vgc_op_caps(dev, op, &c) == VG_OK && (c.flags & VG_OP_CAPTURABLE))

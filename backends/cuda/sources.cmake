@@ -19,6 +19,7 @@ set(VG_CUDA_PORTABLE_SOURCES
   ${VG_CUDA_SOURCE_DIR}/gemm_tiled.cu
   ${VG_CUDA_SOURCE_DIR}/ipc.cu
   ${VG_CUDA_SOURCE_DIR}/native.cu
+  ${VG_CUDA_SOURCE_DIR}/comm.cu
 
   ${VG_CUDA_SOURCE_DIR}/graph_loop.cu)
 set(VG_CUDA_NVIDIA_SOURCES

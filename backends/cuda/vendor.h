@@ -9,6 +9,7 @@
  *   VG_VENDOR_NAME          the backend's name ("cuda", "hip")
  *   VG_VENDOR_SCORE         its auto-selection score (vg_backend_iface.score)
  *   VG_VENDOR_HARDWARE      whose GPUs it drives, for messages ("NVIDIA", "AMD")
+ *   VG_VENDOR_NCCL_*        the collective library: its header, its file, its name (NCCL, RCCL)
  *   vg_bf16, vg_f16         the 16-bit float types
  *   vg_runtime_version_text the version line of the interface table
  *   vg_graph_exec_update, vg_graph_upload   the graph calls whose forms differ
@@ -104,6 +105,13 @@ static __host__ __device__ inline hip_bfloat16 __float2bfloat16(float f) { retur
 #define cudaIpcOpenMemHandle hipIpcOpenMemHandle
 #define cudaIpcCloseMemHandle hipIpcCloseMemHandle
 #define cudaIpcMemLazyEnablePeerAccess hipIpcMemLazyEnablePeerAccess
+#define cudaStreamQuery hipStreamQuery
+#define cudaEventQuery hipEventQuery
+#define cudaErrorNotReady hipErrorNotReady
+/* Communicators (comm.cu): RCCL, NCCL's API under its header, loaded at run time. */
+#define VG_VENDOR_NCCL_HEADER <rccl/rccl.h>
+#define VG_VENDOR_NCCL_LIBRARY "librccl.so.1"
+#define VG_VENDOR_NCCL_NAME "RCCL"
 typedef __half vg_f16;
 /* HIP's shuffles take no mask; vg's kernels use 32-lane groups, which wave64 hardware runs as
  * two independent halves (the xor offsets stay below 32). */
@@ -189,6 +197,10 @@ template <typename T> __device__ __forceinline__ T vg_load_coherent(const T *p) 
 #define VG_VENDOR_NAME "cuda"
 #define VG_VENDOR_SCORE 900
 #define VG_VENDOR_HARDWARE "NVIDIA"
+/* Communicators (comm.cu): NCCL, loaded at run time. */
+#define VG_VENDOR_NCCL_HEADER <nccl.h>
+#define VG_VENDOR_NCCL_LIBRARY "libnccl.so.2"
+#define VG_VENDOR_NCCL_NAME "NCCL"
 typedef __nv_bfloat16 vg_bf16;
 typedef __half vg_f16;
 

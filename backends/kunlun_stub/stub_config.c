@@ -79,8 +79,7 @@ static void parse_caps(stub_config *cfg, const char *spec)
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
         if (strcmp(tok, "nograph") == 0) {
-            cfg->caps &= ~(VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_GRAPH_LOOP |
-                           VG_CAP_COMM_CAPTURE);
+            cfg->caps &= ~(VG_CAP_GRAPH | VG_CAP_GRAPH_UPDATE | VG_CAP_GRAPH_LOOP);
         } else if (strcmp(tok, "noloop") == 0) {
             cfg->caps &= ~VG_CAP_GRAPH_LOOP;
         } else if (strcmp(tok, "noipc") == 0) {
