@@ -182,9 +182,9 @@ int vg_tp_launch(const char *cmd, int tp, const char *backend, const vg_lm_info 
 {
     if (vg_lm_tp_check(info, tp) != VG_OK) return vg_cli_usage(cmd, "--tp %d: %s", tp, vg_last_error());
     long timeout_ms = DEFAULT_TIMEOUT_MS;
-    if (env_int("VG_COMM_TIMEOUT_MS", 1, 1L << 40, &timeout_ms) < 0)
-        return vg_cli_usage(cmd, "VG_COMM_TIMEOUT_MS '%s' is not a positive number of milliseconds",
-                            getenv("VG_COMM_TIMEOUT_MS"));
+    if (env_int("VG_COMM_TIMEOUT_MS", 1, 2147483647L, &timeout_ms) < 0)
+        return vg_cli_usage(cmd, "VG_COMM_TIMEOUT_MS '%s' is not a whole number of milliseconds in "
+                                 "[1, 2^31 - 1]", getenv("VG_COMM_TIMEOUT_MS"));
     vg_runtime_options ro;
     vg_runtime_options_init(&ro);
     ro.backend = backend;
