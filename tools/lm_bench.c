@@ -14,6 +14,7 @@
 #include "cli_progress.h"
 #include "lm_bench_peer.h"
 #include "lm_loop_cli.h"
+#include "tp_launch.h"
 #include "vg/vg_lm.h"
 #include "vg_cli.h"
 
@@ -22,7 +23,7 @@
 static const char k_help[] =
     "usage: vg lm bench --config qwen2.5-0.5b|qwen3-0.6b|qwen2-tiny|CONFIG.json [--dtype bf16|f16|f32]\n"
     "           [--batch 1,16,64] [--prompt 512] [--new 64] [--block-size 16] [--backend B]\n"
-    "           [--peer PEER.jsonl] [--pieces] [--loop] [--json] [--quiet]\n"
+    "           [--peer PEER.jsonl] [--pieces] [--loop] [--json] [--quiet] [--tp N]\n"
     "\n"
     "Synthetic weights (deterministic, no files). Per batch size: every sequence prefills a\n"
     "prompt of --prompt tokens, then --new decode steps of the whole batch are timed, once eagerly\n"
@@ -39,11 +40,15 @@ static const char k_help[] =
     "  --loop         also generate --new tokens per sequence with vg_lm_generate, as a host loop\n"
     "                 and as a device-side loop (one launch: CUDA WHILE nodes), tokens/s of each\n"
     "  --quiet        no progress on stderr (shown only when stderr is a terminal)\n"
+    "  --tp N         tensor parallelism over N ranks, one process per rank (as vg lm generate\n"
+    "                 --tp); rank 0 reports, with the step's collectives alone (2 x layers\n"
+    "                 all-reduces and the head's all-gather, in one graph, replayed) and their\n"
+    "                 share of the graph step\n"
     "--prompt plus --new must fit in the model's max_position_embeddings.\n";
 
 typedef struct bench_args {
     const char *config, *dtype_name, *batch_text, *backend, *peer;
-    int prompt, new_tokens, block_size, json, pieces, quiet, loop;
+    int prompt, new_tokens, block_size, json, pieces, quiet, loop, tp;
     int64_t batch[64];
     int nbatch;
 } bench_args;
@@ -59,7 +64,7 @@ typedef struct piece_sum {
 
 typedef struct bench_row {
     int64_t batch;
-    double eager_ms, graph_ms, capture_ms;
+    double eager_ms, graph_ms, capture_ms, comm_ms; /* comm_ms: --tp's collectives alone */
     uint64_t graph_bytes;
     double peer_eager_ms, peer_compiled_ms; /* 0: the peer has no such number */
     piece_sum pieces[MAX_PIECE_NAMES];
@@ -148,6 +153,7 @@ static int parse(int argc, char **argv, bench_args *a)
         {"--loop", VG_OPT_FLAG, &a->loop, 0, 0, NULL},
         {"--json", VG_OPT_FLAG, &a->json, 0, 0, NULL},
         {"--quiet", VG_OPT_FLAG, &a->quiet, 0, 0, NULL},
+        {"--tp", VG_OPT_INT, &a->tp, 1, 4096, NULL},
     };
     int rc = vg_opt_parse(CMD, k_help, opts, (int)(sizeof opts / sizeof opts[0]), argc, argv, 2);
     if (rc) return rc;
@@ -247,6 +253,12 @@ int vg_cmd_lm_bench(int argc, char **argv)
         return vg_cli_usage(CMD, "--prompt %d and --new %d (plus 2 warm-up steps) make %lld positions, more "
                                  "than max_position_embeddings %lld of %s", a.prompt, a.new_tokens,
                             (long long)len, (long long)model.max_position, a.config);
+    vg_tp_rank tr;
+    int is_rank = vg_tp_rank_from_env(CMD, a.tp, &tr);
+    if (is_rank == 2) return 2;
+    if (a.tp > 1 && !is_rank) return vg_tp_launch(CMD, a.tp, a.backend, &model, argc, argv);
+    int quiet_rank = is_rank && tr.rank != 0; /* ranks other than 0 report nothing */
+    if (quiet_rank) a.quiet = 1;
     vg_lm_options o;
     vg_lm_options_init(&o);
     o.mode = VG_MODE_NONE;
@@ -258,9 +270,13 @@ int vg_cmd_lm_bench(int argc, char **argv)
     vg_runtime_options_init(&ro);
     ro.backend = a.backend;
     vg_runtime *rt = NULL;
+    vg_comm *comm = NULL;
     vg_lm *lm = NULL;
-    if (vg_runtime_open(&ro, &rt) != VG_OK || vg_lm_create_synthetic(rt, a.config, 1, dt, &o, &lm) != VG_OK) {
+    if (is_rank && vg_tp_open(CMD, &tr, a.backend, &rt, &comm)) return 1;
+    o.comm = comm;
+    if ((!rt && vg_runtime_open(&ro, &rt) != VG_OK) || vg_lm_create_synthetic(rt, a.config, 1, dt, &o, &lm) != VG_OK) {
         rc = vg_cli_fail(CMD, "%s", vg_last_error());
+        vg_comm_destroy(comm);
         vg_runtime_close(rt);
         return rc;
     }
@@ -309,6 +325,12 @@ int vg_cmd_lm_bench(int argc, char **argv)
                 vg_runner_stats(vg_lm_runner(lm), NULL, 0, &total);
                 r->capture_ms = total.capture_ms;
                 r->graph_bytes = total.graph_bytes;
+                vg_runner *run = vg_lm_runner(lm);
+                int bk = vg_runner_bucket_for(run, r->batch);
+                int64_t T = bk >= 0 ? vg_runner_bucket_size(run, bk) : r->batch;
+                if (comm) /* the step's collectives at its bucket's padded size */
+                    rc = vg_cli_lm_tp_comm_ms(CMD, rt, comm, &info, dt, T, T < maxb ? T : maxb,
+                                              a.new_tokens, &r->comm_ms);
             } else {
                 r->eager_ms = ms;
             }
@@ -319,13 +341,14 @@ int vg_cmd_lm_bench(int argc, char **argv)
     if (!rc && a.loop)
         rc = loop_rows ? vg_cli_lm_bench_loop(CMD, lm, &o, a.batch, a.nbatch, a.prompt, a.new_tokens, loop_rows)
                        : vg_cli_fail(CMD, "out of memory");
-    if (!rc && a.json) {
+    if (!rc && a.json && !quiet_rank) {
         cJSON *j = cJSON_CreateObject(), *arr;
         cJSON_AddStringToObject(j, "backend", vg_runtime_backend_name(rt));
         cJSON_AddStringToObject(j, "config", a.config);
         cJSON_AddStringToObject(j, "dtype", vg_dtype_name(dt));
         cJSON_AddNumberToObject(j, "prompt", a.prompt);
         cJSON_AddNumberToObject(j, "new", a.new_tokens);
+        cJSON_AddNumberToObject(j, "tp", comm ? vg_comm_size(comm) : 1);
         if (a.peer) cJSON_AddStringToObject(j, "peer", a.peer);
         arr = cJSON_AddArrayToObject(j, "batches");
         for (int i = 0; i < a.nbatch; i++) {
@@ -336,6 +359,10 @@ int vg_cmd_lm_bench(int argc, char **argv)
             cJSON_AddNumberToObject(e, "graph_tokens_per_s", rows[i].batch * 1e3 / rows[i].graph_ms);
             cJSON_AddNumberToObject(e, "capture_ms", rows[i].capture_ms);
             cJSON_AddNumberToObject(e, "graph_bytes", (double)rows[i].graph_bytes);
+            if (comm) {
+                cJSON_AddNumberToObject(e, "comm_ms_per_step", rows[i].comm_ms);
+                cJSON_AddNumberToObject(e, "comm_share", rows[i].comm_ms / rows[i].graph_ms);
+            }
             if (rows[i].peer_eager_ms > 0) {
                 cJSON_AddNumberToObject(e, "peer_eager_ms_per_step", rows[i].peer_eager_ms);
                 cJSON_AddNumberToObject(e, "speedup_vs_peer_eager", rows[i].peer_eager_ms / rows[i].graph_ms);
@@ -360,7 +387,7 @@ int vg_cmd_lm_bench(int argc, char **argv)
         }
         if (a.loop) vg_cli_lm_bench_loop_report(loop_rows, a.nbatch, a.new_tokens, j);
         rc = vg_cli_print_json(j, 0);
-    } else if (!rc) {
+    } else if (!rc && !quiet_rank) {
         char buf[32];
         printf("backend %s, %s (%d layers, hidden %d, vocab %d) %s, prompt %d, %d decode steps\n",
                vg_runtime_backend_name(rt), a.config, info.layers, info.hidden, info.vocab,
@@ -371,6 +398,15 @@ int vg_cmd_lm_bench(int argc, char **argv)
                    rows[i].eager_ms, rows[i].graph_ms, rows[i].batch * 1e3 / rows[i].graph_ms,
                    rows[i].eager_ms / rows[i].graph_ms, rows[i].capture_ms,
                    vg_cli_bytes(rows[i].graph_bytes, buf, sizeof buf));
+        if (comm) {
+            printf("\ntensor parallel over %d ranks: the collectives of a decode step alone (%d all-reduces of\n"
+                   "tokens x hidden, one all-gather of the head's logits; one graph, replayed), rank 0:\n",
+                   vg_comm_size(comm), 2 * info.layers);
+            printf("  batch   graph ms/step   comm ms/step   comm share\n");
+            for (int i = 0; i < a.nbatch; i++)
+                printf("  %5lld   %13.3f   %12.3f   %9.1f%%\n", (long long)rows[i].batch, rows[i].graph_ms,
+                       rows[i].comm_ms, 100 * rows[i].comm_ms / rows[i].graph_ms);
+        }
         for (int i = 0; a.pieces && i < a.nbatch; i++) {
             const bench_row *r = &rows[i];
             printf("\npieces of an eager decode step at batch %lld (device events around each): %.3f ms\n",
@@ -392,14 +428,15 @@ int vg_cmd_lm_bench(int argc, char **argv)
             }
         }
     }
-    if (!rc && !a.json && fast.n) {
+    if (!rc && !a.json && !quiet_rank && fast.n) {
         lm_fast_peer_print_head(a.peer);
         for (int i = 0; i < a.nbatch; i++) lm_fast_peer_print_row(&fast, rows[i].batch, rows[i].graph_ms);
     }
-    if (!rc && !a.json && a.loop) vg_cli_lm_bench_loop_report(loop_rows, a.nbatch, a.new_tokens, NULL);
+    if (!rc && !a.json && !quiet_rank && a.loop) vg_cli_lm_bench_loop_report(loop_rows, a.nbatch, a.new_tokens, NULL);
     free(loop_rows);
     free(ids), free(toks), free(rows), free(warm);
     vg_lm_free(lm);
+    vg_comm_destroy(comm);
     vg_runtime_close(rt);
     return rc;
 }

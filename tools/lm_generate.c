@@ -16,6 +16,7 @@
 #include "lm_input.h"
 #include "lm_loop_cli.h"
 #include "runner_stats_format.h"
+#include "tp_launch.h"
 #include "vg/vg_lm.h"
 #include "vg/vg_safetensors.h"
 #include "vg_cli.h"
@@ -29,6 +30,7 @@ static const char k_help[] =
     "           [--max-capture-size N] [--prefill-chunk N] [--kv-blocks N] [--block-size N]\n"
     "           [--warmup] [--expected CASE.expected.safetensors [--tolerance REL]]\n"
     "           [--eos ID[,ID]] [--ignore-eos] [--stats] [--json] [--quiet] [--device-loop]\n"
+    "           [--tp N]\n"
     "\n"
     "DIR is a Hugging Face model directory (config.json with model_type qwen2 or qwen3,\n"
     "model.safetensors or shards with model.safetensors.index.json). Prompts come from\n"
@@ -65,6 +67,9 @@ static const char k_help[] =
     "                      call with the same EOS ids: a device-side loop where the backend has\n"
     "                      one (one launch; CUDA 12.4 WHILE nodes), else the same steps as a host\n"
     "                      loop (logged)\n"
+    "  --tp N              tensor parallelism over N ranks, one process per rank on device\n"
+    "                      rank mod device count (docs/tensor-parallel.md); rank 0 prints the\n"
+    "                      result; the backend needs communicators (cuda, kunlun_stub)\n"
     "When OUT is standard output (/dev/stdout), the text goes to stderr.\n"
     "Exit status: 0; 1 when an input, the run or the output failed (logits that are not finite\n"
     "included), or the result does not match --expected; 2 for a wrong command line.\n";
@@ -75,7 +80,7 @@ typedef struct gen_args {
     const char *model, *input, *output, *backend, *mode_name, *sizes_text, *prompt_text, *expected;
     double tolerance;
     int64_t max_new; /* -1: from the input file */
-    int chunk, block_size, stats, json, warmup, ignore_eos, quiet, device_loop;
+    int chunk, block_size, stats, json, warmup, ignore_eos, quiet, device_loop, tp;
     int64_t kv_blocks;
     vg_lm_options opts;
     int64_t sizes[VG_CLI_MAX_CAPTURE_SIZES];
@@ -115,6 +120,7 @@ static int parse_args(int argc, char **argv, gen_args *a)
         {"--ignore-eos", VG_OPT_FLAG, &a->ignore_eos, 0, 0, NULL},
         {"--quiet", VG_OPT_FLAG, &a->quiet, 0, 0, NULL},
         {"--device-loop", VG_OPT_FLAG, &a->device_loop, 0, 0, NULL},
+        {"--tp", VG_OPT_INT, &a->tp, 1, 4096, NULL},
     };
     int rc = vg_opt_parse(CMD, k_help, opts, (int)(sizeof opts / sizeof opts[0]), argc, argv, 2);
     if (rc) return rc;
@@ -474,7 +480,9 @@ static int report(const gen_args *a, const prompts *p, const gen_seq *s, vg_lm *
     return cmp ? vg_cli_fail(CMD, "the result does NOT match %s", a->expected) : 0;
 }
 
-static int run(gen_args *a, prompts *p, int64_t blocks)
+/* The command in this process: the whole of it, or rank tr's part (tr NULL: no tensor
+ * parallelism), which only rank 0 reports. */
+static int run(gen_args *a, prompts *p, int64_t blocks, const vg_tp_rank *tr)
 {
     int B = p->B;
     a->opts.num_blocks = a->kv_blocks ? a->kv_blocks : blocks;
@@ -483,11 +491,17 @@ static int run(gen_args *a, prompts *p, int64_t blocks)
     vg_runtime_options_init(&ro);
     ro.backend = a->backend;
     vg_runtime *rt = NULL;
+    vg_comm *comm = NULL;
     vg_lm *lm = NULL;
+    int quiet_rank = tr && tr->rank != 0;
+    if (quiet_rank) a->quiet = 1;
     gen_seq *s = calloc((size_t)B, sizeof *s);
     int rc = s ? 0 : vg_cli_fail(CMD, "out of memory");
-    if (!rc && (vg_runtime_open(&ro, &rt) != VG_OK || vg_lm_load(rt, a->model, &a->opts, &lm) != VG_OK))
-        rc = vg_cli_fail(CMD, "%s", vg_last_error());
+    if (!rc && tr) rc = vg_tp_open(CMD, tr, a->backend, &rt, &comm);
+    a->opts.comm = comm;
+    if (!rc && ((!rt && vg_runtime_open(&ro, &rt) != VG_OK) || vg_lm_load(rt, a->model, &a->opts, &lm) != VG_OK))
+        rc = tr ? vg_cli_fail(CMD, "rank %d: %s", tr->rank, vg_last_error())
+                : vg_cli_fail(CMD, "%s", vg_last_error());
     vg_lm_info info = {0};
     if (!rc) vg_lm_get_info(lm, &info);
     int keep_logits = a->output || a->expected;
@@ -505,12 +519,13 @@ static int run(gen_args *a, prompts *p, int64_t blocks)
     }
     int64_t steps = 0;
     if (!rc) rc = generate(a, p, s, lm, info.vocab, &steps);
-    if (!rc && a->output) rc = write_output(a, p, s, info.vocab);
-    if (!rc && a->output) vg_out_divert_stdout(a->output); /* the text after the binary: stderr */
-    if (!rc) rc = report(a, p, s, lm, rt, steps, &info);
+    if (!rc && a->output && !quiet_rank) rc = write_output(a, p, s, info.vocab);
+    if (!rc && a->output && !quiet_rank) vg_out_divert_stdout(a->output); /* the text after the binary: stderr */
+    if (!rc && !quiet_rank) rc = report(a, p, s, lm, rt, steps, &info);
     for (int b = 0; s && b < B; b++) free(s[b].out), free(s[b].logits);
     free(s);
     vg_lm_free(lm);
+    vg_comm_destroy(comm);
     vg_runtime_close(rt);
     return rc;
 }
@@ -642,7 +657,11 @@ int vg_cmd_lm_generate(int argc, char **argv)
     if (!rc) rc = check_lengths(&a, &p, &info, &blocks);
     if (!rc && a.output) rc = vg_out_check_result(CMD, a.output, a.model, a.input, a.expected);
     if (!rc && a.expected) rc = check_expected(&a, &p, info.vocab);
-    if (!rc) rc = run(&a, &p, blocks);
+    vg_tp_rank tr;
+    int is_rank = 0;
+    if (!rc && (is_rank = vg_tp_rank_from_env(CMD, a.tp, &tr)) == 2) rc = 2;
+    if (!rc && a.tp > 1 && !is_rank) rc = vg_tp_launch(CMD, a.tp, a.backend, &info, argc, argv);
+    else if (!rc) rc = run(&a, &p, blocks, is_rank ? &tr : NULL);
     vg_lm_prompts_free(&p);
     return rc;
 }

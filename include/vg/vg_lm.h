@@ -18,6 +18,7 @@
 #ifndef VG_LM_H
 #define VG_LM_H
 
+#include "vg_comm.h"
 #include "vg_runner.h"
 
 #ifdef __cplusplus
@@ -45,6 +46,17 @@ typedef struct vg_lm_options {
     int64_t max_seq_len;           /* tokens one sequence may reach; 0: max_position_embeddings.
                                       Sizes the block tables (and what each step uploads) */
     int profile_pieces;            /* time each piece of eager runs (vg_runner_piece_times) */
+    /* Appended. Tensor parallelism (docs/tensor-parallel.md, "Sharded models"): with a
+     * communicator of n ranks (vg_comm_create on this runtime), this process holds rank r's
+     * share of the model, Megatron-style: its q heads (heads % n == 0) and kv heads (split when
+     * kv_heads % n == 0, else replicated when n % kv_heads == 0), its columns of gate|up
+     * (intermediate % n == 0) and rows of o_proj and down, its vocab rows of the head, and a KV
+     * cache of its heads; an all-reduce follows o_proj and down, an all-gather the head. Every
+     * rank must load the same model with the same options and then run the same steps with the
+     * same batches (the collectives are matched by order): the graph decisions depend only on
+     * the batch, so they agree. Results (logits, greedy tokens) are the whole model's on every
+     * rank. NULL: no tensor parallelism. The communicator must outlive the model. */
+    vg_comm *comm;
 } vg_lm_options;
 
 typedef struct vg_lm_info {
@@ -66,6 +78,9 @@ typedef struct vg_lm_info {
      * list); num_eos 0 when the model names none. */
     int num_eos;
     int32_t eos_ids[VG_LM_MAX_EOS];
+    /* Appended: the tensor-parallel rank and size (0 and 1 without a communicator). The shape
+     * fields above are the whole model's; weight_bytes and kv_bytes this rank's. */
+    int tp_rank, tp_size;
 } vg_lm_info;
 
 /* One sequence's part of a step. */
@@ -111,6 +126,11 @@ VG_API vg_status vg_lm_inspect(const char *model_dir, vg_lm_info *info);
 /* The same for a configuration vg_lm_create_synthetic takes (a name or a config.json path). */
 VG_API vg_status vg_lm_inspect_synthetic(const char *config, vg_lm_info *info);
 VG_API vg_runner *vg_lm_runner(vg_lm *lm);
+/* Whether a model of this shape (from vg_lm_inspect, vg_lm_inspect_synthetic or
+ * vg_lm_get_info) splits over tp_size tensor-parallel ranks: VG_OK, or VG_ERR_INVALID_ARG naming
+ * the numbers (heads % n, kv_heads % n or n % kv_heads, intermediate % n). For launchers, before
+ * any rank starts. */
+VG_API vg_status vg_lm_tp_check(const vg_lm_info *info, int tp_size);
 
 /* A new, empty sequence: its id in *seq (0 .. max_seqs-1). VG_ERR_OUT_OF_MEMORY when max_seqs
  * sequences are alive. */

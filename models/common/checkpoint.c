@@ -241,34 +241,47 @@ static vg_status bad_value(const vg_st_file *f, const char *name, const vg_st_te
                         (unsigned long long)i, v != v ? "NaN" : v > 0 ? "+Inf" : "-Inf");
 }
 
-vg_status vg_ckpt_read_rows(const vg_ckpt *c, const char *name, int ndim, const int64_t *shape,
-                            int64_t row0, int64_t nrows, vg_dtype dst_dtype, void *dst,
-                            int64_t ld_dst)
+vg_status vg_ckpt_read_block(const vg_ckpt *c, const char *name, int ndim, const int64_t *shape,
+                             int64_t row0, int64_t nrows, int64_t col0, int64_t ncols,
+                             vg_dtype dst_dtype, void *dst, int64_t ld_dst)
 {
     if (!c || !name || ndim < 1 || !shape || (!dst && nrows) ||
         (dst_dtype != VG_DTYPE_F32 && dst_dtype != VG_DTYPE_BF16 && dst_dtype != VG_DTYPE_F16))
-        return vg_error_set(VG_ERR_INVALID_ARG, "vg_ckpt_read_rows: bad argument");
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_ckpt_read_block: bad argument");
     vg_status st;
     const vg_st_file *f = NULL;
     const vg_st_tensor *t = checked(c, name, ndim, shape, &f, &st);
     if (!t) return st;
     int64_t cols = 1;
     for (int d = 1; d < ndim; d++) cols *= shape[d];
-    if (ld_dst < cols || row0 < 0 || nrows < 0 || row0 > shape[0] - nrows)
-        return vg_error_set(VG_ERR_INVALID_ARG, "vg_ckpt_read_rows: '%s': rows [%lld, +%lld) or "
-                                                "ld_dst %lld outside the tensor", name,
-                            (long long)row0, (long long)nrows, (long long)ld_dst);
+    if (ld_dst < ncols || row0 < 0 || nrows < 0 || row0 > shape[0] - nrows || col0 < 0 ||
+        ncols < 0 || col0 > cols - ncols)
+        return vg_error_set(VG_ERR_INVALID_ARG, "vg_ckpt_read_block: '%s': rows [%lld, +%lld), "
+                                                "columns [%lld, +%lld) or ld_dst %lld outside the "
+                                                "tensor", name, (long long)row0, (long long)nrows,
+                            (long long)col0, (long long)ncols, (long long)ld_dst);
     const unsigned char *src = t->data; /* unaligned: converted element by element */
     size_t in_row = (size_t)cols * t->elem_size, out_row = (size_t)ld_dst * vg_dtype_size(dst_dtype);
     for (int64_t r = 0; r < nrows; r++) {
         int overflow;
-        size_t bad = convert_row(src + (size_t)(row0 + r) * in_row, t->dtype,
-                                 (char *)dst + (size_t)r * out_row, dst_dtype, (size_t)cols, &overflow);
-        if (bad < (size_t)cols)
-            return bad_value(f, name, t, (uint64_t)(row0 + r) * (uint64_t)cols + bad, overflow,
-                             dst_dtype);
+        size_t bad = convert_row(src + (size_t)(row0 + r) * in_row + (size_t)col0 * t->elem_size,
+                                 t->dtype, (char *)dst + (size_t)r * out_row, dst_dtype,
+                                 (size_t)ncols, &overflow);
+        if (bad < (size_t)ncols)
+            return bad_value(f, name, t, (uint64_t)(row0 + r) * (uint64_t)cols + (uint64_t)col0 + bad,
+                             overflow, dst_dtype);
     }
     return VG_OK;
+}
+
+vg_status vg_ckpt_read_rows(const vg_ckpt *c, const char *name, int ndim, const int64_t *shape,
+                            int64_t row0, int64_t nrows, vg_dtype dst_dtype, void *dst,
+                            int64_t ld_dst)
+{
+    if (!shape || ndim < 1) return vg_error_set(VG_ERR_INVALID_ARG, "vg_ckpt_read_rows: bad argument");
+    int64_t cols = 1;
+    for (int d = 1; d < ndim; d++) cols *= shape[d];
+    return vg_ckpt_read_block(c, name, ndim, shape, row0, nrows, 0, cols, dst_dtype, dst, ld_dst);
 }
 
 vg_status vg_ckpt_read(const vg_ckpt *c, const char *name, int ndim, const int64_t *shape,

@@ -40,5 +40,11 @@ vg_status vg_ckpt_read(const vg_ckpt *c, const char *name, int ndim, const int64
 vg_status vg_ckpt_read_rows(const vg_ckpt *c, const char *name, int ndim, const int64_t *shape,
                             int64_t row0, int64_t nrows, vg_dtype dst_dtype, void *dst,
                             int64_t ld_dst);
+/* The same for columns [col0, col0 + ncols) of those rows (a tensor-parallel slice of a
+ * weight's input dimension): element (row0 + i, col0 + j) lands at dst + i·ld_dst + j
+ * (ld_dst >= ncols). Only the elements read are checked for being finite. */
+vg_status vg_ckpt_read_block(const vg_ckpt *c, const char *name, int ndim, const int64_t *shape,
+                             int64_t row0, int64_t nrows, int64_t col0, int64_t ncols,
+                             vg_dtype dst_dtype, void *dst, int64_t ld_dst);
 
 #endif

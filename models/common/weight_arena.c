@@ -62,19 +62,19 @@ static uint64_t name_hash(const char *name) /* FNV-1a */
     return h;
 }
 
-/* Synthetic values for rows [row0, row0 + nrows) of a [rows, cols] tensor whose name hashes to
- * h: uniform with standard deviation 0.02, as a randomly initialised model would have. Element
- * i of the tensor (row-major) depends on (seed, name, i) alone, so any chunking gives the same
- * values. */
-static void synthesize_rows(uint64_t h, uint64_t seed, int64_t row0, int64_t nrows, int64_t cols,
-                            vg_dtype dt, void *dst, int64_t ld)
+/* Synthetic values for rows [row0, row0 + nrows), columns [col0, col0 + ncols) of a [rows,
+ * cols] tensor whose name hashes to h: uniform with standard deviation 0.02, as a randomly
+ * initialised model would have. Element i of the tensor (row-major) depends on (seed, name, i)
+ * alone, so any chunking or slicing gives the same values. */
+static void synthesize_block(uint64_t h, uint64_t seed, int64_t row0, int64_t nrows, int64_t col0,
+                             int64_t ncols, int64_t cols, vg_dtype dt, void *dst, int64_t ld)
 {
     const float a = 0.02f * 1.7320508f;
     size_t es = vg_dtype_size(dt);
     for (int64_t r = 0; r < nrows; r++) {
         char *row = (char *)dst + (size_t)(r * ld) * es;
-        uint64_t i = (uint64_t)((row0 + r) * cols);
-        for (int64_t c = 0; c < cols; c++, i++) {
+        uint64_t i = (uint64_t)((row0 + r) * cols + col0);
+        for (int64_t c = 0; c < ncols; c++, i++) {
             float v = ((float)(splitmix64(seed ^ h ^ (i * 0x9e3779b97f4a7c15ull)) >> 40) *
                            (1.0f / 16777216.0f) * 2.0f -
                        1.0f) *
@@ -148,27 +148,37 @@ static vg_status bad_spec(const vg_arena *a, const vg_arena_spec *t, const char 
                         t && t->names && t->names[0] ? t->names[0] : "?", why);
 }
 
-/* Upload part rows [0, rp) of one part: rows below `rows` from the source, the rest zero. */
-static vg_status place_part(vg_arena *a, const char *name, int ndim, const int64_t *shape,
-                            int64_t rows, int64_t rp, int64_t cols, int64_t ld, char *dev)
+/* Where one part's values come from: checkpoint rows [row0, row0 + rows) of `shape`, columns
+ * [col0, col0 + ncols) of its cols. */
+typedef struct part_src {
+    const char *name;
+    int ndim;
+    const int64_t *shape;
+    int64_t row0, rows, col0, ncols, cols;
+} part_src;
+
+/* Upload part rows [0, rp) of one part: rows below p->rows from the source, the rest zero. */
+static vg_status place_part(vg_arena *a, const part_src *p, int64_t rp, int64_t ld, char *dev)
 {
     size_t row_bytes = (size_t)ld * a->es;
     int64_t chunk = chunk_rows(row_bytes);
-    uint64_t h = name_hash(name);
+    uint64_t h = name_hash(p->name);
     for (int64_t r0 = 0; r0 < rp; r0 += chunk) {
         int64_t n = rp - r0 < chunk ? rp - r0 : chunk;
-        int64_t real = rows - r0 < 0 ? 0 : rows - r0 < n ? rows - r0 : n;
+        int64_t real = p->rows - r0 < 0 ? 0 : p->rows - r0 < n ? p->rows - r0 : n;
         size_t bytes = (size_t)n * row_bytes;
         char *dst = dev + (size_t)r0 * row_bytes;
         if (real == 0) { /* padding rows only */
             VGM_TRY(vg_mem_set(a->s, dst, 0, bytes));
             continue;
         }
-        if (ld > cols || real < n) memset(a->stage, 0, bytes);
+        if (ld > p->ncols || real < n) memset(a->stage, 0, bytes);
         if (a->ck)
-            VGM_TRY(vg_ckpt_read_rows(a->ck, name, ndim, shape, r0, real, a->dt, a->stage, ld));
+            VGM_TRY(vg_ckpt_read_block(a->ck, p->name, p->ndim, p->shape, p->row0 + r0, real, p->col0,
+                                       p->ncols, a->dt, a->stage, ld));
         else
-            synthesize_rows(h, a->seed, r0, real, cols, a->dt, a->stage, ld);
+            synthesize_block(h, a->seed, p->row0 + r0, real, p->col0, p->ncols, p->cols, a->dt,
+                             a->stage, ld);
         VGM_TRY(vg_mem_copy_h2d(a->s, dst, a->stage, bytes));
         VGM_TRY(vg_stream_sync(a->s)); /* the staging buffer is reused */
     }
@@ -186,16 +196,23 @@ vg_status vg_arena_add(vg_arena *a, const vg_arena_spec *t)
     for (int d = 1; d < t->ndim; d++)
         if (t->shape[d] < 1 || __builtin_mul_overflow(cols, t->shape[d], &cols))
             return bad_spec(a, t, "bad shape");
-    int64_t ld = cols > t->cols_pad ? cols : t->cols_pad;
+    int64_t ncols = t->col_take > 0 ? t->col_take : cols;
+    if (t->col_take < 0 || (t->col_take > 0 && (t->col0 < 0 || t->col0 > cols - t->col_take)) ||
+        (t->part_row0 && !t->part_take))
+        return bad_spec(a, t, "bad slice");
+    int64_t ld = ncols > t->cols_pad ? ncols : t->cols_pad;
     size_t row_bytes, bytes = 0;
     if (!mul_size((size_t)ld, a->es, &row_bytes)) return bad_spec(a, t, "size overflows");
     for (int p = 0; p < np; p++) {
         int64_t rows = t->part_rows ? t->part_rows[p] : t->shape[0];
-        int64_t rp = rows > t->rows_pad ? rows : t->rows_pad;
+        int64_t take = t->part_row0 ? t->part_take[p] : rows;
+        int64_t rp = take > t->rows_pad ? take : t->rows_pad;
         size_t part;
-        if (rows < 1 || !mul_size((size_t)rp, row_bytes, &part) ||
+        if (rows < 1 || (t->part_row0 && (t->part_row0[p] < 0 || take < 0 || t->part_row0[p] > rows - take)))
+            return bad_spec(a, t, rows < 1 ? "bad shape" : "bad slice");
+        if (rp < 1 || !mul_size((size_t)rp, row_bytes, &part) ||
             __builtin_add_overflow(bytes, part, &bytes))
-            return bad_spec(a, t, rows < 1 ? "bad shape" : "size overflows");
+            return bad_spec(a, t, rp < 1 ? "empty slice" : "size overflows");
     }
     size_t at = a->offset, end;
     if (__builtin_add_overflow(at, bytes, &end) || end > SIZE_MAX - ARENA_ALIGN)
@@ -212,7 +229,8 @@ vg_status vg_arena_add(vg_arena *a, const vg_arena_spec *t)
             return vg_error_set(VG_ERR_INVALID_ARG, "%s: tensor name '%s%s' is too long", a->what,
                                 a->prefix, t->names[p]);
         int64_t rows = t->part_rows ? t->part_rows[p] : t->shape[0];
-        int64_t rp = rows > t->rows_pad ? rows : t->rows_pad;
+        int64_t take = t->part_row0 ? t->part_take[p] : rows;
+        int64_t rp = take > t->rows_pad ? take : t->rows_pad;
         shape[0] = rows;
         if (!a->placing) {
             if (a->ck) {
@@ -223,7 +241,10 @@ vg_status vg_arena_add(vg_arena *a, const vg_arena_spec *t)
             size_t need = (size_t)(rp < chunk ? rp : chunk) * row_bytes;
             if (need > a->stage_bytes) a->stage_bytes = need;
         } else {
-            VGM_TRY(place_part(a, name, t->ndim, shape, rows, rp, cols, ld, a->base + part_at));
+            part_src src = {.name = name, .ndim = t->ndim, .shape = shape,
+                            .row0 = t->part_row0 ? t->part_row0[p] : 0, .rows = take,
+                            .col0 = t->col_take > 0 ? t->col0 : 0, .ncols = ncols, .cols = cols};
+            VGM_TRY(place_part(a, &src, rp, ld, a->base + part_at));
         }
         part_at += (size_t)rp * row_bytes;
     }

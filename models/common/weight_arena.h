@@ -90,6 +90,15 @@ typedef struct vg_arena_spec {
     const int64_t *part_rows;  /* optional: the row count of each part */
     int64_t rows_pad;          /* each part has at least this many rows (0: no padding) */
     int64_t cols_pad;          /* each row has at least this many elements (0: no padding) */
+    /* Slices (tensor parallelism: each rank loads its share). Part p loads checkpoint rows
+     * [part_row0[p], part_row0[p] + part_take[p]) where part_row0 is given (part_take then
+     * required; a take of 0 leaves a part of rows_pad zero rows); with col_take > 0, each row
+     * loads only columns [col0, col0 + col_take). The device layout is that of the slice, padded
+     * as above; shape and part_rows still describe the whole checkpoint tensor, which is checked
+     * whole. Synthetic values are those of the whole tensor at the same positions. */
+    const int64_t *part_row0;
+    const int64_t *part_take;
+    int64_t col0, col_take;
 } vg_arena_spec;
 
 vg_status vg_arena_add(vg_arena *a, const vg_arena_spec *spec);

@@ -103,7 +103,13 @@ static vg_status build(vg_lm *m, const vg_ckpt *ck, uint64_t seed, vg_dtype dt, 
     m->dt = dt;
     if (dt != VG_DTYPE_F32 && dt != VG_DTYPE_BF16 && dt != VG_DTYPE_F16)
         return vg_error_set(VG_ERR_INVALID_ARG, "lm: compute dtype must be F32, BF16 or F16");
-    VGM_TRY(lm_weights_load(m->rt, ck, seed, &m->cfg, dt, &m->w));
+    /* tensor parallelism: m->cfg becomes this rank's share of the whole model (m->full) */
+    m->full = m->cfg;
+    m->comm = o->comm;
+    int size = o->comm ? vg_comm_size(o->comm) : 1, rank = o->comm ? vg_comm_rank(o->comm) : 0;
+    VGM_TRY(lm_tp_plan(&m->full, size, rank, &m->cfg, &m->tp));
+    m->comm_capture = (vg_runtime_caps(m->rt) & VG_CAP_COMM_CAPTURE) != 0;
+    VGM_TRY(lm_weights_load(m->rt, ck, seed, &m->full, &m->tp, dt, &m->w));
     VGM_TRY(make_kv(m));
     VGM_TRY(lm_pieces_init(m));
     return make_runner(m);
@@ -272,6 +278,7 @@ static void model_info(const lm_cfg *c, const int32_t *eos, int num_eos, vg_lm_i
     i->max_position = c->max_pos, i->rms_eps = c->eps, i->rope_theta = c->theta;
     i->tied_embeddings = c->tied, i->qkv_bias = c->qkv_bias, i->qk_norm = c->qk_norm;
     i->num_eos = num_eos;
+    i->tp_size = 1;
     memcpy(i->eos_ids, eos, (size_t)num_eos * sizeof *eos);
 }
 
@@ -312,7 +319,8 @@ vg_status vg_lm_inspect_synthetic(const char *config, vg_lm_info *info)
 vg_status vg_lm_get_info(const vg_lm *m, vg_lm_info *i)
 {
     if (!m || !i) return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_get_info: NULL argument");
-    model_info(&m->cfg, m->eos, m->num_eos, i);
+    model_info(&m->full, m->eos, m->num_eos, i);
+    i->tp_rank = m->tp.rank, i->tp_size = m->tp.size;
     i->compute_dtype = m->dt, i->weight_bytes = m->w.mem.bytes;
     i->block_size = m->kv.block_size, i->num_blocks = m->kv.num_blocks, i->free_blocks = m->kv.nfree;
     i->max_blocks_per_seq = m->kv.max_blocks, i->kv_bytes = m->kv_bytes;
@@ -353,9 +361,12 @@ vg_status vg_lm_step(vg_lm *m, const vg_lm_seq_tokens *seqs, int num, float *log
     vg_run_info run;
     vg_stream *s = vg_runner_stream(m->runner);
     vg_status st = vg_runner_run(m->runner, &d, p, &run);
-    if (st == VG_OK && logits)
-        st = vg_mem_copy_d2h(s, logits, vg_runner_buffer(m->runner, LB_LOGITS),
-                             (size_t)num * (size_t)m->cfg.vocab * sizeof(float));
+    size_t V = (size_t)m->cfg.vocab, ld = (size_t)lm_logits_ld(m);
+    const float *dev_logits = vg_runner_buffer(m->runner, LB_LOGITS);
+    if (st == VG_OK && logits && ld == V)
+        st = vg_mem_copy_d2h(s, logits, dev_logits, (size_t)num * V * sizeof(float));
+    for (int i = 0; st == VG_OK && logits && ld != V && i < num; i++) /* rows padded to ld */
+        st = vg_mem_copy_d2h(s, logits + (size_t)i * V, dev_logits + (size_t)i * ld, V * sizeof(float));
     if (st == VG_OK && greedy)
         st = vg_mem_copy_d2h(s, greedy, vg_runner_buffer(m->runner, LB_ARGMAX), (size_t)num * sizeof(int32_t));
     if (st == VG_OK) st = vg_stream_sync(s);

@@ -115,3 +115,51 @@ vg_status lm_config_parse(const cJSON *root, const char *where, lm_cfg *c)
     c->inter_pad = (c->inter + 15) / 16 * 16;
     return VG_OK;
 }
+
+/* Whether heads, kv_heads and intermediate split `size` ways (lm_tp_plan's rules). */
+static vg_status tp_check(int heads, int kv_heads, int inter, int size)
+{
+    if (size < 1)
+        return vg_error_set(VG_ERR_INVALID_ARG, "lm: tensor parallelism over %d ranks", size);
+    if (heads % size)
+        return vg_error_set(VG_ERR_INVALID_ARG, "lm: the model's %d attention heads do not split "
+                                                "over %d ranks (heads %% ranks must be 0)", heads, size);
+    if (kv_heads % size && size % kv_heads)
+        return vg_error_set(VG_ERR_INVALID_ARG, "lm: the model's %d kv heads neither split over %d "
+                                                "ranks nor replicate on them (kv_heads %% ranks or "
+                                                "ranks %% kv_heads must be 0)", kv_heads, size);
+    if (inter % size)
+        return vg_error_set(VG_ERR_INVALID_ARG, "lm: the model's intermediate size %d does not split "
+                                                "over %d ranks", inter, size);
+    return VG_OK;
+}
+
+vg_status lm_tp_plan(const lm_cfg *full, int size, int rank, lm_cfg *local, lm_tp *tp)
+{
+    VGM_TRY(tp_check(full->heads, full->kv_heads, full->inter, size));
+    if (rank < 0 || rank >= size)
+        return vg_error_set(VG_ERR_INVALID_ARG, "lm: rank %d of %d", rank, size);
+    *local = *full;
+    memset(tp, 0, sizeof *tp);
+    tp->rank = rank, tp->size = size;
+    local->heads = full->heads / size;
+    tp->q_row0 = (int64_t)rank * local->heads * full->head_dim;
+    if (full->kv_heads % size == 0) {
+        local->kv_heads = full->kv_heads / size;
+        tp->kv_row0 = (int64_t)rank * local->kv_heads * full->head_dim;
+    } else { /* fewer kv heads than ranks: size / kv_heads ranks share each, as vLLM does */
+        local->kv_heads = 1;
+        tp->kv_row0 = (int64_t)(rank / (size / full->kv_heads)) * full->head_dim;
+    }
+    local->inter = full->inter / size;
+    local->inter_pad = (local->inter + 15) / 16 * 16;
+    tp->inter_row0 = (int64_t)rank * local->inter;
+    tp->vs = (full->vocab + size - 1) / size;
+    return VG_OK;
+}
+
+vg_status vg_lm_tp_check(const vg_lm_info *info, int tp_size)
+{
+    if (!info) return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_tp_check: NULL info");
+    return tp_check(info->heads, info->kv_heads, info->intermediate, tp_size);
+}

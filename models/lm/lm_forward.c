@@ -13,6 +13,20 @@
  *   head             gather the last new token of each sequence, final rmsnorm, lm_head GEMM
  *                    into F32 logits (the two as one where the device has it), argmax
  *
+ * Tensor parallelism over n ranks (vg_lm_options.comm; docs/tensor-parallel.md): each rank holds
+ * its heads, its gate|up columns and its o / down rows (m->cfg is its share), so attn_in and
+ * attention run unchanged on fewer heads. The o and down GEMMs of rank 0 add the residual as
+ * always; the other ranks' write their partial product alone into the same buffer, and one
+ * in-place all-reduce of the hidden rows sums them: h + Σ partials, no extra op. The head
+ * computes this rank's vs = ceil(vocab / n) vocabulary rows into LB_SLICE, all-gathers the
+ * slices rank-major ([n][rows][vs] in LB_GATHER), reorders them with gather_rows (LB_TPIDX,
+ * written by prepare: dst row t·n + r = src row r·rows + t, each row vs floats) into
+ * LB_LOGITS [rows][n·vs], and takes the argmax of the first vocab columns (the padding rows of
+ * the last slice never win). The collectives sit inside the pieces, so graphs record them where
+ * the device captures collectives (VG_CAP_COMM_CAPTURE), else those pieces run eagerly. Every
+ * rank runs the same pieces in the same order: the runner's choices (bucket, graph or eager)
+ * depend on the batch alone, and the ranks run the same batches.
+ *
  * Buffers are runner buffers sized for the padded token count T and S = min(T, max_seqs)
  * sequence slots; per-step data (tokens, positions, slots, query starts, context lengths,
  * block tables) sits in LB_META, uploaded by prepare. Padding tokens write no KV entry
@@ -116,6 +130,20 @@ static vg_status piece_attention(void *mp, vg_runner *r, const vg_piece *p, cons
                                  m->kv.block_size, 1.0f / sqrtf((float)c->head_dim));
 }
 
+/* The residual a row-split GEMM adds: LB_H on rank 0 (and without tensor parallelism), none on
+ * the others, whose partial products the all-reduce then adds to it. */
+static const void *tp_residual(const vg_lm *m, vg_runner *r)
+{
+    return m->tp.rank == 0 ? BUF(LB_H) : NULL;
+}
+
+/* Under tensor parallelism: sum the ranks' LB_H in place (T hidden rows). */
+static vg_status tp_all_reduce(const vg_lm *m, vg_runner *r, vg_stream *s, int64_t T)
+{
+    if (m->tp.size < 2) return VG_OK;
+    return vg_comm_all_reduce(m->comm, s, m->dt, BUF(LB_H), BUF(LB_H), T * m->cfg.hidden);
+}
+
 static vg_status piece_attn_out(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
                                 vg_stream *s)
 {
@@ -123,17 +151,21 @@ static vg_status piece_attn_out(void *mp, vg_runner *r, const vg_piece *p, const
     const lm_cfg *c = &m->cfg;
     const lm_layer *L = &m->w.layers[p->arg];
     int64_t T = d->num_tokens, Ip = c->inter_pad;
-    TRY(gemm(m, s, T, c->hidden, lm_q_width(c), BUF(LB_ATT), L->o_w, NULL, BUF(LB_H), m->dt, BUF(LB_H)));
+    TRY(gemm(m, s, T, c->hidden, lm_q_width(c), BUF(LB_ATT), L->o_w, NULL, BUF(LB_H), m->dt,
+             tp_residual(m, r)));
+    TRY(tp_all_reduce(m, r, s, T));
     if (m->gated_gu) { /* silu(gate)·up lands in the first half of each LB_GU row */
         TRY(proj(m, s, T, 2 * Ip, c->hidden, BUF(LB_H), c->hidden, L->post_norm, BUF(LB_N), L->gu_w,
                  NULL, BUF(LB_GU), m->dt, NULL, VG_GEMM_GATE_SILU));
-        return proj(m, s, T, c->hidden, Ip, BUF(LB_GU), 2 * Ip, NULL, NULL, L->down_w, NULL,
-                    BUF(LB_H), m->dt, BUF(LB_H), VG_GEMM_GATE_NONE);
+        TRY(proj(m, s, T, c->hidden, Ip, BUF(LB_GU), 2 * Ip, NULL, NULL, L->down_w, NULL,
+                 BUF(LB_H), m->dt, tp_residual(m, r), VG_GEMM_GATE_NONE));
+        return tp_all_reduce(m, r, s, T);
     }
     TRY(proj(m, s, T, 2 * Ip, c->hidden, BUF(LB_H), c->hidden, L->post_norm, BUF(LB_N), L->gu_w, NULL,
              BUF(LB_GU), m->dt, NULL, VG_GEMM_GATE_NONE));
     TRY(vg_op_silu_mul(s, m->dt, BUF(LB_GU), 2 * Ip, BUF(LB_M), Ip, T, Ip));
-    return gemm(m, s, T, c->hidden, Ip, BUF(LB_M), L->down_w, NULL, BUF(LB_H), m->dt, BUF(LB_H));
+    TRY(gemm(m, s, T, c->hidden, Ip, BUF(LB_M), L->down_w, NULL, BUF(LB_H), m->dt, tp_residual(m, r)));
+    return tp_all_reduce(m, r, s, T);
 }
 
 static vg_status piece_head(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
@@ -149,16 +181,32 @@ static vg_status piece_head(void *mp, vg_runner *r, const vg_piece *p, const vg_
      * not multiply the lm_head GEMM by its padded token count */
     int64_t rows = d->uniform ? l.seqs : m->head_rows;
     TRY(vg_op_gather_rows(s, m->dt, BUF(LB_LAST), BUF(LB_H), meta_at(r, l.last), rows, c->hidden));
-    TRY(proj(m, s, rows, c->vocab, c->hidden, BUF(LB_LAST), c->hidden, m->w.final_norm, BUF(LB_LAST),
-             m->w.lm_head, NULL, BUF(LB_LOGITS), VG_DTYPE_F32, NULL, VG_GEMM_GATE_NONE));
-    return vg_op_argmax(s, VG_DTYPE_F32, BUF(LB_LOGITS), c->vocab, rows, c->vocab, BUF(LB_ARGMAX));
+    if (m->tp.size < 2) {
+        TRY(proj(m, s, rows, c->vocab, c->hidden, BUF(LB_LAST), c->hidden, m->w.final_norm,
+                 BUF(LB_LAST), m->w.lm_head, NULL, BUF(LB_LOGITS), VG_DTYPE_F32, NULL,
+                 VG_GEMM_GATE_NONE));
+        return vg_op_argmax(s, VG_DTYPE_F32, BUF(LB_LOGITS), c->vocab, rows, c->vocab, BUF(LB_ARGMAX));
+    }
+    int64_t n = m->tp.size, vs = m->tp.vs;
+    TRY(proj(m, s, rows, vs, c->hidden, BUF(LB_LAST), c->hidden, m->w.final_norm, BUF(LB_LAST),
+             m->w.lm_head, NULL, BUF(LB_SLICE), VG_DTYPE_F32, NULL, VG_GEMM_GATE_NONE));
+    TRY(vg_comm_all_gather(m->comm, s, VG_DTYPE_F32, BUF(LB_SLICE), BUF(LB_GATHER), rows * vs));
+    TRY(vg_op_gather_rows(s, VG_DTYPE_F32, BUF(LB_LOGITS), BUF(LB_GATHER), BUF(LB_TPIDX), rows * n, vs));
+    return vg_op_argmax(s, VG_DTYPE_F32, BUF(LB_LOGITS), n * vs, rows, c->vocab, BUF(LB_ARGMAX));
+}
+
+/* A piece with collectives: capturable where the device captures them. */
+static int tp_graph_safe(void *mp, const vg_batch_desc *d)
+{
+    const vg_lm *m = mp;
+    (void)d;
+    return m->tp.size < 2 || m->comm_capture;
 }
 
 /* The head of a mixed step sizes its GEMM by the step's sequence count (host data): eager. */
 static int head_graph_safe(void *mp, const vg_batch_desc *d)
 {
-    (void)mp;
-    return d->uniform != 0;
+    return d->uniform != 0 && tp_graph_safe(mp, d);
 }
 
 /* Paged attention reads per-sequence lengths: its launch shape is fixed by the buffers, but
@@ -232,7 +280,7 @@ vg_status lm_pieces_init(vg_lm *m)
                                     .flags = VG_PIECE_SPLITTING, .arg = i,
                                     .graph_safe = attention_graph_safe, OPS(k_ops_attention)};
         m->pieces[k++] = (vg_piece){.name = "attn_out_mlp", .run = piece_attn_out, .arg = i,
-                                    OPS_N(m->ops_out, m->nops_out)};
+                                    .graph_safe = tp_graph_safe, OPS_N(m->ops_out, m->nops_out)};
     }
     m->pieces[k++] = (vg_piece){.name = "head", .run = piece_head, .graph_safe = head_graph_safe,
                                 OPS_N(m->ops_head, m->nops_head)};
@@ -260,7 +308,8 @@ vg_status lm_reserve(void *mp, vg_runner *r, const vg_batch_desc *d)
     size_t T = (size_t)d->num_tokens, e = es(m), h = (size_t)c->hidden, Ip = (size_t)c->inter_pad;
     lm_meta_layout l;
     layout(m, d->num_tokens, &l);
-    size_t S = (size_t)l.seqs;
+    size_t S = (size_t)l.seqs, n = (size_t)m->tp.size, vs = (size_t)m->tp.vs;
+    int tp = m->tp.size > 1;
     const size_t bytes[LB_COUNT_] = {
         [LB_META] = l.total * sizeof(int32_t),
         [LB_H] = T * h * e,
@@ -270,8 +319,11 @@ vg_status lm_reserve(void *mp, vg_runner *r, const vg_batch_desc *d)
         [LB_GU] = 2 * T * Ip * e,
         [LB_M] = m->gated_gu ? 0 : T * Ip * e, /* the gated GEMM leaves the product in LB_GU */
         [LB_LAST] = S * h * e,
-        [LB_LOGITS] = S * (size_t)c->vocab * sizeof(float),
+        [LB_LOGITS] = S * (size_t)lm_logits_ld(m) * sizeof(float),
         [LB_ARGMAX] = S * sizeof(int32_t),
+        [LB_SLICE] = tp ? S * vs * sizeof(float) : 0,
+        [LB_GATHER] = tp ? n * S * vs * sizeof(float) : 0,
+        [LB_TPIDX] = tp ? n * S * sizeof(int32_t) : 0,
     };
     for (int i = 0; i < LB_COUNT_; i++) TRY(vg_runner_buffer_reserve(r, i, bytes[i]));
     return VG_OK;
@@ -285,7 +337,10 @@ vg_status lm_prepare(void *mp, vg_runner *r, const vg_batch_desc *real, const vg
     const lm_plan *p = inputs; /* NULL at warm-up: an all-padding call */
     lm_meta_layout l;
     layout(m, padded->num_tokens, &l);
-    size_t bytes = l.total * sizeof(int32_t);
+    /* under tensor parallelism the head's reorder table follows the metadata in the staging */
+    int64_t hrows = padded->uniform || !p ? l.seqs : p->num_seqs, n = m->tp.size;
+    size_t idx_count = n > 1 ? (size_t)(hrows * n) : 0;
+    size_t bytes = (l.total + idx_count) * sizeof(int32_t);
     /* warm-up prepares bucket after bucket without waiting: the previous upload may still
      * read the staging (vg_lm_step waits for its step, so steps never need this) */
     if (!p) TRY(vg_stream_sync(s));
@@ -297,7 +352,13 @@ vg_status lm_prepare(void *mp, vg_runner *r, const vg_batch_desc *real, const vg
         TRY(vg_host_alloc(m->rt, want, &m->meta_stage));
         m->meta_bytes = want;
     }
-    size_t n = lm_meta_fill(&m->kv, p, &l, m->meta_stage);
+    size_t up = lm_meta_fill(&m->kv, p, &l, m->meta_stage);
     m->head_rows = p ? p->num_seqs : l.seqs;
-    return vg_mem_copy_h2d(s, BUF(LB_META), m->meta_stage, n * sizeof(int32_t));
+    if (idx_count) { /* dst row t·n + q of LB_LOGITS is row t of rank q's slice */
+        int32_t *idx = (int32_t *)m->meta_stage + l.total;
+        for (int64_t t = 0; t < hrows; t++)
+            for (int64_t q = 0; q < n; q++) idx[t * n + q] = (int32_t)(q * hrows + t);
+        TRY(vg_mem_copy_h2d(s, BUF(LB_TPIDX), idx, idx_count * sizeof(int32_t)));
+    }
+    return vg_mem_copy_h2d(s, BUF(LB_META), m->meta_stage, up * sizeof(int32_t));
 }

@@ -34,6 +34,21 @@ typedef struct lm_cfg {
 
 /* Parse and validate a config.json; errors name `where` and the member. */
 vg_status lm_config_parse(const cJSON *root, const char *where, lm_cfg *cfg);
+
+/* Tensor parallelism: rank `rank` of `size`'s share of the model (size 1: all of it). */
+typedef struct lm_tp {
+    int rank, size;
+    int64_t q_row0;     /* its first row of q_proj (heads/size heads) */
+    int64_t kv_row0;    /* its first row of k_proj and v_proj (its kv heads, or the one it
+                           replicates) */
+    int64_t inter_row0; /* its first row of gate_proj and up_proj, first column of down_proj */
+    int64_t vs;         /* vocabulary rows of the head per rank: ceil(vocab / size) */
+} lm_tp;
+
+/* The share of rank `rank` of `size` of a model of config `full`, and the config of what the
+ * rank holds (`local`: heads, kv_heads, inter and inter_pad are the rank's; the rest as full).
+ * VG_ERR_INVALID_ARG naming the numbers when the model cannot be split `size` ways. */
+vg_status lm_tp_plan(const lm_cfg *full, int size, int rank, lm_cfg *local, lm_tp *tp);
 /* q, k and v widths of one row of the qkv projection. */
 static inline int64_t lm_q_width(const lm_cfg *c) { return (int64_t)c->heads * c->head_dim; }
 static inline int64_t lm_kv_width(const lm_cfg *c) { return (int64_t)c->kv_heads * c->head_dim; }
@@ -49,8 +64,11 @@ typedef struct lm_weights {
     lm_layer *layers;                   /* cfg.layers */
 } lm_weights;
 
-vg_status lm_weights_load(vg_runtime *rt, const vg_ckpt *ck, uint64_t seed, const lm_cfg *cfg,
-                          vg_dtype dt, lm_weights *w);
+/* The weights of rank tp->rank's share of a model of config `full` (the whole model for a
+ * size of 1). With a tied head and size > 1 the embedding is padded with zero rows up to
+ * size·vs, so that every rank's head slice of it is whole. */
+vg_status lm_weights_load(vg_runtime *rt, const vg_ckpt *ck, uint64_t seed, const lm_cfg *full,
+                          const lm_tp *tp, vg_dtype dt, lm_weights *w);
 void lm_weights_free(vg_runtime *rt, lm_weights *w);
 
 /* ---- the host side of the KV cache ------------------------------------------------------- */
@@ -120,12 +138,18 @@ size_t lm_meta_fill(const lm_kv *kv, const lm_plan *p, const lm_meta_layout *l, 
 
 /* ---- the model ---------------------------------------------------------------------------- */
 
+/* LB_SLICE, LB_GATHER, LB_TPIDX: the head under tensor parallelism (this rank's logits slice,
+ * every rank's, the reorder table); empty otherwise. */
 enum lm_buffer { LB_META, LB_H, LB_N, LB_QKV, LB_ATT, LB_GU, LB_M, LB_LAST, LB_LOGITS, LB_ARGMAX,
-                 LB_COUNT_ };
+                 LB_SLICE, LB_GATHER, LB_TPIDX, LB_COUNT_ };
 
 struct vg_lm {
     vg_runtime *rt;
-    lm_cfg cfg;
+    lm_cfg cfg;        /* what this rank holds (the whole model without tensor parallelism) */
+    lm_cfg full;       /* the whole model */
+    lm_tp tp;
+    vg_comm *comm;     /* NULL: no tensor parallelism */
+    int comm_capture;  /* the device captures collectives (VG_CAP_COMM_CAPTURE) */
     vg_dtype dt;
     char model_type[32];
     lm_weights w;
@@ -151,6 +175,13 @@ struct vg_lm {
     struct lm_loops *loops; /* lm_loop.c: device-side generation loops, captured per bucket */
     int loop_logged;        /* the host-loop fallback was logged */
 };
+
+/* Row width of LB_LOGITS: the vocabulary, or size·vs under tensor parallelism (the columns from
+ * vocab on are padding). */
+static inline int64_t lm_logits_ld(const vg_lm *m)
+{
+    return m->tp.size > 1 ? (int64_t)m->tp.size * m->tp.vs : m->cfg.vocab;
+}
 
 static inline void *lm_k_cache(const vg_lm *m, int layer)
 {

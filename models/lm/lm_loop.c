@@ -205,7 +205,8 @@ static vg_status host_loop(gen *g, vg_lm_generate_info *info)
         for (int j = 0; st == VG_OK && g->logits && j < g->n; j++)
             if (!done[j])
                 st = vg_mem_copy_d2h(s, g->logits + ((size_t)g->row[j] * (size_t)g->N + (size_t)g->count[j]) * V,
-                                     (const float *)vg_runner_buffer(m->runner, LB_LOGITS) + (size_t)j * V,
+                                     (const float *)vg_runner_buffer(m->runner, LB_LOGITS) +
+                                         (size_t)j * (size_t)lm_logits_ld(m),
                                      V * sizeof(float));
         if (st == VG_OK) st = vg_stream_sync(s);
         if (st != VG_OK) break;
@@ -284,6 +285,10 @@ static vg_status device_loop(gen *g, lm_loop *e, vg_lm_generate_info *info)
 static lm_loop *device_loop_for(gen *g, char *why, size_t n)
 {
     vg_lm *m = g->m;
+    if (m->tp.size > 1) { /* lm_advance reads logits rows of vocab floats, not the padded ones */
+        snprintf(why, n, "tensor parallelism (%d ranks) runs generation as a host loop", m->tp.size);
+        return NULL;
+    }
     if (!(vg_runtime_caps(m->rt) & VG_CAP_GRAPH_LOOP)) {
         snprintf(why, n, "backend '%s' has no device-side loops", vg_runtime_backend_name(m->rt));
         return NULL;

@@ -14,7 +14,8 @@
     VGM_TRY(vg_arena_one(a, &(slot), name, NDIM(__VA_ARGS__), SHAPE(__VA_ARGS__)))
 
 typedef struct describe_ctx {
-    const lm_cfg *c;
+    const lm_cfg *c;  /* the whole model */
+    const lm_tp *tp;
     lm_weights *w;
 } describe_ctx;
 
@@ -22,11 +23,23 @@ static vg_status describe(vg_arena *a, void *user)
 {
     const describe_ctx *x = user;
     const lm_cfg *c = x->c;
+    const lm_tp *tp = x->tp;
     lm_weights *w = x->w;
-    int64_t h = c->hidden, I = c->inter, Ip = c->inter_pad, hd = c->head_dim;
+    int n = tp->size;
+    int64_t h = c->hidden, I = c->inter, hd = c->head_dim, V = c->vocab;
     int64_t qw = lm_q_width(c), kvw = lm_kv_width(c);
+    /* this rank's share (lm_tp_plan): q and kv rows, gate|up rows = down columns */
+    int64_t qw_l = qw / n, kvw_l = (c->kv_heads % n ? 1 : c->kv_heads / n) * hd, I_l = I / n;
+    int64_t Ip_l = (I_l + 15) / 16 * 16;
+    const int64_t *qkv_row0 = n > 1 ? SHAPE(tp->q_row0, tp->kv_row0, tp->kv_row0) : NULL;
+    const int64_t *qkv_take = n > 1 ? SHAPE(qw_l, kvw_l, kvw_l) : NULL;
+    const int64_t *gu_row0 = n > 1 ? SHAPE(tp->inter_row0, tp->inter_row0) : NULL;
+    const int64_t *gu_take = n > 1 ? SHAPE(I_l, I_l) : NULL;
     VGM_TRY(vg_arena_prefix(a, "model."));
-    ONE(w->embed, "embed_tokens.weight", (int64_t)c->vocab, h);
+    /* whole on every rank (the token gather reads any row); a tied head's slices padded */
+    VGM_TRY(vg_arena_add(a, &(vg_arena_spec){.slot = &w->embed, .ndim = 2, .shape = SHAPE(V, h),
+                                             .names = (const char *[]){"embed_tokens.weight"},
+                                             .rows_pad = c->tied && n > 1 ? n * tp->vs : 0}));
     for (int i = 0; i < c->layers; i++) {
         lm_layer *L = &w->layers[i];
         VGM_TRY(vg_arena_prefix(a, "model.layers.%d.", i));
@@ -38,45 +51,61 @@ static vg_status describe(vg_arena *a, void *user)
                                     .names = (const char *[]){"self_attn.q_proj.weight",
                                                               "self_attn.k_proj.weight",
                                                               "self_attn.v_proj.weight"},
-                                    .part_rows = SHAPE(qw, kvw, kvw)}));
+                                    .part_rows = SHAPE(qw, kvw, kvw), .part_row0 = qkv_row0,
+                                    .part_take = qkv_take}));
         if (c->qkv_bias)
             VGM_TRY(vg_arena_add(a, &(vg_arena_spec){
                                         .slot = &L->qkv_b, .nparts = 3, .ndim = 1, .shape = SHAPE(0),
                                         .names = (const char *[]){"self_attn.q_proj.bias",
                                                                   "self_attn.k_proj.bias",
                                                                   "self_attn.v_proj.bias"},
-                                        .part_rows = SHAPE(qw, kvw, kvw)}));
-        if (c->qk_norm) {
+                                        .part_rows = SHAPE(qw, kvw, kvw), .part_row0 = qkv_row0,
+                                        .part_take = qkv_take}));
+        if (c->qk_norm) { /* one weight of head_dim for every head: whole on every rank */
             ONE(L->q_norm, "self_attn.q_norm.weight", hd);
             ONE(L->k_norm, "self_attn.k_norm.weight", hd);
         }
-        ONE(L->o_w, "self_attn.o_proj.weight", h, qw);
+        /* o_proj and down: this rank's columns (their K dimension) */
+        VGM_TRY(vg_arena_add(a, &(vg_arena_spec){.slot = &L->o_w, .ndim = 2, .shape = SHAPE(h, qw),
+                                                 .names = (const char *[]){"self_attn.o_proj.weight"},
+                                                 .col0 = tp->q_row0, .col_take = n > 1 ? qw_l : 0}));
         ONE(L->post_norm, "post_attention_layernorm.weight", h);
         VGM_TRY(vg_arena_add(a, &(vg_arena_spec){
                                     .slot = &L->gu_w, .nparts = 2, .ndim = 2, .shape = SHAPE(I, h),
                                     .names = (const char *[]){"mlp.gate_proj.weight",
                                                               "mlp.up_proj.weight"},
-                                    .rows_pad = Ip}));
+                                    .rows_pad = Ip_l, .part_row0 = gu_row0, .part_take = gu_take}));
         VGM_TRY(vg_arena_add(a, &(vg_arena_spec){
                                     .slot = &L->down_w, .ndim = 2, .shape = SHAPE(h, I),
                                     .names = (const char *[]){"mlp.down_proj.weight"},
-                                    .cols_pad = Ip}));
+                                    .cols_pad = Ip_l, .col0 = tp->inter_row0,
+                                    .col_take = n > 1 ? I_l : 0}));
     }
     VGM_TRY(vg_arena_prefix(a, "model."));
     ONE(w->final_norm, "norm.weight", h);
     VGM_TRY(vg_arena_prefix(a, "%s", ""));
-    if (!c->tied) ONE(w->lm_head, "lm_head.weight", (int64_t)c->vocab, h);
-    else VGM_TRY(vg_arena_skip(a, "lm_head.weight")); /* a tied copy some exports keep: unused */
+    if (!c->tied) { /* this rank's vocabulary rows, the last slice padded with zero rows */
+        int64_t row0 = (int64_t)tp->rank * tp->vs, end = row0 + tp->vs < V ? row0 + tp->vs : V;
+        int64_t take = end > row0 ? end - row0 : 0;
+        VGM_TRY(vg_arena_add(a, &(vg_arena_spec){
+                                    .slot = &w->lm_head, .ndim = 2, .shape = SHAPE(V, h),
+                                    .names = (const char *[]){"lm_head.weight"},
+                                    .part_row0 = n > 1 ? SHAPE(row0 < V ? row0 : V) : NULL,
+                                    .part_take = n > 1 ? SHAPE(take) : NULL,
+                                    .rows_pad = n > 1 ? tp->vs : 0}));
+    } else {
+        VGM_TRY(vg_arena_skip(a, "lm_head.weight")); /* a tied copy some exports keep: unused */
+    }
     return VG_OK;
 }
 
-vg_status lm_weights_load(vg_runtime *rt, const vg_ckpt *ck, uint64_t seed, const lm_cfg *cfg,
-                          vg_dtype dt, lm_weights *w)
+vg_status lm_weights_load(vg_runtime *rt, const vg_ckpt *ck, uint64_t seed, const lm_cfg *full,
+                          const lm_tp *tp, vg_dtype dt, lm_weights *w)
 {
     memset(w, 0, sizeof *w);
-    w->layers = calloc((size_t)cfg->layers, sizeof *w->layers);
+    w->layers = calloc((size_t)full->layers, sizeof *w->layers);
     if (!w->layers) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "lm: out of memory");
-    describe_ctx x = {.c = cfg, .w = w};
+    describe_ctx x = {.c = full, .tp = tp, .w = w};
     /* every tensor of the checkpoint is the decoder's */
     vg_arena_source src = {.ck = ck, .seed = seed, .dtype = dt, .what = "lm", .owns = ""};
     vg_status st = vg_arena_load(rt, &src, describe, &x, &w->mem);
@@ -84,7 +113,9 @@ vg_status lm_weights_load(vg_runtime *rt, const vg_ckpt *ck, uint64_t seed, cons
         lm_weights_free(rt, w);
         return st;
     }
-    if (cfg->tied) w->lm_head = w->embed;
+    if (full->tied) /* the head: this rank's rows of the (padded) embedding */
+        w->lm_head = (char *)w->embed + (size_t)tp->rank * (size_t)tp->vs * (size_t)full->hidden *
+                                            vg_dtype_size(dt);
     return VG_OK;
 }
 

@@ -113,7 +113,7 @@ class RunnerOptions(Structure):
     _fields_ = [("struct_size", c_uint32), ("mode", c_enum), ("capture_sizes", POINTER(c_int64)),
                 ("num_capture_sizes", c_int), ("max_capture_size", c_int64), ("graph_memory_budget", c_uint64),
                 ("stream", c_void_p), ("debug_addresses", c_int), ("eager_first", c_int),
-                ("profile_pieces", c_int)]
+                ("profile_pieces", c_int), ("comm", c_void_p)]
 
 
 RUN_PATHS = {0: "eager", 1: "full", 2: "piecewise"}
@@ -191,7 +191,8 @@ class LmInfo(Structure):
                 ("tied_embeddings", c_int), ("qkv_bias", c_int), ("qk_norm", c_int), ("compute_dtype", c_enum),
                 ("weight_bytes", c_uint64), ("block_size", c_int), ("num_blocks", c_int64),
                 ("free_blocks", c_int64), ("max_blocks_per_seq", c_int), ("kv_bytes", c_uint64),
-                ("max_seqs", c_int), ("live_seqs", c_int), ("num_eos", c_int), ("eos_ids", c_int32 * LM_MAX_EOS)]
+                ("max_seqs", c_int), ("live_seqs", c_int), ("num_eos", c_int), ("eos_ids", c_int32 * LM_MAX_EOS),
+                ("tp_rank", c_int), ("tp_size", c_int)]
 
 
 class LmSeqTokens(Structure):
