@@ -17,7 +17,7 @@
 #include "test_util.h"
 #include "vg/vg_safetensors.h"
 #include "vg/vg_vit.h"
-#include "vit/vit_internal.h"
+#include "vit/vit_common.h"
 #include "vit3_reference.h"
 
 #ifndef TEST_DATA_DIR

@@ -3,7 +3,7 @@
  * the learned position table, the blocks (LayerNorms with biases, qkv, proj, the two-layer MLP),
  * the merger and the deepstack mergers. The MLP's intermediate size is padded to inter_pad with
  * zero rows (fc1) and zero columns (fc2): exact, since the activations vg computes map 0 to 0. */
-#include "vit_internal.h"
+#include "vit_common.h"
 
 #define SHAPE(...) ((const int64_t[]){__VA_ARGS__})
 #define NDIM(...) ((int)(sizeof(SHAPE(__VA_ARGS__)) / sizeof(int64_t)))

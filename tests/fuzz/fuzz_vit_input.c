@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vit/vit_internal.h"
+#include "vit/vit_common.h"
 
 #include "fuzz_check.h"
 
@@ -88,7 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t size)
     vit_meta_layout_for(&c, padded, &l);
     int32_t *meta = malloc(l.total * sizeof(int32_t));
     CHECK(meta);
-    vit_meta_fill(&c, grid, n, tokens, &l, meta);
+    vit_tower_of(c.family)->meta_fill(&c, grid, n, tokens, &l, meta);
     if (c.family == VIT_QWEN3) {
         check_qwen3(&c, &l, meta, grid, n, tokens);
         free(meta);
