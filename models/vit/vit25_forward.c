@@ -33,8 +33,7 @@ static vg_status piece_embed(void *mp, vg_runner *r, const vg_piece *p, const vg
     vg_vit *m = mp;
     (void)p;
     const vit_cfg *c = &m->cfg;
-    vit_meta_layout l;
-    vit_meta_layout_for(c, d->num_tokens, &l);
+    vit_meta_layout l = vit_meta_layout_for(c, d->num_tokens);
     TRY(vgm_gemm(&m->lin, s, d->num_tokens, c->hidden, c->patch_dim, BUF(VB_PIX), m->w.patch_w,
                  NULL, BUF(VB_H0), m->dt, NULL, VG_ACT_NONE));
     /* window order: unit u of H is unit win[u] of H0 (units of merge² tokens) */
@@ -48,8 +47,7 @@ static vg_status piece_attn_in(void *mp, vg_runner *r, const vg_piece *p, const 
     vg_vit *m = mp;
     const vit_cfg *c = &m->cfg;
     const vit_block *B = &m->w.blocks[p->arg];
-    vit_meta_layout l;
-    vit_meta_layout_for(c, d->num_tokens, &l);
+    vit_meta_layout l = vit_meta_layout_for(c, d->num_tokens);
     TRY(vgm_proj(&m->lin, s, d->num_tokens, 3 * (int64_t)c->hidden, c->hidden, BUF(VB_H), c->hidden,
                  B->norm1, BUF(VB_N), B->qkv_w, B->qkv_b, BUF(VB_QKV), m->dt, NULL,
                  VG_GEMM_GATE_NONE));
@@ -64,8 +62,7 @@ static vg_status piece_attention(void *mp, vg_runner *r, const vg_piece *p, cons
 {
     vg_vit *m = mp;
     const vit_cfg *c = &m->cfg;
-    vit_meta_layout l;
-    vit_meta_layout_for(c, d->num_tokens, &l);
+    vit_meta_layout l = vit_meta_layout_for(c, d->num_tokens);
     const int32_t *cu = vit_meta_at(r, c->fullatt[p->arg] ? l.cu_full : l.cu_win);
     const float scale = 1.0f / sqrtf((float)c->head_dim);
     if (rotary_in_attention(m, p->arg))
@@ -105,8 +102,7 @@ static vg_status piece_merger(void *mp, vg_runner *r, const vg_piece *p, const v
     vg_vit *m = mp;
     (void)p;
     const vit_cfg *c = &m->cfg;
-    vit_meta_layout l;
-    vit_meta_layout_for(c, d->num_tokens, &l);
+    vit_meta_layout l = vit_meta_layout_for(c, d->num_tokens);
     int64_t U = l.units, mh = (int64_t)c->hidden * c->unit;
     TRY(vg_op_rmsnorm(s, m->dt, BUF(VB_H), m->w.ln_q, BUF(VB_N), d->num_tokens, c->hidden, c->eps));
     /* [tokens, hidden] viewed as [units, merge²·hidden]: a merge unit's tokens are contiguous */

@@ -27,8 +27,7 @@ static vg_status piece_embed(void *mp, vg_runner *r, const vg_piece *p, const vg
     vg_vit *m = mp;
     (void)p;
     const vit_cfg *c = &m->cfg;
-    vit_meta_layout l;
-    vit_meta_layout_for(c, d->num_tokens, &l);
+    vit_meta_layout l = vit_meta_layout_for(c, d->num_tokens);
     TRY(vg_op_gather_weighted(s, m->dt, BUF(VB_H0), m->w.pos_embed, c->num_pos,
                               vit_meta_at(r, l.tap_idx), (const float *)vit_meta_at(r, l.tap_w),
                               d->num_tokens, c->hidden, VIT3_TAPS));
@@ -42,8 +41,7 @@ static vg_status piece_attn_in(void *mp, vg_runner *r, const vg_piece *p, const 
     vg_vit *m = mp;
     const vit_cfg *c = &m->cfg;
     const vit_block *B = &m->w.blocks[p->arg];
-    vit_meta_layout l;
-    vit_meta_layout_for(c, d->num_tokens, &l);
+    vit_meta_layout l = vit_meta_layout_for(c, d->num_tokens);
     TRY(vg_op_layernorm(s, m->dt, BUF(VB_H), B->norm1, B->norm1_b, BUF(VB_N), d->num_tokens,
                         c->hidden, c->eps));
     TRY(vgm_gemm(&m->lin, s, d->num_tokens, 3 * (int64_t)c->hidden, c->hidden, BUF(VB_N), B->qkv_w,
@@ -59,8 +57,7 @@ static vg_status piece_attention(void *mp, vg_runner *r, const vg_piece *p, cons
     vg_vit *m = mp;
     (void)p;
     const vit_cfg *c = &m->cfg;
-    vit_meta_layout l;
-    vit_meta_layout_for(c, d->num_tokens, &l);
+    vit_meta_layout l = vit_meta_layout_for(c, d->num_tokens);
     return vg_op_attention(s, m->dt, BUF(VB_QKV), 3 * (int64_t)c->hidden, BUF(VB_ATT), c->hidden,
                            d->num_tokens, c->heads, c->head_dim, vit_meta_at(r, l.cu_full), l.cap,
                            1.0f / sqrtf((float)c->head_dim));

@@ -50,8 +50,7 @@ vg_status vit_reserve(void *mp, vg_runner *r, const vg_batch_desc *d)
     const vit_cfg *c = &m->cfg;
     size_t S = (size_t)d->num_tokens, e = vg_dtype_size(m->dt), h = (size_t)c->hidden;
     int q3 = c->family == VIT_QWEN3;
-    vit_meta_layout l;
-    vit_meta_layout_for(c, d->num_tokens, &l);
+    vit_meta_layout l = vit_meta_layout_for(c, d->num_tokens);
     size_t out = (size_t)l.units * (size_t)c->out_hidden * e; /* one merged output */
     const size_t bytes[VB_COUNT_] = {
         [VB_PIX] = S * (size_t)c->patch_dim * e, [VB_H0] = S * h * e,   [VB_H] = S * h * e,
@@ -87,8 +86,7 @@ vg_status vit_prepare(void *mp, vg_runner *r, const vg_batch_desc *real, const v
     int64_t warm_grid[3] = {1, c->merge, padded->num_tokens / c->merge};
     vit_call warm = {.pixels = NULL, .grid = warm_grid, .n = 1};
     const vit_call *call = inputs ? (const vit_call *)inputs : &warm;
-    vit_meta_layout l;
-    vit_meta_layout_for(c, padded->num_tokens, &l);
+    vit_meta_layout l = vit_meta_layout_for(c, padded->num_tokens);
     size_t row = (size_t)c->patch_dim * vg_dtype_size(m->dt);
     size_t real_bytes = (size_t)real->num_tokens * row, pad_bytes = (size_t)padded->num_tokens * row;
     size_t meta_bytes = l.total * sizeof(int32_t);

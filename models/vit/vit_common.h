@@ -102,7 +102,7 @@ typedef struct vit_meta_layout {
     size_t pos, win, rev, cu_full, cu_win, tap_idx, tap_w, total; /* offsets in int32 elements */
 } vit_meta_layout;
 
-void vit_meta_layout_for(const vit_cfg *cfg, int64_t padded_tokens, vit_meta_layout *l);
+vit_meta_layout vit_meta_layout_for(const vit_cfg *cfg, int64_t padded_tokens);
 /* Close a cu_seqlens array of n segments: the padding segment, then empty segments up to the
  * capacity. */
 void vit_cu_finish(int32_t *cu, int n, int64_t real, const vit_meta_layout *l);

@@ -6,8 +6,9 @@
 
 #include "vit_common.h"
 
-void vit_meta_layout_for(const vit_cfg *c, int64_t padded_tokens, vit_meta_layout *l)
+vit_meta_layout vit_meta_layout_for(const vit_cfg *c, int64_t padded_tokens)
 {
+    vit_meta_layout L, *l = &L;
     int q3 = c->family == VIT_QWEN3;
     l->tokens = padded_tokens;
     l->units = padded_tokens / c->unit;
@@ -20,6 +21,7 @@ void vit_meta_layout_for(const vit_cfg *c, int64_t padded_tokens, vit_meta_layou
     l->tap_idx = l->cu_win + (q3 ? 0 : (size_t)l->cap + 1);
     l->tap_w = l->tap_idx + (q3 ? VIT3_TAPS * (size_t)padded_tokens : 0);
     l->total = l->tap_w + (q3 ? VIT3_TAPS * (size_t)padded_tokens : 0);
+    return L;
 }
 
 /* Close a cu_seqlens array: the padding segment, then empty segments up to the capacity. */

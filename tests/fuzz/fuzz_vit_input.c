@@ -83,9 +83,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t size)
     int64_t tokens = -1;
     if (vit_validate_input(&c, sum + rows_delta, cols, grid, n, &tokens) != VG_OK) return 0;
     CHECK(tokens == sum && rows_delta == 0 && cols == c.patch_dim && tokens % c.unit == 0);
-    vit_meta_layout l;
     int64_t padded = tokens + pad_units * c.unit;
-    vit_meta_layout_for(&c, padded, &l);
+    vit_meta_layout l = vit_meta_layout_for(&c, padded);
     int32_t *meta = malloc(l.total * sizeof(int32_t));
     CHECK(meta);
     vit_tower_of(c.family)->meta_fill(&c, grid, n, tokens, &l, meta);
