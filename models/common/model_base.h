@@ -7,8 +7,17 @@
 #include "vg/vg_device.h"
 #include "vg/vg_runner.h"
 
+#include "util.h"
+
 /* A runner buffer of the runner `r` in scope (the pieces' and callbacks' parameter). */
 #define VGM_BUF(id) vg_runner_buffer(r, (id))
+
+/* A piece's run function (vg_piece.run): the model mp, the runner r, the piece p (its arg), the
+ * call's padded batch d, the stream s. */
+#define VGM_PIECE(name)                                                                          \
+    vg_status name(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d, vg_stream *s)
+/* A vg_piece's ops_used and num_ops_used from a constant array. */
+#define VGM_OPS(list) .ops_used = (list), .num_ops_used = (int)VGM_ARRAY_LEN(list)
 
 /* The graph options of a model's options struct (vg_vit_options, vg_lm_options: the same member
  * names), with the capture sizes the model resolved (NULL: the runner's default ladder). */

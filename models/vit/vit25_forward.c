@@ -27,8 +27,7 @@ static int rotary_in_attention(const vg_vit *m, int block)
     return m->fused_rotary && !m->cfg.fullatt[block];
 }
 
-static vg_status piece_embed(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
-                             vg_stream *s)
+static VGM_PIECE(piece_embed)
 {
     vg_vit *m = mp;
     (void)p;
@@ -41,8 +40,7 @@ static vg_status piece_embed(void *mp, vg_runner *r, const vg_piece *p, const vg
                              (int64_t)c->hidden * c->unit);
 }
 
-static vg_status piece_attn_in(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
-                               vg_stream *s)
+static VGM_PIECE(piece_attn_in)
 {
     vg_vit *m = mp;
     const vit_cfg *c = &m->cfg;
@@ -52,13 +50,10 @@ static vg_status piece_attn_in(void *mp, vg_runner *r, const vg_piece *p, const 
                  B->norm1, BUF(VB_N), B->qkv_w, B->qkv_b, BUF(VB_QKV), m->dt, NULL,
                  VG_GEMM_GATE_NONE));
     if (rotary_in_attention(m, p->arg)) return VG_OK;
-    /* q and k are the first 2·heads head slices of each qkv row */
-    return vg_op_rotary_2d(s, m->dt, BUF(VB_QKV), 3 * (int64_t)c->hidden, d->num_tokens,
-                           2 * c->heads, c->head_dim, vit_meta_at(r, l.pos), c->theta);
+    return vit_rotary_qk(m, r, s, &l);
 }
 
-static vg_status piece_attention(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
-                                 vg_stream *s)
+static VGM_PIECE(piece_attention)
 {
     vg_vit *m = mp;
     const vit_cfg *c = &m->cfg;
@@ -73,8 +68,7 @@ static vg_status piece_attention(void *mp, vg_runner *r, const vg_piece *p, cons
                            d->num_tokens, c->heads, c->head_dim, cu, l.cap, scale);
 }
 
-static vg_status piece_attn_out(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
-                                vg_stream *s)
+static VGM_PIECE(piece_attn_out)
 {
     vg_vit *m = mp;
     const vit_cfg *c = &m->cfg;
@@ -96,8 +90,7 @@ static vg_status piece_attn_out(void *mp, vg_runner *r, const vg_piece *p, const
                     BUF(VB_H), VG_ACT_NONE);
 }
 
-static vg_status piece_merger(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
-                              vg_stream *s)
+static VGM_PIECE(piece_merger)
 {
     vg_vit *m = mp;
     (void)p;
@@ -121,8 +114,6 @@ static const vg_op_id k_ops_attention[] = {VG_OP_ATTENTION};
 static const vg_op_id k_ops_attention_rotary[] = {VG_OP_ATTENTION_ROTARY};
 static const vg_op_id k_ops_merger[] = {VG_OP_GEMM, VG_OP_RMSNORM, VG_OP_GATHER_ROWS};
 
-#define OPS(list) .ops_used = (list), .num_ops_used = (int)VGM_ARRAY_LEN(list)
-
 static vg_status pieces_init(vg_vit *m)
 {
     const vit_cfg *c = &m->cfg;
@@ -141,7 +132,7 @@ static vg_status pieces_init(vg_vit *m)
     int n = 2 + 3 * c->depth;
     TRY(vit_pieces_alloc(m, n));
     int k = 0;
-    m->pieces[k++] = (vg_piece){.name = "embed", .run = piece_embed, OPS(k_ops_embed)};
+    m->pieces[k++] = (vg_piece){.name = "embed", .run = piece_embed, VGM_OPS(k_ops_embed)};
     for (int i = 0; i < c->depth; i++) {
         int fused = rotary_in_attention(m, i);
         /* fused: the rotary moves into attention, so attn_in has no rotary_2d */
@@ -150,15 +141,15 @@ static vg_status pieces_init(vg_vit *m)
         if (fused)
             m->pieces[k++] = (vg_piece){.name = "attention", .run = piece_attention,
                                         .flags = VG_PIECE_SPLITTING, .arg = i,
-                                        OPS(k_ops_attention_rotary)};
+                                        VGM_OPS(k_ops_attention_rotary)};
         else
             m->pieces[k++] = (vg_piece){.name = "attention", .run = piece_attention,
                                         .flags = VG_PIECE_SPLITTING, .arg = i,
-                                        OPS(k_ops_attention)};
+                                        VGM_OPS(k_ops_attention)};
         m->pieces[k++] = (vg_piece){.name = "attn_out_mlp", .run = piece_attn_out, .arg = i,
                                     .ops_used = m->ops_out, .num_ops_used = 3};
     }
-    m->pieces[k++] = (vg_piece){.name = "merger", .run = piece_merger, OPS(k_ops_merger)};
+    m->pieces[k++] = (vg_piece){.name = "merger", .run = piece_merger, VGM_OPS(k_ops_merger)};
     return VG_OK;
 }
 

@@ -21,8 +21,7 @@
 #define BUF VGM_BUF
 #define TRY VGM_TRY
 
-static vg_status piece_embed(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
-                             vg_stream *s)
+static VGM_PIECE(piece_embed)
 {
     vg_vit *m = mp;
     (void)p;
@@ -35,8 +34,7 @@ static vg_status piece_embed(void *mp, vg_runner *r, const vg_piece *p, const vg
                     m->w.patch_b, BUF(VB_H), m->dt, BUF(VB_H0), VG_ACT_NONE);
 }
 
-static vg_status piece_attn_in(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
-                               vg_stream *s)
+static VGM_PIECE(piece_attn_in)
 {
     vg_vit *m = mp;
     const vit_cfg *c = &m->cfg;
@@ -46,13 +44,10 @@ static vg_status piece_attn_in(void *mp, vg_runner *r, const vg_piece *p, const 
                         c->hidden, c->eps));
     TRY(vgm_gemm(&m->lin, s, d->num_tokens, 3 * (int64_t)c->hidden, c->hidden, BUF(VB_N), B->qkv_w,
                  B->qkv_b, BUF(VB_QKV), m->dt, NULL, VG_ACT_NONE));
-    /* q and k are the first 2·heads head slices of each qkv row */
-    return vg_op_rotary_2d(s, m->dt, BUF(VB_QKV), 3 * (int64_t)c->hidden, d->num_tokens,
-                           2 * c->heads, c->head_dim, vit_meta_at(r, l.pos), c->theta);
+    return vit_rotary_qk(m, r, s, &l);
 }
 
-static vg_status piece_attention(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
-                                 vg_stream *s)
+static VGM_PIECE(piece_attention)
 {
     vg_vit *m = mp;
     (void)p;
@@ -63,8 +58,7 @@ static vg_status piece_attention(void *mp, vg_runner *r, const vg_piece *p, cons
                            1.0f / sqrtf((float)c->head_dim));
 }
 
-static vg_status piece_attn_out(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
-                                vg_stream *s)
+static VGM_PIECE(piece_attn_out)
 {
     vg_vit *m = mp;
     const vit_cfg *c = &m->cfg;
@@ -102,8 +96,7 @@ static int deepstack_slot(const vit_cfg *c, int k)
     return slot;
 }
 
-static vg_status piece_deepstack(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
-                                 vg_stream *s)
+static VGM_PIECE(piece_deepstack)
 {
     vg_vit *m = mp;
     const vit_cfg *c = &m->cfg;
@@ -115,8 +108,7 @@ static vg_status piece_deepstack(void *mp, vg_runner *r, const vg_piece *p, cons
     return merge_mlp(m, r, s, g, units, deepstack_slot(c, k));
 }
 
-static vg_status piece_merger(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
-                              vg_stream *s)
+static VGM_PIECE(piece_merger)
 {
     vg_vit *m = mp;
     (void)p;
@@ -133,8 +125,6 @@ static const vg_op_id k_ops_attn_in[] = {VG_OP_LAYERNORM, VG_OP_GEMM, VG_OP_ROTA
 static const vg_op_id k_ops_attention[] = {VG_OP_ATTENTION};
 static const vg_op_id k_ops_norm_gemm[] = {VG_OP_LAYERNORM, VG_OP_GEMM};
 
-#define OPS(list) .ops_used = (list), .num_ops_used = (int)VGM_ARRAY_LEN(list)
-
 static vg_status pieces_init(vg_vit *m)
 {
     const vit_cfg *c = &m->cfg;
@@ -145,20 +135,20 @@ static vg_status pieces_init(vg_vit *m)
     int n = 2 + 3 * c->depth + c->num_deepstack;
     TRY(vit_pieces_alloc(m, n));
     int k = 0;
-    m->pieces[k++] = (vg_piece){.name = "embed", .run = piece_embed, OPS(k_ops_embed)};
+    m->pieces[k++] = (vg_piece){.name = "embed", .run = piece_embed, VGM_OPS(k_ops_embed)};
     for (int i = 0; i < c->depth; i++) {
         m->pieces[k++] = (vg_piece){.name = "attn_in", .run = piece_attn_in, .arg = i,
-                                    OPS(k_ops_attn_in)};
+                                    VGM_OPS(k_ops_attn_in)};
         m->pieces[k++] = (vg_piece){.name = "attention", .run = piece_attention,
-                                    .flags = VG_PIECE_SPLITTING, .arg = i, OPS(k_ops_attention)};
+                                    .flags = VG_PIECE_SPLITTING, .arg = i, VGM_OPS(k_ops_attention)};
         m->pieces[k++] = (vg_piece){.name = "attn_out_mlp", .run = piece_attn_out, .arg = i,
-                                    OPS(k_ops_norm_gemm)};
+                                    VGM_OPS(k_ops_norm_gemm)};
         for (int j = 0; j < c->num_deepstack; j++)
             if (c->deepstack_block[j] == i)
                 m->pieces[k++] = (vg_piece){.name = "deepstack", .run = piece_deepstack, .arg = j,
-                                            OPS(k_ops_norm_gemm)};
+                                            VGM_OPS(k_ops_norm_gemm)};
     }
-    m->pieces[k++] = (vg_piece){.name = "merger", .run = piece_merger, OPS(k_ops_norm_gemm)};
+    m->pieces[k++] = (vg_piece){.name = "merger", .run = piece_merger, VGM_OPS(k_ops_norm_gemm)};
     return VG_OK;
 }
 

@@ -34,6 +34,14 @@ vg_status vit_require_ops(const vg_vit *m, const vg_op_id *needed, size_t n)
 
 int32_t *vit_meta_at(vg_runner *r, size_t offset) { return (int32_t *)BUF(VB_META) + offset; }
 
+vg_status vit_rotary_qk(const vg_vit *m, vg_runner *r, vg_stream *s, const vit_meta_layout *l)
+{
+    const vit_cfg *c = &m->cfg;
+    /* q and k are the first 2·heads head slices of each qkv row */
+    return vg_op_rotary_2d(s, m->dt, BUF(VB_QKV), 3 * (int64_t)c->hidden, l->tokens, 2 * c->heads,
+                           c->head_dim, vit_meta_at(r, l->pos), c->theta);
+}
+
 vg_status vit_pieces_alloc(vg_vit *m, int n)
 {
     m->pieces = calloc((size_t)n, sizeof *m->pieces);

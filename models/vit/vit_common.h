@@ -85,6 +85,9 @@ struct vit_tower;
 vg_status vit_weights_load(vg_runtime *rt, const struct vit_tower *t, const vg_ckpt *ck,
                            uint64_t seed, const vit_cfg *cfg, vg_dtype dt, vit_weights *w);
 void vit_weights_free(vg_runtime *rt, vit_weights *w);
+/* The attention tensors both towers' blocks have, under the current prefix: qkv and proj, with
+ * biases. */
+vg_status vit_weights_attention(vg_arena *a, vit_block *B, int64_t h);
 /* vit25_weights.c, vit3_weights.c: the tensors of each tower under `root` ("visual." or
  * "model.visual."), for the weight arena. */
 vg_status vit25_weights_describe(vg_arena *a, const vit_cfg *c, vit_weights *w, const char *root);
@@ -204,6 +207,8 @@ vg_status vit_prepare(void *model, vg_runner *r, const vg_batch_desc *real,
                       const vg_batch_desc *padded, vg_stream *s, const void *inputs);
 /* An int32 array inside VB_META, at an offset of vit_meta_layout. */
 int32_t *vit_meta_at(vg_runner *r, size_t offset);
+/* The 2-D rotary of q and k in VB_QKV, at the positions of layout l (VB_META). */
+vg_status vit_rotary_qk(const vg_vit *m, vg_runner *r, vg_stream *s, const vit_meta_layout *l);
 /* m->pieces for n pieces and m->iface over them, with the shared callbacks. */
 vg_status vit_pieces_alloc(vg_vit *m, int n);
 

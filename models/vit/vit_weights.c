@@ -13,6 +13,15 @@ typedef struct describe_ctx {
     const char *root; /* "visual." or "model.visual." */
 } describe_ctx;
 
+vg_status vit_weights_attention(vg_arena *a, vit_block *B, int64_t h)
+{
+    VGM_ONE(B->qkv_w, "attn.qkv.weight", 3 * h, h);
+    VGM_ONE(B->qkv_b, "attn.qkv.bias", 3 * h);
+    VGM_ONE(B->proj_w, "attn.proj.weight", h, h);
+    VGM_ONE(B->proj_b, "attn.proj.bias", h);
+    return VG_OK;
+}
+
 static vg_status describe(vg_arena *a, void *user)
 {
     const describe_ctx *x = user;
