@@ -866,6 +866,30 @@ static void test_random_bf16(void **state)
 
 /* ---- info, synthetic weights ----------------------------------------------------------------- */
 
+/* A capture-size count outside [0, 256] is refused, at load and at reconfigure, and leaves the
+ * model as it was (a negative one used to reach memcpy as a huge size). */
+static void test_capture_size_count(void **state)
+{
+    (void)state;
+    const int64_t sizes[] = {64};
+    vg_vit_options o;
+    vg_vit_options_init(&o);
+    o.capture_sizes = sizes;
+    o.num_capture_sizes = -1;
+    vg_vit *v = NULL;
+    VG_CHECK_FAILS(vg_vit_create_synthetic(g_dev.rt, "qwen3-vl-tiny", 1, VG_DTYPE_F32, &o, &v),
+                   VG_ERR_INVALID_ARG, "at most 256 capture sizes");
+    assert_null(v);
+    o.num_capture_sizes = 1;
+    VG_CHECK(vg_vit_create_synthetic(g_dev.rt, "qwen3-vl-tiny", 1, VG_DTYPE_F32, &o, &v));
+    o.num_capture_sizes = -1;
+    VG_CHECK_FAILS(vg_vit_reconfigure(v, &o), VG_ERR_INVALID_ARG, "at most 256 capture sizes");
+    o.num_capture_sizes = 257;
+    VG_CHECK_FAILS(vg_vit_reconfigure(v, &o), VG_ERR_INVALID_ARG, "at most 256 capture sizes");
+    assert_non_null(vg_vit_runner(v)); /* the runner was kept */
+    VG_CHECK(vg_vit_free(v));
+}
+
 static void test_info_and_synthetic(void **state)
 {
     (void)state;
@@ -942,6 +966,7 @@ int main(void)
         cmocka_unit_test(test_random_merge_sizes),
         cmocka_unit_test(test_random_bf16),
         cmocka_unit_test(test_info_and_synthetic),
+        cmocka_unit_test(test_capture_size_count),
     };
     return vg_model_test_main("Qwen3-VL vision encoder", "vit3", tests, &g_dev);
 }

@@ -16,12 +16,15 @@ void vg_vit_options_init(vg_vit_options *o)
     o->compute_dtype = VG_DTYPE_COUNT_;
 }
 
-/* Capture sizes must hold whole merge units. */
+/* At most VIT_MAX_CAPTURE_SIZES capture sizes (counted before any is read), each holding whole
+ * merge units. */
 static vg_status check_sizes(const vg_vit_options *o, int unit)
 {
     const int64_t *sizes = o->capture_sizes;
     int n = o->num_capture_sizes;
     if (!sizes) n = vg_runner_default_sizes(&sizes);
+    else if (n < 0 || n > VIT_MAX_CAPTURE_SIZES)
+        return vg_error_set(VG_ERR_INVALID_ARG, "vit: at most %d capture sizes", VIT_MAX_CAPTURE_SIZES);
     for (int i = 0; i < n; i++)
         if (sizes[i] % unit)
             return vg_error_set(VG_ERR_INVALID_ARG, "vit: capture size %lld is not a multiple of "

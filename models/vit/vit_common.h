@@ -18,6 +18,7 @@
 #include "vg/vg_vit.h"
 
 #define VIT_MAX_DEPTH 256
+#define VIT_MAX_CAPTURE_SIZES 256
 /* Taps per patch of the resampled position table (bilinear: 2 x 2). */
 #define VIT3_TAPS 4
 
@@ -183,7 +184,7 @@ struct vg_vit {
     size_t meta_bytes;
     vg_event *ev0, *ev1;
     vg_vit_options opts; /* as given, for rebuilding the runner */
-    int64_t sizes[256];  /* a copy of opts.capture_sizes */
+    int64_t sizes[VIT_MAX_CAPTURE_SIZES]; /* a copy of opts.capture_sizes */
     int device_input;    /* vg_vit_encode_device is calling vg_vit_encode: pixels are device memory */
 };
 
