@@ -559,6 +559,15 @@ static int setup(void **state)
 
 static size_t esize(vg_dtype t) { return t == VG_DTYPE_F32 ? 4 : 2; }
 
+/* A float array as the double array the references of reference_ops.h take (free it). */
+static double *to_double(const float *x, size_t n)
+{
+    double *d = malloc((n ? n : 1) * sizeof(double));
+    assert_non_null(d);
+    for (size_t i = 0; i < n; i++) d[i] = x[i];
+    return d;
+}
+
 /* Round host floats to `t` in place, and upload them as `t`. */
 static void *upload_as(vg_dtype t, float *x, size_t n)
 {
@@ -607,11 +616,6 @@ typedef struct gemm_half_case {
     float alpha;
 } gemm_half_case;
 
-static double act_ref(vg_activation act, double x)
-{
-    return act == VG_ACT_GELU_ERF ? 0.5 * x * (1.0 + erf(x / sqrt(2.0))) : x;
-}
-
 static void gemm_half_check(vg_dtype dt, const gemm_half_case *t, float tol)
 {
     const int M = t->m, N = t->n, K = t->k;
@@ -647,7 +651,7 @@ static void gemm_half_check(vg_dtype dt, const gemm_half_case *t, float tol)
             for (int j = 0; j < N; j++) {
                 double acc = 0;
                 for (int k = 0; k < K; k++) acc += (double)a[(size_t)i * K + k] * b[(size_t)j * K + k];
-                double v = act_ref(t->act, t->alpha * acc + bias[j]);
+                double v = ref_activation(t->act, t->alpha * acc + bias[j]);
                 if (t->inplace) v += res[(size_t)i * N + j];
                 max_err = fmax(max_err, fabs(v - out[(size_t)i * N + j]));
                 max_ref = fmax(max_ref, fabs(v));
@@ -990,12 +994,9 @@ static void rmsnorm_case(vg_dtype t)
     void *dx = upload_as(t, x, R * Ccols), *dw = upload_as(t, w, Ccols), *dout = dalloc(R * Ccols * 4);
     VG_CHECK(vg_op_rmsnorm(g.s, t, dx, dw, dout, R, Ccols, 1e-6f));
     download_as(t, got, dout, R * Ccols);
-    for (int r = 0; r < R; r++) {
-        double ss = 0;
-        for (int c = 0; c < Ccols; c++) ss += (double)x[r * Ccols + c] * x[r * Ccols + c];
-        double inv = 1.0 / sqrt(ss / Ccols + 1e-6);
-        for (int c = 0; c < Ccols; c++) want[r * Ccols + c] = w[c] * x[r * Ccols + c] * inv;
-    }
+    double *xd = to_double(x, R * Ccols), *wd = to_double(w, Ccols);
+    ref_rmsnorm(xd, wd, want, R, Ccols, 1e-6);
+    free(xd), free(wd);
     check_close("rmsnorm", got, want, R * Ccols, tol_for(t));
     VG_CHECK(vg_op_rmsnorm(g.s, t, dx, dw, dx, R, Ccols, 1e-6f)); /* in place */
     download_as(t, got, dx, R * Ccols);
@@ -1019,9 +1020,8 @@ static void rotary_case(vg_dtype t, int heads, int hd)
     int hidden = heads * hd, ld = 3 * hidden;
     size_t n = (size_t)R * ld;
     float *x = malloc(n * 4), *got = malloc(n * 4);
-    double *want = malloc(n * sizeof(double));
     int32_t pos[R * 2];
-    assert_true(x && got && want);
+    assert_true(x && got);
     fill_random(x, n, 41);
     for (int r = 0; r < R; r++) pos[2 * r] = (r * 7) % 61, pos[2 * r + 1] = (r * 13) % 57;
     void *dx = upload_as(t, x, n);
@@ -1030,18 +1030,8 @@ static void rotary_case(vg_dtype t, int heads, int hd)
     /* q and k are the first 2·heads head slices of a qkv row; v stays as it is */
     VG_CHECK(vg_op_rotary_2d(g.s, t, dx, ld, R, 2 * heads, hd, dpos, 10000.0f));
     download_as(t, got, dx, n);
-    int half = hd / 2, quarter = hd / 4;
-    for (size_t i = 0; i < n; i++) want[i] = x[i];
-    for (int r = 0; r < R; r++)
-        for (int h = 0; h < 2 * heads; h++)
-            for (int i = 0; i < half; i++) {
-                int j = i < quarter ? i : i - quarter;
-                double angle = (i < quarter ? pos[2 * r] : pos[2 * r + 1]) * pow(10000.0, -2.0 * j / half);
-                size_t b = (size_t)r * ld + (size_t)h * hd;
-                double x0 = x[b + i], x1 = x[b + i + half];
-                want[b + i] = x0 * cos(angle) - x1 * sin(angle);
-                want[b + i + half] = x1 * cos(angle) + x0 * sin(angle);
-            }
+    double *want = to_double(x, n);
+    ref_rotary_2d(want, ld, R, 2 * heads, hd, pos, 10000.0);
     check_close("rotary_2d", got, want, n, tol_for(t));
     free(x), free(got), free(want);
     VG_CHECK(vg_mem_free(g.rt, dx));
@@ -1058,36 +1048,6 @@ static void test_rotary_2d(void **state)
     rotary_case(VG_DTYPE_F16, 2, 80);
     rotary_case(VG_DTYPE_BF16, 3, 12); /* half-heads of 6: narrower vectors */
     rotary_case(VG_DTYPE_F32, 2, 20);
-}
-
-/* Attention reference for one segmentation, in double. */
-static void attention_ref(const float *qkv, int rows, int heads, int hd, const int32_t *cu, int nseg,
-                          double *out)
-{
-    int hidden = heads * hd;
-    double *sc = malloc((size_t)rows * sizeof(double));
-    assert_non_null(sc);
-    for (int sgi = 0; sgi < nseg; sgi++)
-        for (int h = 0; h < heads; h++)
-            for (int i = cu[sgi]; i < cu[sgi + 1]; i++) {
-                double mx = -1e300, sum = 0;
-                for (int j = cu[sgi]; j < cu[sgi + 1]; j++) {
-                    double d = 0;
-                    for (int e = 0; e < hd; e++)
-                        d += (double)qkv[(size_t)i * 3 * hidden + h * hd + e] *
-                             qkv[(size_t)j * 3 * hidden + hidden + h * hd + e];
-                    sc[j] = d / sqrt((double)hd);
-                    mx = fmax(mx, sc[j]);
-                }
-                for (int j = cu[sgi]; j < cu[sgi + 1]; j++) sum += sc[j] = exp(sc[j] - mx);
-                for (int e = 0; e < hd; e++) {
-                    double acc = 0;
-                    for (int j = cu[sgi]; j < cu[sgi + 1]; j++)
-                        acc += sc[j] / sum * qkv[(size_t)j * 3 * hidden + 2 * hidden + h * hd + e];
-                    out[(size_t)i * hidden + h * hd + e] = acc;
-                }
-            }
-    free(sc);
 }
 
 typedef struct attention_call {
@@ -1112,22 +1072,6 @@ static void enqueue_attention(void *p)
                                   c->heads, c->hd, c->cu, c->nseg, scale));
 }
 
-/* The q and k slices of every row of a float qkv, rotated as rotary_2d's contract says. */
-static void rotate_qk_ref(float *qkv, int rows, int heads, int hd, const int32_t *pos)
-{
-    int half = hd / 2, quarter = hd / 4, ld = 3 * heads * hd;
-    for (int r = 0; r < rows; r++)
-        for (int h = 0; h < 2 * heads; h++)
-            for (int i = 0; i < half; i++) {
-                int j = i < quarter ? i : i - quarter;
-                double angle = (i < quarter ? pos[2 * r] : pos[2 * r + 1]) * pow(10000.0, -2.0 * j / half);
-                float *b = qkv + (size_t)r * ld + (size_t)h * hd;
-                double x0 = b[i], x1 = b[i + half];
-                b[i] = (float)(x0 * cos(angle) - x1 * sin(angle));
-                b[i + half] = (float)(x1 * cos(angle) + x0 * sin(angle));
-            }
-}
-
 /* attention, or attention_rotary when `rotary`: two segmentations (one captured), a replay,
  * and for attention_rotary a check that qkv was only read. */
 static void attention_case_for(vg_dtype t, int heads, int hd, int rows, int rotary)
@@ -1150,8 +1094,8 @@ static void attention_case_for(vg_dtype t, int heads, int hd, int rows, int rota
         sent = malloc(n * 4);
         assert_non_null(sent);
         memcpy(sent, ref_in, n * 4);
-        rotate_qk_ref(ref_in, rows, heads, hd, pos);
     }
+    double *ref_d = to_double(ref_in, n);
     c.cu = dalloc(9 * sizeof(int32_t));
     /* Two segmentations of the same rows, with empty segments: one graph serves both. */
     int32_t segs[2][9] = {{0, 5, 5, rows / 2, rows - 9, rows, rows, rows, rows},
@@ -1165,14 +1109,16 @@ static void attention_case_for(vg_dtype t, int heads, int hd, int rows, int rota
             VG_CHECK(vg_graph_exec_launch(exec, g.s));
         } else enqueue_attention(&c);
         download_as(t, got, c.out, (size_t)rows * hidden);
-        attention_ref(ref_in, rows, heads, hd, segs[k], 8, want);
+        ref_attention(ref_d, 3 * hidden, want, hidden, rows, heads, hd, segs[k], 8,
+                      1.0 / sqrt((double)hd), rotary ? pos : NULL, 10000.0);
         check_close("attention", got, want, (size_t)rows * hidden, tol_for(t));
     }
     if (exec) { /* replay with the first segmentation again: read at replay, not at capture */
         upload(c.cu, segs[0], sizeof segs[0]);
         VG_CHECK(vg_graph_exec_launch(exec, g.s));
         download_as(t, got, c.out, (size_t)rows * hidden);
-        attention_ref(ref_in, rows, heads, hd, segs[0], 8, want);
+        ref_attention(ref_d, 3 * hidden, want, hidden, rows, heads, hd, segs[0], 8,
+                      1.0 / sqrt((double)hd), rotary ? pos : NULL, 10000.0);
         check_close("attention replay", got, want, (size_t)rows * hidden, tol_for(t));
         VG_CHECK(vg_graph_exec_destroy(exec));
     }
@@ -1182,7 +1128,7 @@ static void attention_case_for(vg_dtype t, int heads, int hd, int rows, int rota
         free(sent);
         VG_CHECK(vg_mem_free(g.rt, c.pos));
     }
-    free(qkv), free(ref_in), free(got), free(want), free(pos);
+    free(qkv), free(ref_in), free(ref_d), free(got), free(want), free(pos);
     VG_CHECK(vg_mem_free(g.rt, c.qkv));
     VG_CHECK(vg_mem_free(g.rt, c.out));
     VG_CHECK(vg_mem_free(g.rt, c.cu));
@@ -1232,11 +1178,10 @@ static void silu_mul_case(vg_dtype t)
     VG_CHECK(vg_mem_set(g.s, dout, 0, R * LDO * esize(t)));
     VG_CHECK(vg_op_silu_mul(g.s, t, din, LDI, dout, LDO, R, Cc));
     download_as(t, got, dout, R * LDO);
-    for (int r = 0; r < R; r++)
-        for (int c = 0; c < LDO; c++) {
-            double a = in[r * LDI + c], b = in[r * LDI + Cc + c];
-            want[r * LDO + c] = c < Cc ? a / (1 + exp(-a)) * b : 0.0; /* the stride gap untouched */
-        }
+    double *ind = to_double(in, R * LDI);
+    memset(want, 0, sizeof want); /* the stride gap untouched */
+    ref_silu_mul(ind, LDI, want, LDO, R, Cc);
+    free(ind);
     check_close("silu_mul", got, want, R * LDO, tol_for(t));
     VG_CHECK(vg_mem_free(g.rt, din));
     VG_CHECK(vg_mem_free(g.rt, dout));
@@ -1300,14 +1245,6 @@ static int teardown(void **state)
 }
 
 /* ---- op table version 4: the decoder-LM ops ---------------------------------------------------- */
-
-static double *to_double(const float *x, size_t n)
-{
-    double *d = malloc((n ? n : 1) * sizeof(double));
-    assert_non_null(d);
-    for (size_t i = 0; i < n; i++) d[i] = x[i];
-    return d;
-}
 
 /* rotary on the first `heads` slices of rows with a stride gap (ld > heads·head_dim): the gap and
  * the slices past `heads` stay as they were. Positions reach past a thousand. */

@@ -27,9 +27,8 @@
 #define QWEN2_BF16_DIR TEST_DATA_DIR "/qwen2_tiny_bf16_sharded"
 #define QWEN3_DIR TEST_DATA_DIR "/qwen3_tiny"
 
-static vg_runtime *g_rt;
-static int g_graphs; /* the device replays graphs (VG_CAP_GRAPH); without, every mode runs eagerly */
-static int g_gpu;
+static vg_model_test_device g_dev; /* the runtime; gpu: tolerances 1e-4 for F32 on kunlun_stub and
+                                    * opencl, 1e-3 on cuda and hip; graphs: else every mode is eager */
 
 /* ---- host side: config --------------------------------------------------------------------- */
 
@@ -166,7 +165,7 @@ static void test_eos(void **state)
     vg_lm_options_init(&o);
     o.num_blocks = 4, o.max_seqs = 1, o.mode = VG_MODE_NONE;
     vg_lm *lm = NULL;
-    VG_CHECK(vg_lm_load(g_rt, QWEN2_DIR "/model", &o, &lm));
+    VG_CHECK(vg_lm_load(g_dev.rt, QWEN2_DIR "/model", &o, &lm));
     VG_CHECK(vg_lm_get_info(lm, &info));
     assert_int_equal(info.num_eos, 1);
     assert_int_equal(info.eos_ids[0], 2);
@@ -365,7 +364,7 @@ static vg_lm *load(const char *dir, vg_graph_mode mode, int64_t blocks, int max_
     char path[1024];
     snprintf(path, sizeof path, "%s/model", dir);
     vg_lm *lm = NULL;
-    vg_status st = vg_lm_load(g_rt, path, &o, &lm);
+    vg_status st = vg_lm_load(g_dev.rt, path, &o, &lm);
     if (st == VG_ERR_UNSUPPORTED && (strstr(vg_last_error(), "version 4") || strstr(vg_last_error(), "has no"))) {
         print_message("SKIP: %s\n", vg_last_error());
         skip();
@@ -471,7 +470,7 @@ static void every_mode(const char *dir, const char *name, const schedule *sc, do
         double e = run_case(lm, &k, sc, tol);
         /* decode steps run FULL in full and full_and_piecewise, mixed steps PIECEWISE: the
          * attention is graph-safe for uniform steps only */
-        vg_graph_mode mode = g_graphs ? k_modes[i] : VG_MODE_NONE; /* without, downgraded */
+        vg_graph_mode mode = g_dev.graphs ? k_modes[i] : VG_MODE_NONE; /* without, downgraded */
         int full = mode == VG_MODE_FULL || mode == VG_MODE_FULL_AND_PIECEWISE;
         if (mode == VG_MODE_NONE) {
             assert_int_equal(g_paths[0][VG_RUN_FULL] + g_paths[1][VG_RUN_FULL], 0);
@@ -493,7 +492,7 @@ static void every_mode(const char *dir, const char *name, const schedule *sc, do
     case_close(&k);
 }
 
-static double f32_tol(void) { return g_gpu ? 1e-3 : 1e-4; }
+static double f32_tol(void) { return g_dev.gpu ? 1e-3 : 1e-4; }
 
 static void test_qwen2_prompts(void **s) { (void)s; every_mode(QWEN2_DIR, "prompts", &(schedule){.restart_b = -1}, f32_tol()); }
 static void test_qwen3_prompts(void **s) { (void)s; every_mode(QWEN3_DIR, "prompts", &(schedule){.restart_b = -1}, f32_tol()); }
@@ -573,10 +572,10 @@ static void test_load_errors(void **state)
 {
     (void)state;
     vg_lm *lm = NULL;
-    VG_CHECK_FAILS(vg_lm_load(g_rt, "/nonexistent", NULL, &lm), VG_ERR_NOT_FOUND, "nonexistent");
+    VG_CHECK_FAILS(vg_lm_load(g_dev.rt, "/nonexistent", NULL, &lm), VG_ERR_NOT_FOUND, "nonexistent");
     assert_null(lm);
     /* a vision checkpoint is not a language model */
-    vg_status st = vg_lm_load(g_rt, TEST_DATA_DIR "/qwen2_5_vl_tiny/model", NULL, &lm);
+    vg_status st = vg_lm_load(g_dev.rt, TEST_DATA_DIR "/qwen2_5_vl_tiny/model", NULL, &lm);
     assert_int_not_equal(st, VG_OK);
     assert_non_null(strstr(vg_last_error(), "model_type"));
     assert_null(lm);
@@ -806,7 +805,7 @@ static void check_synthetic(synth *m)
             o.num_blocks = 16;
             o.max_seqs = 4;
             vg_lm *lm = NULL;
-            VG_CHECK(vg_lm_load(g_rt, dir, &o, &lm));
+            VG_CHECK(vg_lm_load(g_dev.rt, dir, &o, &lm));
             int32_t id[S];
             int fed[S] = {0};
             for (int b = 0; b < S; b++) VG_CHECK(vg_lm_seq_add(lm, &id[b]));
@@ -873,7 +872,7 @@ static void test_synthetic(void **state)
 {
     (void)state;
     vg_lm *lm = NULL;
-    VG_CHECK_FAILS(vg_lm_create_synthetic(g_rt, "no-such-model", 1, VG_DTYPE_F32, NULL, &lm),
+    VG_CHECK_FAILS(vg_lm_create_synthetic(g_dev.rt, "no-such-model", 1, VG_DTYPE_F32, NULL, &lm),
                    VG_ERR_NOT_FOUND, "no-such-model");
     float *out[2];
     const vg_graph_mode modes[2] = {VG_MODE_NONE, VG_MODE_FULL_AND_PIECEWISE};
@@ -885,7 +884,7 @@ static void test_synthetic(void **state)
         o.mode = modes[r];
         o.num_blocks = 8;
         o.max_seqs = 2;
-        VG_CHECK(vg_lm_create_synthetic(g_rt, "qwen2-tiny", 7, VG_DTYPE_F32, &o, &lm));
+        VG_CHECK(vg_lm_create_synthetic(g_dev.rt, "qwen2-tiny", 7, VG_DTYPE_F32, &o, &lm));
         vg_lm_info info;
         VG_CHECK(vg_lm_get_info(lm, &info));
         assert_int_equal(info.vocab, 512);
@@ -917,11 +916,6 @@ static void test_synthetic(void **state)
 
 int main(void)
 {
-    int rc0 = vg_test_open_runtime(&g_rt);
-    if (rc0) return rc0;
-    g_gpu = vg_test_gpu_kernels(g_rt);
-    g_graphs = vg_test_graphs(g_rt);
-    printf("language model tests on backend '%s'\n", vg_runtime_backend_name(g_rt));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config),
         cmocka_unit_test(test_eos),
@@ -938,7 +932,5 @@ int main(void)
         cmocka_unit_test(test_other_shapes),
         cmocka_unit_test(test_synthetic),
     };
-    int failed = cmocka_run_group_tests_name("lm", tests, NULL, NULL);
-    vg_runtime_close(g_rt);
-    return failed ? 1 : 0;
+    return vg_model_test_main("language model", "lm", tests, &g_dev);
 }

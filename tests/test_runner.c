@@ -34,16 +34,48 @@ static int clean_env(void **state)
     return 0;
 }
 
+/* ---- fixture: a stub runtime and the synthetic model on it, per test ---------------------------- */
+
+typedef struct fixture {
+    vg_runtime *rt;
+    model m;
+} fixture;
+
+/* A stub variable to set before the runtime opens (cmocka's prestate of a test), or none. */
+typedef struct stub_env {
+    const char *name, *value;
+} stub_env;
+
+static int setup(void **state)
+{
+    const stub_env *env = *state;
+    clean_env(state);
+    if (env) setenv(env->name, env->value, 1);
+    fixture *f = calloc(1, sizeof *f);
+    if (!f) return -1;
+    f->rt = open_stub();
+    model_init(&f->m, f->rt);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    model_fini(&f->m);
+    vg_runtime_close(f->rt);
+    free(f);
+    return 0;
+}
+
 /* ---- tests ------------------------------------------------------------------------------------ */
 
 static void test_bucket_for_every_size(void **state)
 {
-    (void)state;
-    vg_runtime *rt = open_stub();
-    model m;
-    model_init(&m, rt);
-    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0);
-    vg_runner *none = make_runner(&m, VG_MODE_NONE, 0, 0);
+    fixture *f = *state;
+    model *m = &f->m;
+    vg_runner *r = make_runner(m, VG_MODE_FULL, 0, 0);
+    vg_runner *none = make_runner(m, VG_MODE_NONE, 0, 0);
     static float out[MAX_SIZE * 2 * C];
     for (int64_t n = 1; n <= MAX_SIZE + 1; n++) {
         int want = -1;
@@ -53,18 +85,16 @@ static void test_bucket_for_every_size(void **state)
         call c;
         make_call(&c, n, 1, &g_seed);
         vg_run_info info;
-        VG_CHECK(run_call(r, &m, &c, out, &info));
+        VG_CHECK(run_call(r, m, &c, out, &info));
         assert_int_equal(info.bucket, want);
         assert_int_equal(info.padded_tokens, want >= 0 ? k_sizes[want] : n);
         assert_int_equal(info.path, want >= 0 ? VG_RUN_FULL : VG_RUN_EAGER);
-        VG_CHECK(run_call(none, &m, &c, out, &info));
+        VG_CHECK(run_call(none, m, &c, out, &info));
         assert_int_equal(info.path, VG_RUN_EAGER);
         assert_int_equal(info.padded_tokens, n);
     }
     vg_runner_destroy(r);
     vg_runner_destroy(none);
-    model_fini(&m);
-    vg_runtime_close(rt);
 }
 
 static void test_default_ladder(void **state)
@@ -82,12 +112,10 @@ static void test_default_ladder(void **state)
     }
 }
 
-static void random_sequence(vg_graph_mode mode)
+static void random_sequence(fixture *f, vg_graph_mode mode)
 {
-    vg_runtime *rt = open_stub();
-    model m;
-    model_init(&m, rt);
-    vg_runner *r = make_runner(&m, mode, 0, 0), *eager = make_runner(&m, VG_MODE_NONE, 0, 0);
+    model *m = &f->m;
+    vg_runner *r = make_runner(m, mode, 0, 0), *eager = make_runner(m, VG_MODE_NONE, 0, 0);
     static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
     int graphed = 0;
     for (int it = 0; it < 80; it++) {
@@ -95,47 +123,42 @@ static void random_sequence(vg_graph_mode mode)
         int64_t n = 1 + next_rand(&g_seed) % (MAX_SIZE + 1);
         make_call(&c, n, 1 + (int32_t)(next_rand(&g_seed) % (n < 4 ? n : 4)), &g_seed);
         vg_run_info info;
-        VG_CHECK(run_call(r, &m, &c, got, &info));
-        VG_CHECK(run_call(eager, &m, &c, want, NULL));
+        VG_CHECK(run_call(r, m, &c, got, &info));
+        VG_CHECK(run_call(eager, m, &c, want, NULL));
         assert_same(got, want, (size_t)n * C);
         graphed += info.graph_launches > 0;
     }
     assert_true(graphed > 40); /* the comparison really involved graphs */
     vg_runner_destroy(r);
     vg_runner_destroy(eager);
-    model_fini(&m);
-    vg_runtime_close(rt);
 }
 
-static void test_piecewise_matches_eager(void **state) { (void)state; random_sequence(VG_MODE_PIECEWISE); }
-static void test_full_matches_eager(void **state) { (void)state; random_sequence(VG_MODE_FULL); }
+static void test_piecewise_matches_eager(void **state) { random_sequence(*state, VG_MODE_PIECEWISE); }
+static void test_full_matches_eager(void **state) { random_sequence(*state, VG_MODE_FULL); }
 static void test_full_and_piecewise_matches_eager(void **state)
 {
-    (void)state;
-    random_sequence(VG_MODE_FULL_AND_PIECEWISE);
+    random_sequence(*state, VG_MODE_FULL_AND_PIECEWISE);
 }
 
 static void test_piecewise_splitting_runs_eagerly(void **state)
 {
-    (void)state;
-    vg_runtime *rt = open_stub();
-    model m;
-    model_init(&m, rt);
-    vg_runner *r = make_runner(&m, VG_MODE_PIECEWISE, 0, 0);
+    fixture *f = *state;
+    model *m = &f->m;
+    vg_runner *r = make_runner(m, VG_MODE_PIECEWISE, 0, 0);
     static float out[MAX_SIZE * 2 * C];
     call c;
     int launches = 0;
     for (int i = 0; i < 5; i++) {
         make_call(&c, 30, 2, &g_seed);
         vg_run_info info;
-        VG_CHECK(run_call(r, &m, &c, out, &info));
+        VG_CHECK(run_call(r, m, &c, out, &info));
         assert_int_equal(info.path, VG_RUN_PIECEWISE);
         assert_int_equal(info.graph_launches, 2); /* mix+bias, then the chain */
         assert_int_equal(info.eager_pieces, 1);   /* permute */
         launches += info.graph_launches;
     }
-    assert_int_equal(m.eager_gathers, 5);
-    assert_int_equal(m.captured_gathers, 0);
+    assert_int_equal(m->eager_gathers, 5);
+    assert_int_equal(m->captured_gathers, 0);
     assert_int_equal(launches, 10);
     vg_bucket_stats total;
     vg_runner_stats(r, NULL, 0, &total);
@@ -143,23 +166,21 @@ static void test_piecewise_splitting_runs_eagerly(void **state)
     assert_int_equal(total.captures, 2);
     vg_runner_destroy(r);
     /* FULL captures the splitting op too: it then never runs eagerly */
-    m.eager_gathers = m.captured_gathers = 0;
+    m->eager_gathers = m->captured_gathers = 0;
     launches = 0;
-    r = make_runner(&m, VG_MODE_FULL, 0, 0);
+    r = make_runner(m, VG_MODE_FULL, 0, 0);
     for (int i = 0; i < 5; i++) {
         make_call(&c, 30, 2, &g_seed);
         vg_run_info info;
-        VG_CHECK(run_call(r, &m, &c, out, &info));
+        VG_CHECK(run_call(r, m, &c, out, &info));
         launches += info.graph_launches;
     }
-    assert_int_equal(m.eager_gathers, 0);
-    assert_int_equal(m.captured_gathers, 1);
+    assert_int_equal(m->eager_gathers, 0);
+    assert_int_equal(m->captured_gathers, 1);
     assert_int_equal(launches, 5);
     vg_runner_stats(r, NULL, 0, &total);
     assert_int_equal(total.replays, 5);
     vg_runner_destroy(r);
-    model_fini(&m);
-    vg_runtime_close(rt);
 }
 
 /* The warm-up's progress calls, in order; count: the p->count record_sizes expects. */
@@ -176,11 +197,9 @@ static void record_progress(void *user, const vg_warmup_progress *p)
 
 static void test_warmup_largest_first(void **state)
 {
-    (void)state;
-    vg_runtime *rt = open_stub();
-    model m;
-    model_init(&m, rt);
-    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0);
+    fixture *f = *state;
+    model *m = &f->m;
+    vg_runner *r = make_runner(m, VG_MODE_FULL, 0, 0);
     order o = {.n = 0};
     vg_batch_desc like = {.num_tokens = 0, .num_requests = 2};
     VG_CHECK(vg_runner_warmup(r, &like, record_progress, &o));
@@ -194,7 +213,7 @@ static void test_warmup_largest_first(void **state)
         call c;
         make_call(&c, n, 2, &g_seed);
         vg_run_info info;
-        VG_CHECK(run_call(r, &m, &c, out, &info));
+        VG_CHECK(run_call(r, m, &c, out, &info));
         assert_int_equal(info.captures, 0);
         assert_int_equal(info.graph_launches, 1);
     }
@@ -203,8 +222,6 @@ static void test_warmup_largest_first(void **state)
     assert_int_equal(total.captures, 4);
     assert_int_equal(total.live_graphs, 4);
     vg_runner_destroy(r);
-    model_fini(&m);
-    vg_runtime_close(rt);
 }
 
 static void record_sizes(void *user, const vg_warmup_progress *p)
@@ -219,11 +236,9 @@ static void record_sizes(void *user, const vg_warmup_progress *p)
  * the buckets up to that one are captured and the largest is left for later. */
 static void test_warmup_up_to_a_size(void **state)
 {
-    (void)state;
-    vg_runtime *rt = open_stub();
-    model m;
-    model_init(&m, rt);
-    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0);
+    fixture *f = *state;
+    model *m = &f->m;
+    vg_runner *r = make_runner(m, VG_MODE_FULL, 0, 0);
     order o = {.n = 0, .count = 3};
     vg_batch_desc like = {.num_tokens = k_sizes[1] + 1, .num_requests = 2};
     VG_CHECK(vg_runner_warmup(r, &like, record_sizes, &o));
@@ -236,15 +251,13 @@ static void test_warmup_up_to_a_size(void **state)
     vg_runner_stats(r, NULL, 0, &total);
     assert_int_equal(total.captures, 3);
     /* a size above every bucket warms them all */
-    vg_runner *all = make_runner(&m, VG_MODE_FULL, 0, 0);
+    vg_runner *all = make_runner(m, VG_MODE_FULL, 0, 0);
     like.num_tokens = MAX_SIZE + 1;
     VG_CHECK(vg_runner_warmup(all, &like, NULL, NULL));
     vg_runner_stats(all, NULL, 0, &total);
     assert_int_equal(total.captures, 4);
     vg_runner_destroy(all);
     vg_runner_destroy(r);
-    model_fini(&m);
-    vg_runtime_close(rt);
 }
 
 /* vg_runner_warmup_for captures the buckets of the given calls and no other: calls of 3, 30, 31
@@ -252,11 +265,9 @@ static void test_warmup_up_to_a_size(void **state)
  * every listed call then replays without capturing. */
 static void test_warmup_for_given_calls(void **state)
 {
-    (void)state;
-    vg_runtime *rt = open_stub();
-    model m;
-    model_init(&m, rt);
-    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0);
+    fixture *f = *state;
+    model *m = &f->m;
+    vg_runner *r = make_runner(m, VG_MODE_FULL, 0, 0);
     order o = {.n = 0, .count = 2};
     vg_batch_desc like = {.num_tokens = 0, .num_requests = 2};
     const int64_t calls[] = {3, 30, MAX_SIZE + 5, 31, 7};
@@ -273,7 +284,7 @@ static void test_warmup_for_given_calls(void **state)
         call c;
         make_call(&c, calls[i], 2, &g_seed);
         vg_run_info info;
-        VG_CHECK(run_call(r, &m, &c, out, &info));
+        VG_CHECK(run_call(r, m, &c, out, &info));
         assert_int_equal(info.captures, 0);
         assert_int_equal(info.graph_launches, 1);
     }
@@ -284,31 +295,26 @@ static void test_warmup_for_given_calls(void **state)
     VG_CHECK_FAILS(vg_runner_warmup_for(r, &like, NULL, 2, NULL, NULL), VG_ERR_INVALID_ARG, "NULL");
     VG_CHECK_FAILS(vg_runner_warmup_for(r, &like, calls, -1, NULL, NULL), VG_ERR_INVALID_ARG, "-1");
     vg_runner_destroy(r);
-    model_fini(&m);
-    vg_runtime_close(rt);
 }
 
-static void capture_failure_case(const char *fault)
+static void capture_failure_case(fixture *f)
 {
-    setenv("VG_STUB_FAULT", fault, 1);
-    vg_runtime *rt = open_stub();
-    model m;
-    model_init(&m, rt);
-    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0), *eager = make_runner(&m, VG_MODE_NONE, 0, 0);
+    model *m = &f->m;
+    vg_runner *r = make_runner(m, VG_MODE_FULL, 0, 0), *eager = make_runner(m, VG_MODE_NONE, 0, 0);
     static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
     vg_run_info info;
     for (int i = 0; i < 3; i++) { /* bucket 32: its capture fails once, it stays eager */
         call c;
         make_call(&c, 20, 1, &g_seed);
-        VG_CHECK(run_call(r, &m, &c, got, &info));
-        VG_CHECK(run_call(eager, &m, &c, want, NULL));
+        VG_CHECK(run_call(r, m, &c, got, &info));
+        VG_CHECK(run_call(eager, m, &c, want, NULL));
         assert_same(got, want, 20 * C);
         assert_int_equal(info.path, VG_RUN_EAGER);
     }
     call c; /* another bucket captures normally: the fault hit only the first call */
     make_call(&c, 60, 1, &g_seed);
-    VG_CHECK(run_call(r, &m, &c, got, &info));
-    VG_CHECK(run_call(eager, &m, &c, want, NULL));
+    VG_CHECK(run_call(r, m, &c, got, &info));
+    VG_CHECK(run_call(eager, m, &c, want, NULL));
     assert_same(got, want, 60 * C);
     assert_int_equal(info.path, VG_RUN_FULL);
     vg_bucket_stats rows[5];
@@ -319,72 +325,63 @@ static void capture_failure_case(const char *fault)
     assert_int_equal(rows[3].captures, 1);
     vg_runner_destroy(r);
     vg_runner_destroy(eager);
-    model_fini(&m);
-    vg_runtime_close(rt);
 }
 
-static void test_failure_at_capture_begin(void **state) { (void)state; capture_failure_case("capture_begin:1"); }
-static void test_failure_at_capture_end(void **state) { (void)state; capture_failure_case("capture_end:1"); }
-static void test_failure_at_instantiate(void **state) { (void)state; capture_failure_case("instantiate:1"); }
+static void test_failure_at_capture_begin(void **state) { capture_failure_case(*state); }
+static void test_failure_at_capture_end(void **state) { capture_failure_case(*state); }
+static void test_failure_at_instantiate(void **state) { capture_failure_case(*state); }
 
 static void test_regrowth_recaptures_no_stale_pointer(void **state)
 {
-    (void)state;
-    setenv("VG_STUB_POISON", "1", 1); /* freed memory reads as NaN */
-    vg_runtime *rt = open_stub();
-    model m;
-    model_init(&m, rt);
-    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0), *eager = make_runner(&m, VG_MODE_NONE, 0, 0);
+    fixture *f = *state;
+    model *m = &f->m;
+    vg_runner *r = make_runner(m, VG_MODE_FULL, 0, 0), *eager = make_runner(m, VG_MODE_NONE, 0, 0);
     static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
     call c;
     make_call(&c, 50, 1, &g_seed);
-    VG_CHECK(run_call(r, &m, &c, got, NULL)); /* captures with the small bias buffer */
+    VG_CHECK(run_call(r, m, &c, got, NULL)); /* captures with the small bias buffer */
     void *old_bias = vg_runner_buffer(r, BUF_BIAS);
     call big;
     make_call(&big, 60, 40, &g_seed); /* 40 requests: the bias buffer must grow */
     vg_run_info info;
-    VG_CHECK(run_call(r, &m, &big, got, &info));
+    VG_CHECK(run_call(r, m, &big, got, &info));
     assert_ptr_not_equal(vg_runner_buffer(r, BUF_BIAS), old_bias);
-    VG_CHECK(run_call(eager, &m, &big, want, NULL));
+    VG_CHECK(run_call(eager, m, &big, want, NULL));
     assert_same(got, want, 60 * C);
     /* the first key again: its old graph pointed at the freed bias buffer */
     make_call(&c, 50, 1, &g_seed);
-    VG_CHECK(run_call(r, &m, &c, got, &info));
+    VG_CHECK(run_call(r, m, &c, got, &info));
     assert_int_equal(info.captures, 1);
     assert_int_equal(info.graph_launches, 1);
-    VG_CHECK(run_call(eager, &m, &c, want, NULL));
+    VG_CHECK(run_call(eager, m, &c, want, NULL));
     assert_same(got, want, 50 * C);
     vg_runner_destroy(r);
     vg_runner_destroy(eager);
-    model_fini(&m);
-    vg_runtime_close(rt);
 }
 
 static void test_lru_eviction_under_budget(void **state)
 {
-    (void)state;
-    vg_runtime *rt = open_stub();
-    model m;
-    model_init(&m, rt);
-    vg_runner *probe = make_runner(&m, VG_MODE_FULL, 0, 0);
+    fixture *f = *state;
+    model *m = &f->m;
+    vg_runner *probe = make_runner(m, VG_MODE_FULL, 0, 0);
     static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
     call c;
     make_call(&c, 8, 1, &g_seed);
-    VG_CHECK(run_call(probe, &m, &c, got, NULL));
+    VG_CHECK(run_call(probe, m, &c, got, NULL));
     vg_bucket_stats t;
     vg_runner_stats(probe, NULL, 0, &t);
     assert_true(t.graph_bytes > 0); /* measured, not assumed */
     uint64_t one = t.graph_bytes;
     vg_runner_destroy(probe);
 
-    vg_runner *r = make_runner(&m, VG_MODE_FULL, one * 2 + one / 2, 0);
-    vg_runner *eager = make_runner(&m, VG_MODE_NONE, 0, 0);
+    vg_runner *r = make_runner(m, VG_MODE_FULL, one * 2 + one / 2, 0);
+    vg_runner *eager = make_runner(m, VG_MODE_NONE, 0, 0);
     const int64_t ns[] = {8, 16, 32, 64, 8};
     vg_run_info info;
     for (int i = 0; i < 5; i++) {
         make_call(&c, ns[i], 1, &g_seed);
-        VG_CHECK(run_call(r, &m, &c, got, &info));
-        VG_CHECK(run_call(eager, &m, &c, want, NULL));
+        VG_CHECK(run_call(r, m, &c, got, &info));
+        VG_CHECK(run_call(eager, m, &c, want, NULL));
         assert_same(got, want, (size_t)ns[i] * C);
         vg_runner_stats(r, NULL, 0, &t);
         assert_true(t.live_graphs <= 2);
@@ -396,49 +393,41 @@ static void test_lru_eviction_under_budget(void **state)
     assert_int_equal(rows[0].captures, 2);
     vg_runner_destroy(r);
     vg_runner_destroy(eager);
-    model_fini(&m);
-    vg_runtime_close(rt);
 }
 
 static void test_address_check_catches_swapped_input(void **state)
 {
-    (void)state;
-    vg_runtime *rt = open_stub();
-    model m;
-    model_init(&m, rt);
-    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 1);
+    fixture *f = *state;
+    vg_runtime *rt = f->rt;
+    model *m = &f->m;
+    vg_runner *r = make_runner(m, VG_MODE_FULL, 0, 1);
     static float out[MAX_SIZE * 2 * C];
     call c;
     make_call(&c, 30, 1, &g_seed);
-    VG_CHECK(run_call(r, &m, &c, out, NULL));
-    VG_CHECK(run_call(r, &m, &c, out, NULL)); /* a replay with the same addresses passes */
+    VG_CHECK(run_call(r, m, &c, out, NULL));
+    VG_CHECK(run_call(r, m, &c, out, NULL)); /* a replay with the same addresses passes */
     float *other = NULL;
     VG_CHECK(vg_mem_alloc(rt, MAX_SIZE * C * 4, (void **)&other));
-    m.x_in_use = other; /* the bug: the model now reads another buffer than the graph captured */
-    VG_CHECK_FAILS(run_call(r, &m, &c, out, NULL), VG_ERR_STATE, "address check failed");
-    m.x_in_use = NULL;
+    m->x_in_use = other; /* the bug: the model now reads another buffer than the graph captured */
+    VG_CHECK_FAILS(run_call(r, m, &c, out, NULL), VG_ERR_STATE, "address check failed");
+    m->x_in_use = NULL;
     VG_CHECK(vg_mem_free(rt, other));
     vg_runner_destroy(r);
-    model_fini(&m);
-    vg_runtime_close(rt);
 }
 
-static void update_case(int refuse)
+static void update_case(fixture *f, int refuse)
 {
-    if (refuse) setenv("VG_STUB_FAULT", "update", 1);
-    vg_runtime *rt = open_stub();
-    model m;
-    model_init(&m, rt);
-    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0), *eager = make_runner(&m, VG_MODE_NONE, 0, 0);
+    model *m = &f->m;
+    vg_runner *r = make_runner(m, VG_MODE_FULL, 0, 0), *eager = make_runner(m, VG_MODE_NONE, 0, 0);
     static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
     call c;
     make_call(&c, 40, 3, &g_seed);
-    VG_CHECK(run_call(r, &m, &c, got, NULL));
+    VG_CHECK(run_call(r, m, &c, got, NULL));
     VG_CHECK(vg_runner_invalidate(r));
     vg_run_info info;
     make_call(&c, 40, 3, &g_seed);
-    VG_CHECK(run_call(r, &m, &c, got, &info));
-    VG_CHECK(run_call(eager, &m, &c, want, NULL));
+    VG_CHECK(run_call(r, m, &c, got, &info));
+    VG_CHECK(run_call(eager, m, &c, want, NULL));
     assert_same(got, want, 40 * C);
     assert_int_equal(info.captures, 1);
     vg_bucket_stats rows[5];
@@ -448,12 +437,10 @@ static void update_case(int refuse)
     assert_int_equal(rows[3].live_graphs, 1);
     vg_runner_destroy(r);
     vg_runner_destroy(eager);
-    model_fini(&m);
-    vg_runtime_close(rt);
 }
 
-static void test_recapture_uses_update(void **state) { (void)state; update_case(0); }
-static void test_refused_update_reinstantiates(void **state) { (void)state; update_case(1); }
+static void test_recapture_uses_update(void **state) { update_case(*state, 0); }
+static void test_refused_update_reinstantiates(void **state) { update_case(*state, 1); }
 
 static int g_downgrade_logs;
 static void count_downgrades(vg_log_level level, const char *msg, void *user)
@@ -465,78 +452,66 @@ static void count_downgrades(vg_log_level level, const char *msg, void *user)
 
 static void test_no_graphs_means_none(void **state)
 {
-    (void)state;
-    setenv("VG_STUB_CAPS", "nograph", 1);
+    fixture *f = *state;
     g_downgrade_logs = 0;
     vg_log_set_callback(count_downgrades, NULL);
-    vg_runtime *rt = open_stub();
-    model m;
-    model_init(&m, rt);
-    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0);
+    model *m = &f->m;
+    vg_runner *r = make_runner(m, VG_MODE_FULL, 0, 0);
     assert_int_equal(vg_runner_mode(r), VG_MODE_NONE);
     static float out[MAX_SIZE * 2 * C];
     for (int i = 0; i < 3; i++) {
         call c;
         make_call(&c, 20, 1, &g_seed);
         vg_run_info info;
-        VG_CHECK(run_call(r, &m, &c, out, &info));
+        VG_CHECK(run_call(r, m, &c, out, &info));
         assert_int_equal(info.path, VG_RUN_EAGER);
     }
     assert_int_equal(g_downgrade_logs, 1);
     vg_log_set_callback(NULL, NULL);
     vg_runner_destroy(r);
-    model_fini(&m);
-    vg_runtime_close(rt);
 }
 
 static void test_uncapturable_op_downgrades_full(void **state)
 {
-    (void)state;
-    setenv("VG_STUB_CAPS", "nocapture:gather_rows", 1);
-    vg_runtime *rt = open_stub();
-    model m;
-    model_init(&m, rt);
-    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0), *eager = make_runner(&m, VG_MODE_NONE, 0, 0);
+    fixture *f = *state;
+    model *m = &f->m;
+    vg_runner *r = make_runner(m, VG_MODE_FULL, 0, 0), *eager = make_runner(m, VG_MODE_NONE, 0, 0);
     assert_int_equal(vg_runner_mode(r), VG_MODE_PIECEWISE);
     static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
     call c;
     make_call(&c, 33, 2, &g_seed);
     vg_run_info info;
-    VG_CHECK(run_call(r, &m, &c, got, &info));
-    VG_CHECK(run_call(eager, &m, &c, want, NULL));
+    VG_CHECK(run_call(r, m, &c, got, &info));
+    VG_CHECK(run_call(eager, m, &c, want, NULL));
     assert_same(got, want, 33 * C);
     assert_int_equal(info.path, VG_RUN_PIECEWISE);
     vg_runner_destroy(r);
     vg_runner_destroy(eager);
-    model_fini(&m);
-    vg_runtime_close(rt);
 }
 
 static void test_above_threshold_keeps_graph_buffers(void **state)
 {
-    (void)state;
-    vg_runtime *rt = open_stub();
-    model m;
-    model_init(&m, rt);
-    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0), *eager = make_runner(&m, VG_MODE_NONE, 0, 0);
+    fixture *f = *state;
+    model *m = &f->m;
+    vg_runner *r = make_runner(m, VG_MODE_FULL, 0, 0), *eager = make_runner(m, VG_MODE_NONE, 0, 0);
     static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
     call c;
     make_call(&c, 64, 1, &g_seed);
-    VG_CHECK(run_call(r, &m, &c, got, NULL));
+    VG_CHECK(run_call(r, m, &c, got, NULL));
     void *x = vg_runner_buffer(r, BUF_X);
     make_call(&c, 2 * MAX_SIZE, 1, &g_seed); /* far above the threshold */
     vg_run_info info;
-    VG_CHECK(run_call(r, &m, &c, got, &info)); /* reads T of the overflow set */
+    VG_CHECK(run_call(r, m, &c, got, &info)); /* reads T of the overflow set */
     assert_int_equal(info.path, VG_RUN_EAGER);
     assert_int_equal(info.bucket, -1);
     assert_ptr_not_equal(vg_runner_buffer(r, BUF_X), x); /* a separate set of buffers */
-    VG_CHECK(run_call(eager, &m, &c, want, NULL));
+    VG_CHECK(run_call(eager, m, &c, want, NULL));
     assert_same(got, want, 2 * MAX_SIZE * C);
     make_call(&c, 64, 1, &g_seed);
-    VG_CHECK(run_call(r, &m, &c, got, &info));
+    VG_CHECK(run_call(r, m, &c, got, &info));
     assert_ptr_equal(vg_runner_buffer(r, BUF_X), x); /* the graphs' buffers never moved */
     assert_int_equal(info.captures, 0);
-    VG_CHECK(run_call(eager, &m, &c, want, NULL));
+    VG_CHECK(run_call(eager, m, &c, want, NULL));
     assert_same(got, want, 64 * C);
     vg_bucket_stats rows[5];
     assert_int_equal(vg_runner_stats(r, rows, 5, NULL), 5);
@@ -544,39 +519,36 @@ static void test_above_threshold_keeps_graph_buffers(void **state)
     assert_int_equal(rows[4].hits, 1);
     vg_runner_destroy(r);
     vg_runner_destroy(eager);
-    model_fini(&m);
-    vg_runtime_close(rt);
 }
 
 static void test_eager_first(void **state)
 {
-    (void)state;
-    vg_runtime *rt = open_stub();
-    model m;
-    model_init(&m, rt);
+    fixture *f = *state;
+    vg_runtime *rt = f->rt;
+    model *m = &f->m;
     vg_runner_options o;
     vg_runner_options_init(&o);
     o.mode = VG_MODE_FULL;
     o.capture_sizes = k_sizes;
     o.num_capture_sizes = 4;
     o.eager_first = 1;
-    vg_runner *r = NULL, *eager = make_runner(&m, VG_MODE_NONE, 0, 0);
-    VG_CHECK(vg_runner_create(rt, &m.iface, &o, &r));
+    vg_runner *r = NULL, *eager = make_runner(m, VG_MODE_NONE, 0, 0);
+    VG_CHECK(vg_runner_create(rt, &m->iface, &o, &r));
     static float got[MAX_SIZE * 2 * C], want[MAX_SIZE * 2 * C];
     for (int i = 0; i < 3; i++) {
         call c;
         make_call(&c, 30, 2, &g_seed);
         vg_run_info info;
-        VG_CHECK(run_call(r, &m, &c, got, &info));
-        VG_CHECK(run_call(eager, &m, &c, want, NULL));
+        VG_CHECK(run_call(r, m, &c, got, &info));
+        VG_CHECK(run_call(eager, m, &c, want, NULL));
         assert_same(got, want, 30 * C);
         /* the first call runs eagerly and captures; the others replay */
         assert_int_equal(info.path, i == 0 ? VG_RUN_EAGER : VG_RUN_FULL);
         assert_int_equal(info.captures, i == 0 ? 1 : 0);
     }
-    assert_int_equal(m.captured_gathers, 1);
+    assert_int_equal(m->captured_gathers, 1);
     /* the bucket's eager first run, and the three calls of the eager reference runner */
-    assert_int_equal(m.eager_gathers, 1 + 3);
+    assert_int_equal(m->eager_gathers, 1 + 3);
     /* warm-up runs each bucket eagerly on prepare(NULL) data, then captures it */
     order ord = {.n = 0};
     vg_batch_desc like = {.num_tokens = 0, .num_requests = 2};
@@ -586,29 +558,25 @@ static void test_eager_first(void **state)
     call c;
     make_call(&c, 60, 2, &g_seed);
     vg_run_info info;
-    VG_CHECK(run_call(r, &m, &c, got, &info));
+    VG_CHECK(run_call(r, m, &c, got, &info));
     assert_int_equal(info.path, VG_RUN_FULL);
     assert_int_equal(info.captures, 0);
     vg_runner_destroy(r);
     vg_runner_destroy(eager);
-    model_fini(&m);
-    vg_runtime_close(rt);
 }
 
 /* The counters the vg command formats: hits, padding, one row per bucket plus the eager row, and
  * a total that is the sum of the rows. */
 static void test_stats_counters(void **state)
 {
-    (void)state;
-    vg_runtime *rt = open_stub();
-    model m;
-    model_init(&m, rt);
-    vg_runner *r = make_runner(&m, VG_MODE_FULL, 0, 0);
+    fixture *f = *state;
+    model *m = &f->m;
+    vg_runner *r = make_runner(m, VG_MODE_FULL, 0, 0);
     static float out[MAX_SIZE * 2 * C];
     for (int64_t n = 3; n <= 63; n += 20) { /* 3, 23, 43, 63: buckets 8, 32, 64, 64 */
         call c;
         make_call(&c, n, 1, &g_seed);
-        VG_CHECK(run_call(r, &m, &c, out, NULL));
+        VG_CHECK(run_call(r, m, &c, out, NULL));
     }
     vg_bucket_stats rows[8], total;
     memset(rows, 0xff, sizeof rows);
@@ -638,34 +606,29 @@ static void test_stats_counters(void **state)
     const unsigned char *tail = (const unsigned char *)&rows[2];
     for (size_t i = 0; i < sizeof rows[2]; i++) assert_int_equal(tail[i], 0xab);
     vg_runner_destroy(r);
-    model_fini(&m);
-    vg_runtime_close(rt);
 }
 
 static void test_bad_arguments(void **state)
 {
-    (void)state;
-    vg_runtime *rt = open_stub();
-    model m;
-    model_init(&m, rt);
+    fixture *f = *state;
+    vg_runtime *rt = f->rt;
+    model *m = &f->m;
     vg_runner_options o;
     vg_runner_options_init(&o);
     const int64_t bad[] = {16, 8};
     o.capture_sizes = bad;
     o.num_capture_sizes = 2;
     vg_runner *r = NULL;
-    VG_CHECK_FAILS(vg_runner_create(rt, &m.iface, &o, &r), VG_ERR_INVALID_ARG, "ascending");
-    vg_model_iface broken = m.iface;
+    VG_CHECK_FAILS(vg_runner_create(rt, &m->iface, &o, &r), VG_ERR_INVALID_ARG, "ascending");
+    vg_model_iface broken = m->iface;
     broken.prepare = NULL;
     VG_CHECK_FAILS(vg_runner_create(rt, &broken, NULL, &r), VG_ERR_INVALID_ARG, "prepare");
     VG_CHECK_FAILS(vg_graph_mode_parse("fast", &o.mode), VG_ERR_INVALID_ARG, "not understood");
-    r = make_runner(&m, VG_MODE_FULL, 0, 0);
+    r = make_runner(m, VG_MODE_FULL, 0, 0);
     vg_batch_desc zero = {.num_tokens = 0};
     VG_CHECK_FAILS(vg_runner_run(r, &zero, NULL, NULL), VG_ERR_INVALID_ARG, "num_tokens");
     VG_CHECK_FAILS(vg_runner_buffer_reserve(r, 0, 64), VG_ERR_STATE, "reserve callback");
     vg_runner_destroy(r);
-    model_fini(&m);
-    vg_runtime_close(rt);
 }
 
 /* ---- vg_runner_replay: the replay-only path, inputs staged by the runner -------------------------- */
@@ -906,34 +869,38 @@ static void test_replay_bad_arguments(void **state)
     vg_runtime_close(rt);
 }
 
+#define FIXTURE(test) cmocka_unit_test_setup_teardown(test, setup, teardown)
+#define FIXTURE_ENV(test, name, value) \
+    cmocka_unit_test_prestate_setup_teardown(test, setup, teardown, (&(stub_env){name, value}))
+
 int main(void)
 {
     unsetenv("VG_BACKEND_PATH");
     g_base = open_stub();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup(test_bucket_for_every_size, clean_env),
+        FIXTURE(test_bucket_for_every_size),
         cmocka_unit_test_setup(test_default_ladder, clean_env),
-        cmocka_unit_test_setup(test_piecewise_matches_eager, clean_env),
-        cmocka_unit_test_setup(test_full_matches_eager, clean_env),
-        cmocka_unit_test_setup(test_full_and_piecewise_matches_eager, clean_env),
-        cmocka_unit_test_setup(test_piecewise_splitting_runs_eagerly, clean_env),
-        cmocka_unit_test_setup(test_warmup_largest_first, clean_env),
-        cmocka_unit_test_setup(test_warmup_up_to_a_size, clean_env),
-        cmocka_unit_test_setup(test_warmup_for_given_calls, clean_env),
-        cmocka_unit_test_setup(test_failure_at_capture_begin, clean_env),
-        cmocka_unit_test_setup(test_failure_at_capture_end, clean_env),
-        cmocka_unit_test_setup(test_failure_at_instantiate, clean_env),
-        cmocka_unit_test_setup(test_regrowth_recaptures_no_stale_pointer, clean_env),
-        cmocka_unit_test_setup(test_lru_eviction_under_budget, clean_env),
-        cmocka_unit_test_setup(test_address_check_catches_swapped_input, clean_env),
-        cmocka_unit_test_setup(test_recapture_uses_update, clean_env),
-        cmocka_unit_test_setup(test_refused_update_reinstantiates, clean_env),
-        cmocka_unit_test_setup(test_no_graphs_means_none, clean_env),
-        cmocka_unit_test_setup(test_uncapturable_op_downgrades_full, clean_env),
-        cmocka_unit_test_setup(test_above_threshold_keeps_graph_buffers, clean_env),
-        cmocka_unit_test_setup(test_eager_first, clean_env),
-        cmocka_unit_test_setup(test_stats_counters, clean_env),
-        cmocka_unit_test_setup(test_bad_arguments, clean_env),
+        FIXTURE(test_piecewise_matches_eager),
+        FIXTURE(test_full_matches_eager),
+        FIXTURE(test_full_and_piecewise_matches_eager),
+        FIXTURE(test_piecewise_splitting_runs_eagerly),
+        FIXTURE(test_warmup_largest_first),
+        FIXTURE(test_warmup_up_to_a_size),
+        FIXTURE(test_warmup_for_given_calls),
+        FIXTURE_ENV(test_failure_at_capture_begin, "VG_STUB_FAULT", "capture_begin:1"),
+        FIXTURE_ENV(test_failure_at_capture_end, "VG_STUB_FAULT", "capture_end:1"),
+        FIXTURE_ENV(test_failure_at_instantiate, "VG_STUB_FAULT", "instantiate:1"),
+        FIXTURE_ENV(test_regrowth_recaptures_no_stale_pointer, "VG_STUB_POISON", "1"),
+        FIXTURE(test_lru_eviction_under_budget),
+        FIXTURE(test_address_check_catches_swapped_input),
+        FIXTURE(test_recapture_uses_update),
+        FIXTURE_ENV(test_refused_update_reinstantiates, "VG_STUB_FAULT", "update"),
+        FIXTURE_ENV(test_no_graphs_means_none, "VG_STUB_CAPS", "nograph"),
+        FIXTURE_ENV(test_uncapturable_op_downgrades_full, "VG_STUB_CAPS", "nocapture:gather_rows"),
+        FIXTURE(test_above_threshold_keeps_graph_buffers),
+        FIXTURE(test_eager_first),
+        FIXTURE(test_stats_counters),
+        FIXTURE(test_bad_arguments),
         cmocka_unit_test_setup(test_replay_stages_inputs_and_pads, clean_env),
         cmocka_unit_test_setup(test_replay_declines_eager_pieces_and_mode_none, clean_env),
         cmocka_unit_test_setup(test_replay_bad_arguments, clean_env),

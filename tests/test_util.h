@@ -45,6 +45,32 @@ static inline int vg_test_gpu_kernels(const vg_runtime *rt)
 /* Whether the device replays graphs (VG_CAP_GRAPH): without, the runner runs every mode eagerly. */
 static inline int vg_test_graphs(const vg_runtime *rt) { return (vg_runtime_caps(rt) & VG_CAP_GRAPH) != 0; }
 
+/* What a model test learns of its device before its tests run. */
+typedef struct vg_model_test_device {
+    vg_runtime *rt;
+    int gpu;    /* vg_test_gpu_kernels: the tolerances */
+    int graphs; /* vg_test_graphs: without, every mode runs eagerly */
+} vg_model_test_device;
+
+/* The main() of a model test (test_vit, test_vit3, test_lm): open the runtime into *dev (exit
+ * code VG_TEST_SKIP without a device), say which backend `what` is tested on, run the group
+ * `name`, close the runtime; the exit code. */
+#define vg_model_test_main(what, name, tests, dev)                                               \
+    vg_model_test_main_((what), (name), (tests), sizeof(tests) / sizeof((tests)[0]), (dev))
+static inline int vg_model_test_main_(const char *what, const char *name,
+                                      const struct CMUnitTest *tests, size_t n,
+                                      vg_model_test_device *dev)
+{
+    int rc = vg_test_open_runtime(&dev->rt);
+    if (rc) return rc;
+    dev->gpu = vg_test_gpu_kernels(dev->rt);
+    dev->graphs = vg_test_graphs(dev->rt);
+    printf("%s tests on backend '%s'\n", what, vg_runtime_backend_name(dev->rt));
+    int failed = _cmocka_run_group_tests(name, tests, n, NULL, NULL);
+    vg_runtime_close(dev->rt);
+    return failed ? 1 : 0;
+}
+
 /* Assert a vg call succeeded; on failure print the library's message first. */
 #define VG_CHECK(expr)                                                                   \
     do {                                                                                 \

@@ -16,9 +16,8 @@
 #define F32_DIR TEST_DATA_DIR "/qwen2_5_vl_tiny"
 #define BF16_DIR TEST_DATA_DIR "/qwen2_5_vl_tiny_bf16_sharded"
 
-static vg_runtime *g_rt;
-static int g_graphs; /* the device replays graphs (VG_CAP_GRAPH); without, every mode runs eagerly */
-static int g_gpu; /* tolerances: 1e-4 for F32 on kunlun_stub and opencl, 1e-3 on cuda and hip */
+static vg_model_test_device g_dev; /* the runtime; gpu: tolerances 1e-4 for F32 on kunlun_stub and
+                                    * opencl, 1e-3 on cuda and hip; graphs: else every mode is eager */
 
 /* ---- fixture files ------------------------------------------------------------------------- */
 
@@ -99,7 +98,7 @@ static vg_vit *load(const char *dir, vg_graph_mode mode, const int64_t *sizes, i
     o.capture_sizes = sizes;
     o.num_capture_sizes = nsizes;
     vg_vit *v = NULL;
-    VG_CHECK(vg_vit_load(g_rt, path, &o, &v));
+    VG_CHECK(vg_vit_load(g_dev.rt, path, &o, &v));
     return v;
 }
 
@@ -131,7 +130,7 @@ static void check_case(const char *dir, const char *name, double tol)
                     print_message("%s/%s mode %s sizes %d call %d: rel err %.3g > %.3g\n", dir, name,
                                   vg_graph_mode_name(k_modes[k]), set, call, e, tol);
                 assert_true(e <= tol);
-                if (k_modes[k] != VG_MODE_NONE && !g_graphs) { /* downgraded to eager, logged */
+                if (k_modes[k] != VG_MODE_NONE && !g_dev.graphs) { /* downgraded to eager, logged */
                     assert_true(o.run.captures == 0 && o.run.graph_launches == 0);
                 } else if (k_modes[k] != VG_MODE_NONE) {
                     /* the encoder runs a bucket's first call eagerly (tuning), then captures */
@@ -147,7 +146,7 @@ static void check_case(const char *dir, const char *name, double tol)
     fixture_close(&f);
 }
 
-static double f32_tol(void) { return g_gpu ? 1e-3 : 1e-4; }
+static double f32_tol(void) { return g_dev.gpu ? 1e-3 : 1e-4; }
 
 static void test_one_image(void **s) { (void)s; check_case(F32_DIR, "one_image", f32_tol()); }
 static void test_two_images(void **s) { (void)s; check_case(F32_DIR, "two_images", f32_tol()); }
@@ -193,7 +192,7 @@ static void test_segmentation_is_not_baked(void **state)
         VG_CHECK(vg_vit_encode(g, f.pixels, VG_DTYPE_F32, 256, f.cols, one, 1, &a));
         VG_CHECK(vg_vit_encode(g, f.pixels, VG_DTYPE_F32, 256, f.cols, split, 2, &b));
         assert_int_equal(b.run.captures, 0); /* replayed the graph captured for the first call */
-        assert_true(g_graphs ? b.run.graph_launches > 0 : b.run.graph_launches == 0);
+        assert_true(g_dev.graphs ? b.run.graph_launches > 0 : b.run.graph_launches == 0);
         VG_CHECK(vg_vit_encode(eager, f.pixels, VG_DTYPE_F32, 256, f.cols, split, 2, &ref));
         size_t n = (size_t)(b.rows * b.cols);
         assert_true(rel_err(b.embeddings, ref.embeddings, n) <= 1e-6);
@@ -326,7 +325,7 @@ static const char *config_with(const char *key, const char *value)
 static void expect_load_failure(const char *dir, vg_status want, const char *needle)
 {
     vg_vit *v = (vg_vit *)0x1;
-    VG_CHECK_FAILS(vg_vit_load(g_rt, dir, NULL, &v), want, needle);
+    VG_CHECK_FAILS(vg_vit_load(g_dev.rt, dir, NULL, &v), want, needle);
     assert_null(v);
 }
 
@@ -363,7 +362,7 @@ static void test_load_errors(void **state)
     o.capture_sizes = bad;
     o.num_capture_sizes = 2;
     vg_vit *v = NULL;
-    VG_CHECK_FAILS(vg_vit_load(g_rt, F32_DIR "/model", &o, &v), VG_ERR_INVALID_ARG,
+    VG_CHECK_FAILS(vg_vit_load(g_dev.rt, F32_DIR "/model", &o, &v), VG_ERR_INVALID_ARG,
                    "capture size 130 is not a multiple of spatial_merge_size^2 = 4");
 }
 
@@ -407,11 +406,6 @@ static void test_model_visual_prefix(void **state)
 
 int main(void)
 {
-    int rc0 = vg_test_open_runtime(&g_rt);
-    if (rc0) return rc0;
-    g_gpu = vg_test_gpu_kernels(g_rt);
-    g_graphs = vg_test_graphs(g_rt);
-    printf("vision encoder tests on backend '%s'\n", vg_runtime_backend_name(g_rt));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_image),
         cmocka_unit_test(test_two_images),
@@ -425,7 +419,5 @@ int main(void)
         cmocka_unit_test(test_load_errors),
         cmocka_unit_test(test_model_visual_prefix),
     };
-    int failed = cmocka_run_group_tests_name("vit", tests, NULL, NULL);
-    vg_runtime_close(g_rt);
-    return failed ? 1 : 0;
+    return vg_model_test_main("vision encoder", "vit", tests, &g_dev);
 }

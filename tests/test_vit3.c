@@ -17,7 +17,7 @@
 #include "test_util.h"
 #include "vg/vg_safetensors.h"
 #include "vg/vg_vit.h"
-#include "vit/vit_internal.h"
+#include "vit/vit_common.h"
 #include "vit3_reference.h"
 
 #ifndef TEST_DATA_DIR
@@ -27,11 +27,10 @@
 #define ODD_DIR TEST_DATA_DIR "/qwen3_vl_odd"
 #define HD128_DIR TEST_DATA_DIR "/qwen3_vl_hd128"
 
-static vg_runtime *g_rt;
-static int g_graphs; /* the device replays graphs (VG_CAP_GRAPH); without, every mode runs eagerly */
-static int g_gpu; /* tolerances: 1e-4 for F32 on kunlun_stub and opencl, 1e-3 on cuda and hip */
+static vg_model_test_device g_dev; /* the runtime; gpu: tolerances 1e-4 for F32 on kunlun_stub and
+                                    * opencl, 1e-3 on cuda and hip; graphs: else every mode is eager */
 
-static double f32_tol(void) { return g_gpu ? 1e-3 : 1e-4; }
+static double f32_tol(void) { return g_dev.gpu ? 1e-3 : 1e-4; }
 
 /* ---- fixture files ------------------------------------------------------------------------- */
 
@@ -132,7 +131,7 @@ static vg_vit *load_opts(const char *dir, const vg_vit_options *o)
     snprintf(path, sizeof path, "%s/model", dir);
     if (stat(path, &sb) != 0) snprintf(path, sizeof path, "%s", dir);
     vg_vit *v = NULL;
-    VG_CHECK(vg_vit_load(g_rt, path, o, &v));
+    VG_CHECK(vg_vit_load(g_dev.rt, path, o, &v));
     return v;
 }
 
@@ -174,14 +173,14 @@ static void check_case(const char *dir, const char *name, double tol)
                     print_message("%s/%s mode %s sizes %d call %d: rel err %.3g > %.3g\n", dir, name,
                                   vg_graph_mode_name(k_modes[k]), set, call, e, tol);
                 assert_true(e <= tol);
-                if (k_modes[k] != VG_MODE_NONE && !g_graphs) { /* downgraded to eager, logged */
+                if (k_modes[k] != VG_MODE_NONE && !g_dev.graphs) { /* downgraded to eager, logged */
                     assert_true(o.run.captures == 0 && o.run.graph_launches == 0);
                 } else if (k_modes[k] != VG_MODE_NONE) {
                     assert_true(o.run.padded_tokens > f.rows || set == 1);
                     assert_true(call == 0 ? o.run.captures > 0 : o.run.captures == 0);
                     assert_true(call == 0 || o.run.graph_launches > 0);
                 }
-                if (k_modes[k] == VG_MODE_FULL && call == 1 && g_graphs) /* patch embedding to mergers: one graph */
+                if (k_modes[k] == VG_MODE_FULL && call == 1 && g_dev.graphs) /* patch embedding to mergers: one graph */
                     assert_true(o.run.path == VG_RUN_FULL && o.run.graph_launches == 1 &&
                                 o.run.eager_pieces == 0);
                 vg_free(o.embeddings);
@@ -266,10 +265,10 @@ static void test_same_tokens_one_graph(void **state)
     for (int k = 1; k < 4; k++) {
         vg_vit *g = load(TINY_DIR, k_modes[k], sizes, 1);
         vg_vit_output a = encode(g, &sq), b = encode(g, &wide), c = encode(g, &sq);
-        assert_true(g_graphs ? a.run.captures > 0 : a.run.captures == 0);
+        assert_true(g_dev.graphs ? a.run.captures > 0 : a.run.captures == 0);
         assert_int_equal(b.run.captures, 0); /* replayed the graph of the first call */
         assert_int_equal(c.run.captures, 0);
-        assert_true(g_graphs ? b.run.graph_launches > 0 && c.run.graph_launches > 0
+        assert_true(g_dev.graphs ? b.run.graph_launches > 0 && c.run.graph_launches > 0
                              : b.run.graph_launches == 0 && c.run.graph_launches == 0);
         assert_true(worst_err(&a, &sq) <= f32_tol());
         assert_true(worst_err(&b, &wide) <= f32_tol());
@@ -429,7 +428,7 @@ static void expect_load_failure(const char *config, vg_status want, const char *
 {
     make_model_dir(config, TINY_DIR "/model/model.safetensors");
     vg_vit *v = (vg_vit *)0x1;
-    VG_CHECK_FAILS(vg_vit_load(g_rt, g_tmp, NULL, &v), want, needle);
+    VG_CHECK_FAILS(vg_vit_load(g_dev.rt, g_tmp, NULL, &v), want, needle);
     assert_null(v);
     remove_model_dir();
 }
@@ -440,7 +439,7 @@ static void test_load_errors(void **state)
     /* the tiny config as it is loads; the cases below change one thing each */
     make_model_dir(tiny_config("qwen3_vl", "model_type", "\"qwen3_vl\""), TINY_DIR "/model/model.safetensors");
     vg_vit *v = NULL;
-    VG_CHECK(vg_vit_load(g_rt, g_tmp, NULL, &v));
+    VG_CHECK(vg_vit_load(g_dev.rt, g_tmp, NULL, &v));
     VG_CHECK(vg_vit_free(v));
     remove_model_dir();
     expect_load_failure(tiny_config("qwen3_vl", "model_type", "\"siglip_vision_model\""),
@@ -784,7 +783,7 @@ static void random_case(const ref3_config *c, const int64_t *grid, int n, vg_dty
         o.num_capture_sizes = 1;
         o.compute_dtype = dt;
         vg_vit *v = NULL;
-        VG_CHECK(vg_vit_load(g_rt, g_tmp, &o, &v));
+        VG_CHECK(vg_vit_load(g_dev.rt, g_tmp, &o, &v));
         for (int call = 0; call < 1 + !mode; call++) {
             vg_vit_output out;
             VG_CHECK(vg_vit_encode(v, pix, VG_DTYPE_F32, S, pdim, grid, n, &out));
@@ -800,7 +799,7 @@ static void random_case(const ref3_config *c, const int64_t *grid, int n, vg_dty
                                   mode ? "eager" : "full", call, k, e, tol);
                 assert_true(e <= tol);
             }
-            if (!mode && call == 1 && g_graphs)
+            if (!mode && call == 1 && g_dev.graphs)
                 assert_true(out.run.path == VG_RUN_FULL && out.run.padded_tokens == bucket);
             vg_free(out.embeddings);
         }
@@ -867,6 +866,30 @@ static void test_random_bf16(void **state)
 
 /* ---- info, synthetic weights ----------------------------------------------------------------- */
 
+/* A capture-size count outside [0, 256] is refused, at load and at reconfigure, and leaves the
+ * model as it was (a negative one used to reach memcpy as a huge size). */
+static void test_capture_size_count(void **state)
+{
+    (void)state;
+    const int64_t sizes[] = {64};
+    vg_vit_options o;
+    vg_vit_options_init(&o);
+    o.capture_sizes = sizes;
+    o.num_capture_sizes = -1;
+    vg_vit *v = NULL;
+    VG_CHECK_FAILS(vg_vit_create_synthetic(g_dev.rt, "qwen3-vl-tiny", 1, VG_DTYPE_F32, &o, &v),
+                   VG_ERR_INVALID_ARG, "at most 256 capture sizes");
+    assert_null(v);
+    o.num_capture_sizes = 1;
+    VG_CHECK(vg_vit_create_synthetic(g_dev.rt, "qwen3-vl-tiny", 1, VG_DTYPE_F32, &o, &v));
+    o.num_capture_sizes = -1;
+    VG_CHECK_FAILS(vg_vit_reconfigure(v, &o), VG_ERR_INVALID_ARG, "at most 256 capture sizes");
+    o.num_capture_sizes = 257;
+    VG_CHECK_FAILS(vg_vit_reconfigure(v, &o), VG_ERR_INVALID_ARG, "at most 256 capture sizes");
+    assert_non_null(vg_vit_runner(v)); /* the runner was kept */
+    VG_CHECK(vg_vit_free(v));
+}
+
 static void test_info_and_synthetic(void **state)
 {
     (void)state;
@@ -887,8 +910,8 @@ static void test_info_and_synthetic(void **state)
     VG_CHECK(vg_vit_free(v));
 
     vg_vit *a = NULL, *b = NULL;
-    VG_CHECK(vg_vit_create_synthetic(g_rt, "qwen3-vl-tiny", 7, VG_DTYPE_F32, NULL, &a));
-    VG_CHECK(vg_vit_create_synthetic(g_rt, "qwen3-vl-tiny", 7, VG_DTYPE_F32, NULL, &b));
+    VG_CHECK(vg_vit_create_synthetic(g_dev.rt, "qwen3-vl-tiny", 7, VG_DTYPE_F32, NULL, &a));
+    VG_CHECK(vg_vit_create_synthetic(g_dev.rt, "qwen3-vl-tiny", 7, VG_DTYPE_F32, NULL, &b));
     VG_CHECK(vg_vit_get_info(a, &info));
     assert_string_equal(info.model_type, "qwen3_vl");
     assert_int_equal(info.num_deepstack, 2);
@@ -908,25 +931,20 @@ static void test_info_and_synthetic(void **state)
     VG_CHECK(vg_vit_free(a));
     VG_CHECK(vg_vit_free(b));
     /* the benchmark's model: 0.6 B parameters, too many for a CPU (kunlun_stub, opencl on PoCL) */
-    if (g_gpu) {
-        VG_CHECK(vg_vit_create_synthetic(g_rt, "qwen3-vl-8b", 1, VG_DTYPE_BF16, NULL, &a));
+    if (g_dev.gpu) {
+        VG_CHECK(vg_vit_create_synthetic(g_dev.rt, "qwen3-vl-8b", 1, VG_DTYPE_BF16, NULL, &a));
         VG_CHECK(vg_vit_get_info(a, &info));
         assert_true(info.depth == 27 && info.hidden == 1152 && info.heads == 16 &&
                     info.intermediate == 4304 && info.out_hidden == 4096 &&
                     info.num_position_embeddings == 2304 && info.num_deepstack == 3);
         VG_CHECK(vg_vit_free(a));
     }
-    VG_CHECK_FAILS(vg_vit_create_synthetic(g_rt, "qwen3-vl-9000b", 1, VG_DTYPE_F32, NULL, &a),
+    VG_CHECK_FAILS(vg_vit_create_synthetic(g_dev.rt, "qwen3-vl-9000b", 1, VG_DTYPE_F32, NULL, &a),
                    VG_ERR_NOT_FOUND, "qwen3-vl-8b, qwen3-vl-tiny");
 }
 
 int main(void)
 {
-    int rc0 = vg_test_open_runtime(&g_rt);
-    if (rc0) return rc0;
-    g_gpu = vg_test_gpu_kernels(g_rt);
-    g_graphs = vg_test_graphs(g_rt);
-    printf("Qwen3-VL vision encoder tests on backend '%s'\n", vg_runtime_backend_name(g_rt));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config),
         cmocka_unit_test(test_pos_taps),
@@ -948,8 +966,7 @@ int main(void)
         cmocka_unit_test(test_random_merge_sizes),
         cmocka_unit_test(test_random_bf16),
         cmocka_unit_test(test_info_and_synthetic),
+        cmocka_unit_test(test_capture_size_count),
     };
-    int failed = cmocka_run_group_tests_name("vit3", tests, NULL, NULL);
-    vg_runtime_close(g_rt);
-    return failed ? 1 : 0;
+    return vg_model_test_main("Qwen3-VL vision encoder", "vit3", tests, &g_dev);
 }

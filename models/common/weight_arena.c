@@ -254,11 +254,18 @@ vg_status vg_arena_add(vg_arena *a, const vg_arena_spec *t)
     return VG_OK;
 }
 
-vg_status vg_arena_one(vg_arena *a, void **slot, const char *name, int ndim, const int64_t *shape)
+vg_status vg_arena_padded(vg_arena *a, void **slot, const char *name, int ndim,
+                          const int64_t *shape, int64_t rows_pad, int64_t cols_pad)
 {
     const char *names[1] = {name};
     return vg_arena_add(a, &(vg_arena_spec){.slot = slot, .names = names, .nparts = 1,
-                                            .ndim = ndim, .shape = shape});
+                                            .ndim = ndim, .shape = shape, .rows_pad = rows_pad,
+                                            .cols_pad = cols_pad});
+}
+
+vg_status vg_arena_one(vg_arena *a, void **slot, const char *name, int ndim, const int64_t *shape)
+{
+    return vg_arena_padded(a, slot, name, ndim, shape, 0, 0);
 }
 
 vg_status vg_arena_prefix(vg_arena *a, const char *fmt, ...)

@@ -39,6 +39,7 @@
 #define VG_MODELS_WEIGHT_ARENA_H
 
 #include "checkpoint.h"
+#include "util.h"
 #include "vg/vg_device.h"
 
 typedef struct vg_arena vg_arena;
@@ -104,6 +105,16 @@ typedef struct vg_arena_spec {
 vg_status vg_arena_add(vg_arena *a, const vg_arena_spec *spec);
 /* One checkpoint tensor, unpadded. */
 vg_status vg_arena_one(vg_arena *a, void **slot, const char *name, int ndim, const int64_t *shape);
+/* One checkpoint tensor with zero rows up to rows_pad and zero columns up to cols_pad (0: none). */
+vg_status vg_arena_padded(vg_arena *a, void **slot, const char *name, int ndim,
+                          const int64_t *shape, int64_t rows_pad, int64_t cols_pad);
+
+/* A tensor list's shorthands: a shape literal, its rank, and one unpadded tensor (vg_arena_one)
+ * on the arena `a` in scope, returning its status when it is not VG_OK. */
+#define VGM_SHAPE(...) ((const int64_t[]){__VA_ARGS__})
+#define VGM_NDIM(...) ((int)(sizeof(VGM_SHAPE(__VA_ARGS__)) / sizeof(int64_t)))
+#define VGM_ONE(slot, name, ...)                                                                 \
+    VGM_TRY(vg_arena_one(a, &(slot), name, VGM_NDIM(__VA_ARGS__), VGM_SHAPE(__VA_ARGS__)))
 
 /* A checkpoint tensor (prefix + name) the model accounts for without loading it, such as a
  * tied lm_head: absent or present, either is fine. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/model_base.h"
 #include "lm_internal.h"
 
 /* 1, 2, 4, 8, then every 8 up to 256: vLLM's decode ladder. A constant table, so that loads on
@@ -30,24 +31,13 @@ void vg_lm_options_init(vg_lm_options *o)
 
 static vg_status make_runner(vg_lm *m)
 {
-    vg_runner_options ro;
-    vg_runner_options_init(&ro);
-    ro.mode = m->opts.mode;
     const int64_t *sizes = m->sizes;
     int n = m->opts.num_capture_sizes;
     if (!n) n = vg_lm_default_sizes(&sizes);
-    ro.capture_sizes = sizes;
-    ro.num_capture_sizes = n;
-    ro.max_capture_size = m->opts.max_capture_size;
-    ro.eager_first = 1;
-    ro.profile_pieces = m->opts.profile_pieces;
-    vg_status st = vg_runner_create(m->rt, &m->iface, &ro, &m->runner);
-    if (st == VG_OK && m->opts.warmup) {
-        /* uniform steps: one token per sequence, so no bucket above max_seqs' is ever used */
-        vg_batch_desc like = {.num_tokens = m->kv.max_seqs, .uniform = 1};
-        st = vg_runner_warmup(m->runner, &like, NULL, NULL);
-    }
-    return st;
+    vgm_graph_opts g = VGM_GRAPH_OPTS(m->opts, sizes, n);
+    /* uniform steps: one token per sequence, so no bucket above max_seqs' is ever used */
+    vg_batch_desc like = {.num_tokens = m->kv.max_seqs, .uniform = 1};
+    return vgm_runner_make(m->rt, &m->iface, &g, &like, &m->runner);
 }
 
 /* The KV pool: blocks of block_size slots, K and V for every layer. */
@@ -94,11 +84,8 @@ static vg_status make_kv(vg_lm *m)
 static vg_status build(vg_lm *m, const vg_ckpt *ck, uint64_t seed, vg_dtype dt, const vg_lm_options *o)
 {
     m->opts = *o;
-    if (o->num_capture_sizes < 0 || o->num_capture_sizes > (int)VGM_ARRAY_LEN(m->sizes))
-        return vg_error_set(VG_ERR_INVALID_ARG, "lm: at most %d capture sizes", (int)VGM_ARRAY_LEN(m->sizes));
-    if (o->capture_sizes && o->num_capture_sizes)
-        memcpy(m->sizes, o->capture_sizes, (size_t)o->num_capture_sizes * sizeof(int64_t));
-    else m->opts.num_capture_sizes = 0;
+    VGM_TRY(vgm_sizes_copy("lm", o->capture_sizes, o->num_capture_sizes, m->sizes,
+                           (int)VGM_ARRAY_LEN(m->sizes), &m->opts.num_capture_sizes));
     m->opts.capture_sizes = NULL;
     m->dt = dt;
     if (dt != VG_DTYPE_F32 && dt != VG_DTYPE_BF16 && dt != VG_DTYPE_F16)
@@ -238,8 +225,9 @@ vg_status vg_lm_reconfigure(vg_lm *m, const vg_lm_options *o)
 {
     if (!m || !o || o->struct_size < sizeof(vg_lm_options) || (unsigned)o->mode > VG_MODE_FULL_AND_PIECEWISE)
         return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_reconfigure: bad argument");
-    if (o->num_capture_sizes < 0 || o->num_capture_sizes > (int)VGM_ARRAY_LEN(m->sizes))
-        return vg_error_set(VG_ERR_INVALID_ARG, "lm: at most %d capture sizes", (int)VGM_ARRAY_LEN(m->sizes));
+    int num = 0;
+    VGM_TRY(vgm_sizes_copy("lm", o->capture_sizes, o->num_capture_sizes, m->sizes,
+                           (int)VGM_ARRAY_LEN(m->sizes), &num));
     lm_loops_free(m); /* they replay the old runner's buffers */
     vg_runner_destroy(m->runner);
     m->runner = NULL;
@@ -247,9 +235,7 @@ vg_status vg_lm_reconfigure(vg_lm *m, const vg_lm_options *o)
     m->opts.max_capture_size = o->max_capture_size;
     m->opts.warmup = o->warmup;
     m->opts.profile_pieces = o->profile_pieces;
-    m->opts.num_capture_sizes = o->capture_sizes ? o->num_capture_sizes : 0;
-    if (m->opts.num_capture_sizes)
-        memcpy(m->sizes, o->capture_sizes, (size_t)o->num_capture_sizes * sizeof(int64_t));
+    m->opts.num_capture_sizes = num;
     return make_runner(m);
 }
 

@@ -35,39 +35,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../common/linear.h"
+#include "../common/model_base.h"
 #include "lm_internal.h"
 
-#define BUF(id) vg_runner_buffer(r, (id))
+#define BUF VGM_BUF
 #define TRY VGM_TRY
 
 static size_t es(const vg_lm *m) { return vg_dtype_size(m->dt); }
 
-/* C = A·Wᵀ (+ bias) (+ residual) of m->dt operands; with `norm`, A is first rmsnorm'd with it
- * (inside the GEMM where the device offers gemm_rmsnorm_a, else an rmsnorm op into norm_out, which
- * the GEMM then reads); with a gate, C gets silu(gate half)·up half (gemm_silu_gate). */
-static vg_status proj(const vg_lm *m, vg_stream *s, int64_t rows, int64_t n, int64_t k,
-                      const void *a, int64_t lda, const void *norm, void *norm_out, const void *w,
-                      const void *bias, void *c, vg_dtype dtype_c, const void *residual,
-                      vg_gemm_gate gate)
-{
-    if (norm && !m->norm_gemm) {
-        TRY(vg_op_rmsnorm(s, m->dt, a, norm, norm_out, rows, k, m->cfg.eps));
-        a = norm_out, norm = NULL;
-    }
-    vg_gemm_args g = {.struct_size = sizeof g, .dtype_ab = m->dt, .dtype_c = dtype_c, .m = rows,
-                      .n = n, .k = k, .a = a, .lda = lda, .b = w, .ldb = k, .c = c, .ldc = n,
-                      .bias = bias, .residual = residual, .ldr = n, .act = VG_ACT_NONE,
-                      .alpha = 1.0f, .gate = gate, .norm_w = norm, .norm_eps = m->cfg.eps,
-                      .norm_out = norm ? norm_out : NULL};
-    return vg_op_gemm(s, &g);
-}
-
-static vg_status gemm(const vg_lm *m, vg_stream *s, int64_t rows, int64_t n, int64_t k,
-                      const void *a, const void *w, const void *bias, void *c, vg_dtype dtype_c,
-                      const void *residual)
-{
-    return proj(m, s, rows, n, k, a, k, NULL, NULL, w, bias, c, dtype_c, residual, VG_GEMM_GATE_NONE);
-}
+/* The projections of models/common/linear.h, with this model's dtype, eps and fusions. */
+#define LIN(m) (&(vgm_linear){.dt = (m)->dt, .eps = (m)->cfg.eps, .norm_gemm = (m)->norm_gemm})
+#define proj(m, ...) vgm_proj(LIN(m), __VA_ARGS__)
+#define gemm(m, s, rows, n, k, a, w, bias, c, dtype_c, residual) \
+    vgm_gemm(LIN(m), s, rows, n, k, a, w, bias, c, dtype_c, residual, VG_ACT_NONE)
 
 static void layout(const vg_lm *m, int64_t tokens, lm_meta_layout *l)
 {
@@ -344,14 +325,7 @@ vg_status lm_prepare(void *mp, vg_runner *r, const vg_batch_desc *real, const vg
     /* warm-up prepares bucket after bucket without waiting: the previous upload may still
      * read the staging (vg_lm_step waits for its step, so steps never need this) */
     if (!p) TRY(vg_stream_sync(s));
-    if (bytes > m->meta_bytes) {
-        if (m->meta_stage) vg_host_free(m->rt, m->meta_stage);
-        m->meta_stage = NULL;
-        m->meta_bytes = 0;
-        size_t want = bytes + bytes / 4;
-        TRY(vg_host_alloc(m->rt, want, &m->meta_stage));
-        m->meta_bytes = want;
-    }
+    TRY(vgm_stage_reserve(m->rt, &m->meta_stage, &m->meta_bytes, bytes));
     size_t up = lm_meta_fill(&m->kv, p, &l, m->meta_stage);
     m->head_rows = p ? p->num_seqs : l.seqs;
     if (idx_count) { /* dst row t·n + q of LB_LOGITS is row t of rank q's slice */

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "vg/vg_half.h"
-#include "vit_internal.h"
+#include "vit_common.h"
 
 void vg_vit_options_init(vg_vit_options *o)
 {
@@ -16,12 +16,15 @@ void vg_vit_options_init(vg_vit_options *o)
     o->compute_dtype = VG_DTYPE_COUNT_;
 }
 
-/* Capture sizes must hold whole merge units. */
+/* At most VIT_MAX_CAPTURE_SIZES capture sizes (counted before any is read), each holding whole
+ * merge units. */
 static vg_status check_sizes(const vg_vit_options *o, int unit)
 {
     const int64_t *sizes = o->capture_sizes;
     int n = o->num_capture_sizes;
     if (!sizes) n = vg_runner_default_sizes(&sizes);
+    else if (n < 0 || n > VIT_MAX_CAPTURE_SIZES)
+        return vg_error_set(VG_ERR_INVALID_ARG, "vit: at most %d capture sizes", VIT_MAX_CAPTURE_SIZES);
     for (int i = 0; i < n; i++)
         if (sizes[i] % unit)
             return vg_error_set(VG_ERR_INVALID_ARG, "vit: capture size %lld is not a multiple of "
@@ -31,20 +34,9 @@ static vg_status check_sizes(const vg_vit_options *o, int unit)
 
 static vg_status make_runner(vg_vit *m)
 {
-    vg_runner_options ro;
-    vg_runner_options_init(&ro);
-    ro.mode = m->opts.mode;
-    ro.capture_sizes = m->opts.num_capture_sizes ? m->sizes : NULL;
-    ro.num_capture_sizes = m->opts.num_capture_sizes;
-    ro.max_capture_size = m->opts.max_capture_size;
-    ro.eager_first = 1; /* GEMM plans get tuned on the first call of each bucket */
-    ro.profile_pieces = m->opts.profile_pieces;
-    vg_status st = vg_runner_create(m->rt, &m->iface, &ro, &m->runner);
-    if (st == VG_OK && m->opts.warmup) {
-        vg_batch_desc like = {.num_tokens = 0};
-        st = vg_runner_warmup(m->runner, &like, NULL, NULL);
-    }
-    return st;
+    vgm_graph_opts g = VGM_GRAPH_OPTS(m->opts, m->sizes, m->opts.num_capture_sizes);
+    vg_batch_desc like = {.num_tokens = 0};
+    return vgm_runner_make(m->rt, &m->iface, &g, &like, &m->runner);
 }
 
 /* Everything after the config: options, dtype, weights (from ck, or synthetic), runner. */
@@ -54,17 +46,18 @@ static vg_status build(vg_vit *m, const vg_ckpt *ck, uint64_t seed, vg_dtype dt,
     vg_status st = check_sizes(o, m->cfg.unit);
     if (st != VG_OK) return st;
     m->opts = *o;
-    if (o->num_capture_sizes > (int)VGM_ARRAY_LEN(m->sizes))
-        return vg_error_set(VG_ERR_INVALID_ARG, "vit: at most %d capture sizes", (int)VGM_ARRAY_LEN(m->sizes));
-    if (o->capture_sizes) memcpy(m->sizes, o->capture_sizes, (size_t)o->num_capture_sizes * sizeof(int64_t));
-    else m->opts.num_capture_sizes = 0;
+    st = vgm_sizes_copy("vit", o->capture_sizes, o->num_capture_sizes, m->sizes,
+                        (int)VGM_ARRAY_LEN(m->sizes), &m->opts.num_capture_sizes);
+    if (st != VG_OK) return st;
     m->dt = dt;
     if (m->dt != VG_DTYPE_F32 && m->dt != VG_DTYPE_BF16 && m->dt != VG_DTYPE_F16)
         return vg_error_set(VG_ERR_INVALID_ARG, "vit: compute dtype must be F32, BF16 or F16");
-    st = vit_weights_load(m->rt, ck, seed, &m->cfg, m->dt, &m->w);
+    m->tower = vit_tower_of(m->cfg.family); /* what the shared code calls of this tower */
+    m->lin = (vgm_linear){.dt = m->dt, .eps = m->cfg.eps};
+    st = vit_weights_load(m->rt, m->tower, ck, seed, &m->cfg, m->dt, &m->w);
     if (st == VG_OK) st = vg_event_create(m->rt, &m->ev0);
     if (st == VG_OK) st = vg_event_create(m->rt, &m->ev1);
-    if (st == VG_OK) st = vit_pieces_init(m);
+    if (st == VG_OK) st = m->tower->pieces_init(m);
     if (st == VG_OK) st = make_runner(m);
     return st;
 }
@@ -176,13 +169,14 @@ vg_status vg_vit_reconfigure(vg_vit *m, const vg_vit_options *o)
         return vg_error_set(VG_ERR_INVALID_ARG, "vg_vit_reconfigure: bad argument");
     vg_status st = check_sizes(o, m->cfg.unit);
     if (st != VG_OK) return st;
-    if (o->num_capture_sizes > (int)VGM_ARRAY_LEN(m->sizes))
-        return vg_error_set(VG_ERR_INVALID_ARG, "vit: at most %d capture sizes", (int)VGM_ARRAY_LEN(m->sizes));
+    int num = 0;
+    st = vgm_sizes_copy("vit", o->capture_sizes, o->num_capture_sizes, m->sizes,
+                        (int)VGM_ARRAY_LEN(m->sizes), &num);
+    if (st != VG_OK) return st;
     vg_runner_destroy(m->runner);
     m->runner = NULL;
     m->opts = *o;
-    if (o->capture_sizes) memcpy(m->sizes, o->capture_sizes, (size_t)o->num_capture_sizes * sizeof(int64_t));
-    else m->opts.num_capture_sizes = 0;
+    m->opts.num_capture_sizes = num;
     return make_runner(m);
 }
 
@@ -268,7 +262,7 @@ vg_status vg_vit_encode(vg_vit *m, const void *pixels, vg_dtype pdt, int64_t row
     /* One staging buffer serves the pixels in and the outputs out (the stream orders the
      * upload before the download); sized for both before anything is enqueued. */
     size_t sbytes = ibytes > nout * obytes ? ibytes : nout * obytes;
-    st = vit_stage_reserve(m->rt, &m->stage, &m->stage_bytes, sbytes);
+    st = vgm_stage_reserve(m->rt, &m->stage, &m->stage_bytes, sbytes);
     if (st != VG_OK) return vg_error_prefix("vit: staging %zu bytes: ", sbytes);
     /* Convert before the runner sees the call: a refused input (non-finite values) leaves no
      * trace on the device, the runner or its statistics. */

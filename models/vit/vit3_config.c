@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "vit_internal.h"
+#include "vit_common.h"
 
 /* hidden_act names of transformers' activation table that vg's GEMM epilogue computes. */
 static const struct {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The forward pass of the Qwen3-VL vision tower as runner pieces.
+/* The forward pass of the Qwen3-VL vision tower as runner pieces, and its tower table.
  *
  *   embed            the learned position table resampled to every patch's place in its image
  *                    (gather_weighted, taps from VB_META), then the patch GEMM with bias, the
@@ -13,89 +13,64 @@
  *   merger           layernorm over hidden, fc1 GEMM + GELU over merge units, fc2 GEMM
  *
  * Hidden states stay in the input's order (merge units contiguous), so the outputs need no
- * permutation. Every buffer is a runner buffer sized for the padded token count; the per-call
- * data (positions, segments, taps) sits in VB_META, uploaded by prepare before the graphs run. */
+ * permutation. The buffers and the per-call upload are the shared ones (vit_common.c). */
 #include <math.h>
-#include <stdlib.h>
 
-#include "vit_internal.h"
+#include "vit_common.h"
 
-#define BUF(id) vg_runner_buffer(r, (id))
+#define BUF VGM_BUF
 #define TRY VGM_TRY
 
-static size_t es(const vg_vit *m) { return vg_dtype_size(m->dt); }
-
-/* C = act(A·Bᵀ + bias) + residual, row-major, contiguous. */
-static vg_status gemm(const vg_vit *m, vg_stream *s, int64_t rows, int64_t n, int64_t k,
-                      const void *a, const void *w, const void *bias, void *c, const void *residual,
-                      vg_activation act)
-{
-    vg_gemm_args g = {.struct_size = sizeof g, .dtype_ab = m->dt, .dtype_c = m->dt, .m = rows,
-                      .n = n, .k = k, .a = a, .lda = k, .b = w, .ldb = k, .c = c, .ldc = n,
-                      .bias = bias, .residual = residual, .ldr = n, .act = act, .alpha = 1.0f};
-    return vg_op_gemm(s, &g);
-}
-
-static int32_t *meta_at(vg_runner *r, size_t offset) { return (int32_t *)BUF(VB_META) + offset; }
-
-static vg_status piece_embed(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
-                             vg_stream *s)
+static VGM_PIECE(piece_embed)
 {
     vg_vit *m = mp;
     (void)p;
     const vit_cfg *c = &m->cfg;
-    vit_meta_layout l;
-    vit_meta_layout_for(c, d->num_tokens, &l);
+    vit_meta_layout l = vit_meta_layout_for(c, d->num_tokens);
     TRY(vg_op_gather_weighted(s, m->dt, BUF(VB_H0), m->w.pos_embed, c->num_pos,
-                              meta_at(r, l.tap_idx), (const float *)meta_at(r, l.tap_w),
+                              vit_meta_at(r, l.tap_idx), (const float *)vit_meta_at(r, l.tap_w),
                               d->num_tokens, c->hidden, VIT3_TAPS));
-    return gemm(m, s, d->num_tokens, c->hidden, c->patch_dim, BUF(VB_PIX), m->w.patch_w,
-                m->w.patch_b, BUF(VB_H), BUF(VB_H0), VG_ACT_NONE);
+    return vgm_gemm(&m->lin, s, d->num_tokens, c->hidden, c->patch_dim, BUF(VB_PIX), m->w.patch_w,
+                    m->w.patch_b, BUF(VB_H), m->dt, BUF(VB_H0), VG_ACT_NONE);
 }
 
-static vg_status piece_attn_in(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
-                               vg_stream *s)
+static VGM_PIECE(piece_attn_in)
 {
     vg_vit *m = mp;
     const vit_cfg *c = &m->cfg;
     const vit_block *B = &m->w.blocks[p->arg];
-    vit_meta_layout l;
-    vit_meta_layout_for(c, d->num_tokens, &l);
+    vit_meta_layout l = vit_meta_layout_for(c, d->num_tokens);
     TRY(vg_op_layernorm(s, m->dt, BUF(VB_H), B->norm1, B->norm1_b, BUF(VB_N), d->num_tokens,
                         c->hidden, c->eps));
-    TRY(gemm(m, s, d->num_tokens, 3 * (int64_t)c->hidden, c->hidden, BUF(VB_N), B->qkv_w, B->qkv_b,
-             BUF(VB_QKV), NULL, VG_ACT_NONE));
-    /* q and k are the first 2·heads head slices of each qkv row */
-    return vg_op_rotary_2d(s, m->dt, BUF(VB_QKV), 3 * (int64_t)c->hidden, d->num_tokens,
-                           2 * c->heads, c->head_dim, meta_at(r, l.pos), c->theta);
+    TRY(vgm_gemm(&m->lin, s, d->num_tokens, 3 * (int64_t)c->hidden, c->hidden, BUF(VB_N), B->qkv_w,
+                 B->qkv_b, BUF(VB_QKV), m->dt, NULL, VG_ACT_NONE));
+    return vit_rotary_qk(m, r, s, &l);
 }
 
-static vg_status piece_attention(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
-                                 vg_stream *s)
+static VGM_PIECE(piece_attention)
 {
     vg_vit *m = mp;
     (void)p;
     const vit_cfg *c = &m->cfg;
-    vit_meta_layout l;
-    vit_meta_layout_for(c, d->num_tokens, &l);
+    vit_meta_layout l = vit_meta_layout_for(c, d->num_tokens);
     return vg_op_attention(s, m->dt, BUF(VB_QKV), 3 * (int64_t)c->hidden, BUF(VB_ATT), c->hidden,
-                           d->num_tokens, c->heads, c->head_dim, meta_at(r, l.cu_full), l.cap,
+                           d->num_tokens, c->heads, c->head_dim, vit_meta_at(r, l.cu_full), l.cap,
                            1.0f / sqrtf((float)c->head_dim));
 }
 
-static vg_status piece_attn_out(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
-                                vg_stream *s)
+static VGM_PIECE(piece_attn_out)
 {
     vg_vit *m = mp;
     const vit_cfg *c = &m->cfg;
     const vit_block *B = &m->w.blocks[p->arg];
     int64_t S = d->num_tokens;
-    TRY(gemm(m, s, S, c->hidden, c->hidden, BUF(VB_ATT), B->proj_w, B->proj_b, BUF(VB_H), BUF(VB_H),
-             VG_ACT_NONE));
+    TRY(vgm_gemm(&m->lin, s, S, c->hidden, c->hidden, BUF(VB_ATT), B->proj_w, B->proj_b, BUF(VB_H),
+                 m->dt, BUF(VB_H), VG_ACT_NONE));
     TRY(vg_op_layernorm(s, m->dt, BUF(VB_H), B->norm2, B->norm2_b, BUF(VB_N), S, c->hidden, c->eps));
-    TRY(gemm(m, s, S, c->inter_pad, c->hidden, BUF(VB_N), B->gu_w, B->gu_b, BUF(VB_GU), NULL, c->act));
-    return gemm(m, s, S, c->hidden, c->inter_pad, BUF(VB_GU), B->down_w, B->down_b, BUF(VB_H),
-                BUF(VB_H), VG_ACT_NONE);
+    TRY(vgm_gemm(&m->lin, s, S, c->inter_pad, c->hidden, BUF(VB_N), B->gu_w, B->gu_b, BUF(VB_GU),
+                 m->dt, NULL, c->act));
+    return vgm_gemm(&m->lin, s, S, c->hidden, c->inter_pad, BUF(VB_GU), B->down_w, B->down_b,
+                    BUF(VB_H), m->dt, BUF(VB_H), VG_ACT_NONE);
 }
 
 /* fc1 + GELU and fc2 of a merger over the normalised units in VB_N, into output slot `slot` of
@@ -105,11 +80,11 @@ static vg_status merge_mlp(vg_vit *m, vg_runner *r, vg_stream *s, const vit3_mer
 {
     const vit_cfg *c = &m->cfg;
     int64_t mh = (int64_t)c->hidden * c->unit;
-    char *out = (char *)BUF(VB_OUT) + (size_t)slot * (size_t)units * (size_t)c->out_hidden * es(m);
-    TRY(gemm(m, s, units, mh, mh, BUF(VB_N), g->fc1_w, g->fc1_b, BUF(VB_MERGE1), NULL,
-             VG_ACT_GELU_ERF));
-    return gemm(m, s, units, c->out_hidden, mh, BUF(VB_MERGE1), g->fc2_w, g->fc2_b, out, NULL,
-                VG_ACT_NONE);
+    char *out = (char *)BUF(VB_OUT) + (size_t)slot * (size_t)units * (size_t)c->out_hidden * vg_dtype_size(m->dt);
+    TRY(vgm_gemm(&m->lin, s, units, mh, mh, BUF(VB_N), g->fc1_w, g->fc1_b, BUF(VB_MERGE1), m->dt,
+                 NULL, VG_ACT_GELU_ERF));
+    return vgm_gemm(&m->lin, s, units, c->out_hidden, mh, BUF(VB_MERGE1), g->fc2_w, g->fc2_b, out,
+                    m->dt, NULL, VG_ACT_NONE);
 }
 
 /* The output slot of deepstack merger k: features come out in block order, whatever the order
@@ -121,8 +96,7 @@ static int deepstack_slot(const vit_cfg *c, int k)
     return slot;
 }
 
-static vg_status piece_deepstack(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
-                                 vg_stream *s)
+static VGM_PIECE(piece_deepstack)
 {
     vg_vit *m = mp;
     const vit_cfg *c = &m->cfg;
@@ -134,8 +108,7 @@ static vg_status piece_deepstack(void *mp, vg_runner *r, const vg_piece *p, cons
     return merge_mlp(m, r, s, g, units, deepstack_slot(c, k));
 }
 
-static vg_status piece_merger(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
-                              vg_stream *s)
+static VGM_PIECE(piece_merger)
 {
     vg_vit *m = mp;
     (void)p;
@@ -152,40 +125,33 @@ static const vg_op_id k_ops_attn_in[] = {VG_OP_LAYERNORM, VG_OP_GEMM, VG_OP_ROTA
 static const vg_op_id k_ops_attention[] = {VG_OP_ATTENTION};
 static const vg_op_id k_ops_norm_gemm[] = {VG_OP_LAYERNORM, VG_OP_GEMM};
 
-#define OPS(list) .ops_used = (list), .num_ops_used = (int)VGM_ARRAY_LEN(list)
-
-vg_status vit3_pieces_init(vg_vit *m)
+static vg_status pieces_init(vg_vit *m)
 {
     const vit_cfg *c = &m->cfg;
     static const vg_op_id needed[] = {VG_OP_GEMM, VG_OP_GATHER_WEIGHTED, VG_OP_LAYERNORM,
                                       VG_OP_ROTARY_2D, VG_OP_ATTENTION};
-    for (size_t i = 0; i < VGM_ARRAY_LEN(needed); i++)
-        if (!vit_has_op(m, needed[i]))
-            return vg_error_set(VG_ERR_UNSUPPORTED, "vit: backend '%s' has no %s for %s, which the "
-                                                    "Qwen3-VL vision encoder needs",
-                                vg_runtime_backend_name(m->rt), vg_op_name(needed[i]),
-                                vg_dtype_name(m->dt));
+    TRY(vit_require_ops(m, needed, VGM_ARRAY_LEN(needed)));
     m->fused_rotary = 0; /* every block attends to whole frames: rotary and attention apart */
     int n = 2 + 3 * c->depth + c->num_deepstack;
-    m->pieces = calloc((size_t)n, sizeof *m->pieces);
-    if (!m->pieces) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "vit: out of memory");
+    TRY(vit_pieces_alloc(m, n));
     int k = 0;
-    m->pieces[k++] = (vg_piece){.name = "embed", .run = piece_embed, OPS(k_ops_embed)};
+    m->pieces[k++] = (vg_piece){.name = "embed", .run = piece_embed, VGM_OPS(k_ops_embed)};
     for (int i = 0; i < c->depth; i++) {
         m->pieces[k++] = (vg_piece){.name = "attn_in", .run = piece_attn_in, .arg = i,
-                                    OPS(k_ops_attn_in)};
+                                    VGM_OPS(k_ops_attn_in)};
         m->pieces[k++] = (vg_piece){.name = "attention", .run = piece_attention,
-                                    .flags = VG_PIECE_SPLITTING, .arg = i, OPS(k_ops_attention)};
+                                    .flags = VG_PIECE_SPLITTING, .arg = i, VGM_OPS(k_ops_attention)};
         m->pieces[k++] = (vg_piece){.name = "attn_out_mlp", .run = piece_attn_out, .arg = i,
-                                    OPS(k_ops_norm_gemm)};
+                                    VGM_OPS(k_ops_norm_gemm)};
         for (int j = 0; j < c->num_deepstack; j++)
             if (c->deepstack_block[j] == i)
                 m->pieces[k++] = (vg_piece){.name = "deepstack", .run = piece_deepstack, .arg = j,
-                                            OPS(k_ops_norm_gemm)};
+                                            VGM_OPS(k_ops_norm_gemm)};
     }
-    m->pieces[k++] = (vg_piece){.name = "merger", .run = piece_merger, OPS(k_ops_norm_gemm)};
-    m->iface = (vg_model_iface){.struct_size = sizeof(vg_model_iface), .model = m,
-                                .pieces = m->pieces, .num_pieces = n, .reserve = vit_reserve,
-                                .prepare = vit_prepare};
+    m->pieces[k++] = (vg_piece){.name = "merger", .run = piece_merger, VGM_OPS(k_ops_norm_gemm)};
     return VG_OK;
 }
+
+const vit_tower vit3_tower = {.name = "Qwen3-VL", .config_parse = vit3_config_parse,
+                              .weights_describe = vit3_weights_describe,
+                              .meta_fill = vit3_meta_fill, .pieces_init = pieces_init};

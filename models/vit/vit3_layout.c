@@ -8,7 +8,7 @@
  * every block, so no permutation is needed. */
 #include <math.h>
 
-#include "vit_internal.h"
+#include "vit_common.h"
 
 /* One axis of the resampling: the source coordinate of target index i of n on a table side of
  * `side` entries, corners aligned (i = 0 maps to 0, i = n - 1 to side - 1), its two taps clamped

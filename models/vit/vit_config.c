@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* vision_config of a Qwen2.5-VL or Qwen3-VL checkpoint: the family picked from model_type, then
- * parsed, validated, defaults as Hugging Face's. */
+/* vision_config of a Qwen2.5-VL or Qwen3-VL checkpoint: the family picked from model_type, the
+ * members both towers share parsed and validated (defaults as Hugging Face's), then the tower's
+ * own (vit25_config.c, vit3_config.c). */
 #include <stdio.h>
 #include <string.h>
 
-#include "vit_internal.h"
+#include "vit_common.h"
 
 /* The model_type names of each family, top-level (the whole model) and vision_config's own. */
 static const struct {
@@ -21,6 +22,9 @@ static const struct {
 #define KNOWN_TYPES "qwen2_5_vl, qwen3_vl, qwen3_vl_moe"
 
 const char *vit_family_name(vit_family f) { return f == VIT_QWEN3 ? "qwen3_vl" : "qwen2_5_vl"; }
+
+/* The one place that knows both towers: the shared code reaches each through its table. */
+const vit_tower *vit_tower_of(vit_family f) { return f == VIT_QWEN3 ? &vit3_tower : &vit25_tower; }
 
 static int family_of(const char *type, vit_family *f)
 {
@@ -55,36 +59,6 @@ static vg_status pick_family(const cJSON *root, const cJSON *v, const char *file
                                            "'%.40s' name different vision towers", file,
                             mt->valuestring, vt->valuestring);
     *f = has_vis ? vis : top;
-    return VG_OK;
-}
-
-/* Qwen2.5-VL's own members: windows, full-attention blocks, the SiLU MLP. */
-static vg_status qwen2_5_parse(const cJSON *v, const char *where, vit_cfg *c)
-{
-    vg_status st = vg_json_int(v, where, "window_size", 112, 1, 1 << 20, &c->window);
-    if (st != VG_OK) return st;
-    if (c->window % (c->merge * c->patch))
-        return vg_error_set(VG_ERR_FORMAT, "%s: window_size %d is not a multiple of "
-                                           "spatial_merge_size x patch_size", where, c->window);
-    const cJSON *act = cJSON_GetObjectItemCaseSensitive(v, "hidden_act");
-    if (act && (!cJSON_IsString(act) || strcmp(act->valuestring, "silu") != 0))
-        return vg_error_set(VG_ERR_UNSUPPORTED, "%s: hidden_act must be \"silu\"", where);
-    c->act = VG_ACT_SILU;
-    const cJSON *full = cJSON_GetObjectItemCaseSensitive(v, "fullatt_block_indexes");
-    if (!full) { /* Hugging Face's default */
-        for (int i = 7; i < c->depth; i += 8) c->fullatt[i] = 1;
-    } else if (!cJSON_IsArray(full)) {
-        return vg_error_set(VG_ERR_FORMAT, "%s: fullatt_block_indexes must be an array", where);
-    } else {
-        for (const cJSON *e = full->child; e; e = e->next) {
-            double d = cJSON_IsNumber(e) ? e->valuedouble : -1;
-            if (d < 0 || d >= c->depth || d != (double)(int)d)
-                return vg_error_set(VG_ERR_FORMAT, "%s: fullatt_block_indexes holds %g, not a block "
-                                                   "index below depth %d", where, d, c->depth);
-            c->fullatt[(int)d] = 1;
-        }
-    }
-    c->win_units = c->window / c->merge / c->patch;
     return VG_OK;
 }
 
@@ -125,5 +99,5 @@ vg_status vit_config_parse(const cJSON *root, const char *dir, vit_cfg *c)
     c->patch_dim = (int64_t)c->in_ch * c->tpatch * c->patch * c->patch;
     c->eps = 1e-6f;
     c->theta = 10000.0f;
-    return q3 ? vit3_config_parse(v, where, c) : qwen2_5_parse(v, where, c);
+    return vit_tower_of(c->family)->config_parse(v, where, c);
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "vg/vg_half.h"
-#include "vit_internal.h"
+#include "vit_common.h"
 
 #define BLOCK 16
 #define INLINE static inline __attribute__((always_inline))

@@ -1,23 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* pixel_values in device memory (vg_vit_encode_device): the input of a consumer process that
  * imported the producer's tensor (vg_ipc.h). No host round trip: the pixels are copied, or
- * converted to the compute dtype, by the device on the runner's stream, where the host path
- * (vit_input.c) converts and checks them on the host. Non-finite values cannot be looked for
+ * converted to the compute dtype, by the device on the runner's stream (vit_prepare), where the
+ * host path (vit_input.c) converts and checks them on the host. Non-finite values cannot be looked for
  * without reading the input back, so they are caught in what they spoil: every embedding of an
  * image with a NaN or infinite pixel is NaN, and the embeddings come back to the host anyway. */
 #include <math.h>
 #include <string.h>
 
-#include "vit_internal.h"
-
-vg_status vit_device_pixels(vg_stream *s, const vit_call *call, void *dst, vg_dtype dt,
-                            int64_t rows, int64_t cols)
-{
-    size_t count = (size_t)rows * (size_t)cols;
-    if (call->device_dtype == dt)
-        return vg_mem_copy_d2d(s, dst, call->device_pixels, count * vg_dtype_size(dt));
-    return vg_op_convert(s, call->device_dtype, call->device_pixels, dt, dst, count);
-}
+#include "vit_common.h"
 
 /* VG_ERR_INVALID_ARG naming the first image whose embeddings are not finite. */
 static vg_status check_finite(const vit_cfg *c, vg_dtype dt, const vg_vit_output *out,

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What the host computes for each call from grid_thw: rotary positions, the window permutation
- * of merge units and its inverse, and the segment bounds of full and windowed attention
- * (Qwen3-VL: positions, segments and the position table's taps, vit3_layout.c). It is uploaded
- * into one device buffer before every call, so no graph ever holds request data. */
+/* The per-call metadata both towers share: its layout in VB_META (each tower fills its part:
+ * vit25_layout.c, vit3_layout.c), the closing of segment bounds, the checks of grid_thw and
+ * pixel_values against the config, and the attention FLOPs of a call. */
 #include <string.h>
 
-#include "vit_internal.h"
+#include "vit_common.h"
 
-void vit_meta_layout_for(const vit_cfg *c, int64_t padded_tokens, vit_meta_layout *l)
+vit_meta_layout vit_meta_layout_for(const vit_cfg *c, int64_t padded_tokens)
 {
+    vit_meta_layout L, *l = &L;
     int q3 = c->family == VIT_QWEN3;
     l->tokens = padded_tokens;
     l->units = padded_tokens / c->unit;
@@ -21,6 +21,7 @@ void vit_meta_layout_for(const vit_cfg *c, int64_t padded_tokens, vit_meta_layou
     l->tap_idx = l->cu_win + (q3 ? 0 : (size_t)l->cap + 1);
     l->tap_w = l->tap_idx + (q3 ? VIT3_TAPS * (size_t)padded_tokens : 0);
     l->total = l->tap_w + (q3 ? VIT3_TAPS * (size_t)padded_tokens : 0);
+    return L;
 }
 
 /* Close a cu_seqlens array: the padding segment, then empty segments up to the capacity. */
@@ -28,62 +29,6 @@ void vit_cu_finish(int32_t *cu, int n, int64_t real, const vit_meta_layout *l)
 {
     if (l->tokens > real) cu[++n] = (int32_t)l->tokens;
     for (int i = n + 1; i <= l->cap; i++) cu[i] = (int32_t)l->tokens;
-}
-
-void vit_meta_fill(const vit_cfg *c, const int64_t *grid, int64_t n, int64_t real,
-                   const vit_meta_layout *l, int32_t *meta)
-{
-    if (c->family == VIT_QWEN3) {
-        vit3_meta_fill(c, grid, n, real, l, meta);
-        return;
-    }
-    int32_t *pos = meta + l->pos, *win = meta + l->win, *rev = meta + l->rev;
-    int32_t *cuf = meta + l->cu_full, *cuw = meta + l->cu_win;
-    const int ws = c->win_units, mg = c->merge, unit = c->unit;
-    int64_t u_off = 0, k = 0;
-    int nf = 0, nw = 0;
-    cuf[0] = cuw[0] = 0;
-    for (int64_t g = 0; g < n; g++) {
-        int64_t t = grid[3 * g], lh = grid[3 * g + 1] / mg, lw = grid[3 * g + 2] / mg;
-        int64_t nwh = (lh + ws - 1) / ws, nww = (lw + ws - 1) / ws;
-        for (int64_t tt = 0; tt < t; tt++) {
-            /* full attention: one segment per frame */
-            cuf[nf + 1] = cuf[nf] + (int32_t)(lh * lw * unit);
-            nf++;
-            /* windows of ws x ws units, row-major over windows, row-major inside each */
-            for (int64_t wh = 0; wh < nwh; wh++)
-                for (int64_t ww = 0; ww < nww; ww++) {
-                    int cnt = 0;
-                    for (int a = 0; a < ws; a++)
-                        for (int b = 0; b < ws; b++) {
-                            int64_t bh = wh * ws + a, bw = ww * ws + b;
-                            if (bh >= lh || bw >= lw) continue;
-                            win[k] = (int32_t)(u_off + tt * lh * lw + bh * lw + bw);
-                            for (int i = 0; i < mg; i++)
-                                for (int j = 0; j < mg; j++) {
-                                    int64_t tok = k * unit + i * mg + j;
-                                    pos[2 * tok] = (int32_t)(bh * mg + i);
-                                    pos[2 * tok + 1] = (int32_t)(bw * mg + j);
-                                }
-                            k++;
-                            cnt++;
-                        }
-                    if (cnt) {
-                        cuw[nw + 1] = cuw[nw] + cnt * unit;
-                        nw++;
-                    }
-                }
-        }
-        u_off += t * lh * lw;
-    }
-    /* padding units stay where they are, at (0, 0), in a segment of their own */
-    for (int64_t u = k; u < l->units; u++) {
-        win[u] = (int32_t)u;
-        for (int i = 0; i < unit; i++) pos[2 * (u * unit + i)] = pos[2 * (u * unit + i) + 1] = 0;
-    }
-    for (int64_t u = 0; u < l->units; u++) rev[win[u]] = (int32_t)u;
-    vit_cu_finish(cuf, nf, real, l);
-    vit_cu_finish(cuw, nw, real, l);
 }
 
 vg_status vit_grid_tokens(const vit_cfg *c, const int64_t *grid, int64_t n, int64_t *tokens)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vit/vit_internal.h"
+#include "vit/vit_common.h"
 
 #include "fuzz_check.h"
 

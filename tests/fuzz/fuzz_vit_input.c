@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vit/vit_internal.h"
+#include "vit/vit_common.h"
 
 #include "fuzz_check.h"
 
@@ -83,12 +83,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t size)
     int64_t tokens = -1;
     if (vit_validate_input(&c, sum + rows_delta, cols, grid, n, &tokens) != VG_OK) return 0;
     CHECK(tokens == sum && rows_delta == 0 && cols == c.patch_dim && tokens % c.unit == 0);
-    vit_meta_layout l;
     int64_t padded = tokens + pad_units * c.unit;
-    vit_meta_layout_for(&c, padded, &l);
+    vit_meta_layout l = vit_meta_layout_for(&c, padded);
     int32_t *meta = malloc(l.total * sizeof(int32_t));
     CHECK(meta);
-    vit_meta_fill(&c, grid, n, tokens, &l, meta);
+    vit_tower_of(c.family)->meta_fill(&c, grid, n, tokens, &l, meta);
     if (c.family == VIT_QWEN3) {
         check_qwen3(&c, &l, meta, grid, n, tokens);
         free(meta);

@@ -1,20 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The vision towers of Qwen2.5-VL and Qwen3-VL: shared definitions of the files of models/vit.
- * Both families share loading, the runner and its buffers, per-call device data and the encode
- * path; each has its own config members, tensors, per-call layout and pieces (vit_* for what is
- * shared or Qwen2.5-VL's, vit3_* for Qwen3-VL's). Backend-agnostic: written on the public headers
- * alone, every kernel reached through the core device API (vg_device.h). */
-#ifndef VG_VIT_INTERNAL_H
-#define VG_VIT_INTERNAL_H
+ * The two towers are peers: both use what the vit_* files share (loading, the runner and its
+ * buffers, per-call device data, the encode path) and each has its own config members, tensors,
+ * per-call layout and pieces (vit25_* for Qwen2.5-VL's, vit3_* for Qwen3-VL's), which the shared
+ * code reaches through the tower's vit_tower table alone. Backend-agnostic: written on the public
+ * headers alone, every kernel reached through the core device API (vg_device.h). */
+#ifndef VG_VIT_COMMON_H
+#define VG_VIT_COMMON_H
 
 #include "../common/checkpoint.h"
 #include "../common/config_json.h"
+#include "../common/linear.h"
+#include "../common/model_base.h"
 #include "../common/util.h"
 #include "../common/weight_arena.h"
 #include "vg/vg_device.h"
 #include "vg/vg_vit.h"
 
 #define VIT_MAX_DEPTH 256
+#define VIT_MAX_CAPTURE_SIZES 256
 /* Taps per patch of the resampled position table (bilinear: 2 x 2). */
 #define VIT3_TAPS 4
 
@@ -40,10 +44,12 @@ typedef struct vit_cfg {
     int deepstack_block[VIT_MAX_DEPTH]; /* the block each one follows, in config order */
 } vit_cfg;
 
-/* Parse and validate config.json's vision_config, picking the family from model_type; errors
- * name config.json and the member. */
+/* Parse and validate config.json's vision_config, picking the family from model_type, then the
+ * members both towers share, then the tower's own; errors name config.json and the member. */
 vg_status vit_config_parse(const cJSON *root, const char *dir, vit_cfg *cfg);
-/* vit3_config.c: the Qwen3-VL members of vision_config (v), after the family was picked. */
+/* vit25_config.c, vit3_config.c: each tower's own members of vision_config (v), after the
+ * family was picked and the shared members parsed. */
+vg_status vit25_config_parse(const cJSON *v, const char *where, vit_cfg *cfg);
 vg_status vit3_config_parse(const cJSON *v, const char *where, vit_cfg *cfg);
 /* The name of a family's model_type ("qwen2_5_vl", "qwen3_vl"). */
 const char *vit_family_name(vit_family f);
@@ -71,15 +77,21 @@ typedef struct vit_weights {
     vit3_merger merger, deepstack[VIT_MAX_DEPTH];
 } vit_weights;
 
+struct vit_tower;
+
 /* Upload the weights of `ck` in dtype dt through the weight arena, or, when ck is NULL,
- * deterministic synthetic weights (from `seed`) for benchmarks. Qwen2.5-VL: gate_proj and
- * up_proj are stacked into one [2·inter_pad, hidden] weight so the MLP input projection is one
- * GEMM. The padding rows and columns are zero. */
-vg_status vit_weights_load(vg_runtime *rt, const vg_ckpt *ck, uint64_t seed, const vit_cfg *cfg,
-                           vg_dtype dt, vit_weights *w);
+ * deterministic synthetic weights (from `seed`) for benchmarks: the tensors the tower describes.
+ * Qwen2.5-VL: gate_proj and up_proj are stacked into one [2·inter_pad, hidden] weight so the MLP
+ * input projection is one GEMM. The padding rows and columns are zero. */
+vg_status vit_weights_load(vg_runtime *rt, const struct vit_tower *t, const vg_ckpt *ck,
+                           uint64_t seed, const vit_cfg *cfg, vg_dtype dt, vit_weights *w);
 void vit_weights_free(vg_runtime *rt, vit_weights *w);
-/* vit3_weights.c: the tensors of a Qwen3-VL tower under `root` ("visual." or
+/* The attention tensors both towers' blocks have, under the current prefix: qkv and proj, with
+ * biases. */
+vg_status vit_weights_attention(vg_arena *a, vit_block *B, int64_t h);
+/* vit25_weights.c, vit3_weights.c: the tensors of each tower under `root` ("visual." or
  * "model.visual."), for the weight arena. */
+vg_status vit25_weights_describe(vg_arena *a, const vit_cfg *c, vit_weights *w, const char *root);
 vg_status vit3_weights_describe(vg_arena *a, const vit_cfg *c, vit_weights *w, const char *root);
 
 /* ---- per-call layout: what the host computes from grid_thw ------------------------------- */
@@ -94,15 +106,15 @@ typedef struct vit_meta_layout {
     size_t pos, win, rev, cu_full, cu_win, tap_idx, tap_w, total; /* offsets in int32 elements */
 } vit_meta_layout;
 
-void vit_meta_layout_for(const vit_cfg *cfg, int64_t padded_tokens, vit_meta_layout *l);
-/* Fill `meta` (layout l) for grids whose tokens total real_tokens; padding units map to
- * themselves and form their own attention segment (Qwen3-VL: their taps weigh nothing). */
-void vit_meta_fill(const vit_cfg *cfg, const int64_t *grid, int64_t n, int64_t real_tokens,
-                   const vit_meta_layout *l, int32_t *meta);
+vit_meta_layout vit_meta_layout_for(const vit_cfg *cfg, int64_t padded_tokens);
 /* Close a cu_seqlens array of n segments: the padding segment, then empty segments up to the
  * capacity. */
 void vit_cu_finish(int32_t *cu, int n, int64_t real, const vit_meta_layout *l);
-/* vit3_layout.c: Qwen3-VL's part of vit_meta_fill. */
+/* vit25_layout.c, vit3_layout.c: fill `meta` (layout l) for grids whose tokens total
+ * real_tokens; padding units map to themselves and form their own attention segment (Qwen3-VL:
+ * their taps weigh nothing). */
+void vit25_meta_fill(const vit_cfg *cfg, const int64_t *grid, int64_t n, int64_t real_tokens,
+                     const vit_meta_layout *l, int32_t *meta);
 void vit3_meta_fill(const vit_cfg *cfg, const int64_t *grid, int64_t n, int64_t real_tokens,
                     const vit_meta_layout *l, int32_t *meta);
 /* The taps of the position table for the patch at (row, col) of an h x w grid: the table's
@@ -136,8 +148,25 @@ enum vit_buffer {
     VB_COUNT_
 };
 
+/* What a tower brings: its config members, its tensors, its per-call layout and its pieces. The
+ * shared code calls a tower through this table only; vit_tower_of (vit_config.c, beside the
+ * model_type names) is the one place that knows both. */
+typedef struct vit_tower {
+    const char *name; /* for messages: "Qwen2.5-VL", "Qwen3-VL" */
+    vg_status (*config_parse)(const cJSON *v, const char *where, vit_cfg *cfg);
+    vg_status (*weights_describe)(vg_arena *a, const vit_cfg *c, vit_weights *w, const char *root);
+    void (*meta_fill)(const vit_cfg *cfg, const int64_t *grid, int64_t n, int64_t real_tokens,
+                      const vit_meta_layout *l, int32_t *meta);
+    /* m->pieces and m->iface (reserve and prepare: vit_reserve, vit_prepare) */
+    vg_status (*pieces_init)(vg_vit *m);
+} vit_tower;
+
+extern const vit_tower vit25_tower, vit3_tower; /* vit25_forward.c, vit3_forward.c */
+const vit_tower *vit_tower_of(vit_family f);
+
 struct vg_vit {
     vg_runtime *rt;
+    const vit_tower *tower;
     vit_cfg cfg;
     vg_dtype dt;
     char model_type[32];
@@ -146,13 +175,16 @@ struct vg_vit {
     vg_piece *pieces;
     vg_model_iface iface;
     int fused_rotary;    /* the device has attention_rotary for dt: window blocks use it */
+    int gated_gu;        /* the device has gemm_silu_gate for dt: the MLP's silu·mul is in it */
+    vgm_linear lin;      /* the projections' dtype, eps and RMSNorm fusion (gemm_rmsnorm_a) */
+    vg_op_id ops_in[3], ops_out[3]; /* Qwen2.5-VL: the ops of attn_in and attn_out_mlp */
     void *stage;         /* host staging (vg_host_alloc): pixels in, embeddings out */
     size_t stage_bytes;
     void *meta_stage;    /* host staging of the per-call metadata (prepare) */
     size_t meta_bytes;
     vg_event *ev0, *ev1;
     vg_vit_options opts; /* as given, for rebuilding the runner */
-    int64_t sizes[256];  /* a copy of opts.capture_sizes */
+    int64_t sizes[VIT_MAX_CAPTURE_SIZES]; /* a copy of opts.capture_sizes */
     int device_input;    /* vg_vit_encode_device is calling vg_vit_encode: pixels are device memory */
 };
 
@@ -166,20 +198,19 @@ typedef struct vit_call {
     vg_dtype device_dtype;
 } vit_call;
 
-/* vit_forward.c: the pieces and the runner callbacks */
-vg_status vit_pieces_init(vg_vit *m);
-/* vit3_forward.c: Qwen3-VL's pieces (called by vit_pieces_init) */
-vg_status vit3_pieces_init(vg_vit *m);
-/* 1 when the device implements op for the compute dtype (vit_forward.c) */
+/* vit_common.c: what both towers' pieces use. 1 when the device implements op for the compute
+ * dtype; refuse (VG_ERR_UNSUPPORTED, naming the tower) when one of `needed` is missing. */
 int vit_has_op(const vg_vit *m, vg_op_id op);
+vg_status vit_require_ops(const vg_vit *m, const vg_op_id *needed, size_t n);
+/* The runner callbacks (the runner's buffers; the per-call upload of pixels and metadata). */
 vg_status vit_reserve(void *model, vg_runner *r, const vg_batch_desc *padded);
 vg_status vit_prepare(void *model, vg_runner *r, const vg_batch_desc *real,
                       const vg_batch_desc *padded, vg_stream *s, const void *inputs);
-/* vit_input_device.c: rows x patch_dim pixels of call->device_pixels into dst in dtype dt,
- * copied or converted on the device, ordered on s. */
-vg_status vit_device_pixels(vg_stream *s, const vit_call *call, void *dst, vg_dtype dt,
-                            int64_t rows, int64_t cols);
-/* Grow a host staging buffer (vg_host_alloc) to at least `bytes`. */
-vg_status vit_stage_reserve(vg_runtime *rt, void **stage, size_t *have, size_t bytes);
+/* An int32 array inside VB_META, at an offset of vit_meta_layout. */
+int32_t *vit_meta_at(vg_runner *r, size_t offset);
+/* The 2-D rotary of q and k in VB_QKV, at the positions of layout l (VB_META). */
+vg_status vit_rotary_qk(const vg_vit *m, vg_runner *r, vg_stream *s, const vit_meta_layout *l);
+/* m->pieces for n pieces and m->iface over them, with the shared callbacks. */
+vg_status vit_pieces_alloc(vg_vit *m, int n);
 
 #endif

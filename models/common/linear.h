@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The projections of every model: a GEMM of row-major, contiguous operands, optionally with the
+ * RMSNorm of its A operand and the SiLU gate of a gate|up projection folded in where the device
+ * offers gemm_rmsnorm_a and gemm_silu_gate (one kernel instead of two or three). Not installed. */
+#ifndef VG_MODELS_LINEAR_H
+#define VG_MODELS_LINEAR_H
+
+#include "vg/vg_device.h"
+
+/* What a model's projections share: the compute dtype of A and W, the RMSNorm epsilon, and
+ * whether the device normalises A inside the GEMM (vg_op_gemm with norm_w). */
+typedef struct vgm_linear {
+    vg_dtype dt;
+    float eps;
+    int norm_gemm;
+} vgm_linear;
+
+/* C = act(A·Wᵀ + bias) + residual: rows x n of dtype_c, A rows x k (lda = k), W n x k. */
+vg_status vgm_gemm(const vgm_linear *L, vg_stream *s, int64_t rows, int64_t n, int64_t k,
+                   const void *a, const void *w, const void *bias, void *c, vg_dtype dtype_c,
+                   const void *residual, vg_activation act);
+
+/* C = A·Wᵀ (+ bias) (+ residual); with `norm`, A is first rmsnorm'd with it (inside the GEMM
+ * where L->norm_gemm, else an rmsnorm op into norm_out, which the GEMM then reads; A must then be
+ * contiguous, lda = k); with gate = VG_GEMM_GATE_SILU, C gets silu(gate half)·up half in the first
+ * n/2 columns of each row (the device must have gemm_silu_gate). */
+vg_status vgm_proj(const vgm_linear *L, vg_stream *s, int64_t rows, int64_t n, int64_t k,
+                   const void *a, int64_t lda, const void *norm, void *norm_out, const void *w,
+                   const void *bias, void *c, vg_dtype dtype_c, const void *residual,
+                   vg_gemm_gate gate);
+
+#endif
