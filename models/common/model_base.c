@@ -42,3 +42,13 @@ vg_status vgm_stage_reserve(vg_runtime *rt, void **stage, size_t *have, size_t b
     *have = want;
     return VG_OK;
 }
+
+vg_status vgm_options_check(const char *fn, uint32_t struct_size, size_t need, const char *init,
+                            vg_graph_mode mode)
+{
+    if (struct_size < need)
+        return vg_error_set(VG_ERR_INVALID_ARG, "%s: options.struct_size not set (call %s)", fn, init);
+    if ((unsigned)mode > VG_MODE_FULL_AND_PIECEWISE)
+        return vg_error_set(VG_ERR_INVALID_ARG, "%s: bad graph mode %d", fn, (int)mode);
+    return VG_OK;
+}

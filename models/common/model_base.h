@@ -4,6 +4,8 @@
 #ifndef VG_MODELS_MODEL_BASE_H
 #define VG_MODELS_MODEL_BASE_H
 
+#include <string.h>
+
 #include "vg/vg_device.h"
 #include "vg/vg_runner.h"
 
@@ -31,6 +33,21 @@ typedef struct vgm_graph_opts {
 #define VGM_GRAPH_OPTS(o, sizes_, num_sizes_)                                                   \
     ((vgm_graph_opts){(o).mode, (sizes_), (num_sizes_), (o).max_capture_size, (o).warmup,     \
                       (o).profile_pieces})
+
+/* A model's options struct (vg_vit_options, vg_lm_options) at the defaults every model shares:
+ * zero, its struct_size, FULL_AND_PIECEWISE graphs, the checkpoint's own compute dtype. */
+#define VGM_OPTIONS_DEFAULTS(o)                                                                  \
+    do {                                                                                         \
+        memset((o), 0, sizeof *(o));                                                             \
+        (o)->struct_size = sizeof *(o);                                                          \
+        (o)->mode = VG_MODE_FULL_AND_PIECEWISE;                                                  \
+        (o)->compute_dtype = VG_DTYPE_COUNT_;                                                    \
+    } while (0)
+
+/* A model's options as a caller passed them to `fn`: struct_size at least `need` (else "options.
+ * struct_size not set (call <init>)") and a known graph mode; VG_ERR_INVALID_ARG otherwise. */
+vg_status vgm_options_check(const char *fn, uint32_t struct_size, size_t need, const char *init,
+                            vg_graph_mode mode);
 
 /* Create the runner of `iface` (GEMM plans get tuned on the first call of each bucket: eager
  * first), and with o->warmup capture every bucket a call like `warm_like` can use. */

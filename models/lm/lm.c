@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "../common/model_base.h"
+#include "../common/model_load.h"
 #include "lm_internal.h"
 
 /* 1, 2, 4, 8, then every 8 up to 256: vLLM's decode ladder. A constant table, so that loads on
@@ -22,11 +23,7 @@ int vg_lm_default_sizes(const int64_t **sizes)
 
 void vg_lm_options_init(vg_lm_options *o)
 {
-    if (!o) return;
-    memset(o, 0, sizeof *o);
-    o->struct_size = sizeof *o;
-    o->mode = VG_MODE_FULL_AND_PIECEWISE;
-    o->compute_dtype = VG_DTYPE_COUNT_;
+    if (o) VGM_OPTIONS_DEFAULTS(o);
 }
 
 static vg_status make_runner(vg_lm *m)
@@ -102,6 +99,8 @@ static vg_status build(vg_lm *m, const vg_ckpt *ck, uint64_t seed, vg_dtype dt, 
     return make_runner(m);
 }
 
+static void free_any(void *m) { vg_lm_free(m); }
+
 vg_status vg_lm_load(vg_runtime *rt, const char *dir, const vg_lm_options *opts, vg_lm **out)
 {
     if (!rt || !dir || !out) return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_load: NULL argument");
@@ -109,44 +108,24 @@ vg_status vg_lm_load(vg_runtime *rt, const char *dir, const vg_lm_options *opts,
     vg_lm_options def;
     vg_lm_options_init(&def);
     if (!opts) opts = &def;
-    if (opts->struct_size < sizeof(vg_lm_options))
-        return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_load: options.struct_size not set "
-                                                "(call vg_lm_options_init)");
-    if ((unsigned)opts->mode > VG_MODE_FULL_AND_PIECEWISE)
-        return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_load: bad graph mode %d", (int)opts->mode);
-    vg_ckpt *ck = NULL;
-    vg_status st = vg_ckpt_open(dir, &ck);
-    if (st != VG_OK) return st;
+    VGM_TRY(vgm_options_check("vg_lm_load", opts->struct_size, sizeof *opts, "vg_lm_options_init",
+                              opts->mode));
     vg_lm *m = calloc(1, sizeof *m);
-    if (!m) {
-        vg_ckpt_close(ck);
-        return vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_lm_load: out of memory");
-    }
-    m->rt = rt;
+    if (m) m->rt = rt;
+    vg_ckpt *ck = NULL;
+    VGM_TRY(vgm_load_begin("vg_lm_load", dir, m, free_any, &ck));
     char where[4200];
     snprintf(where, sizeof where, "%s/config.json", vg_ckpt_dir(ck));
-    st = lm_config_parse(vg_ckpt_config(ck), where, &m->cfg);
+    vg_status st = lm_config_parse(vg_ckpt_config(ck), where, &m->cfg);
     if (st == VG_OK)
         st = lm_eos_read(vg_ckpt_dir(ck), vg_ckpt_config(ck), where, m->cfg.vocab, m->eos, &m->num_eos);
     snprintf(m->model_type, sizeof m->model_type, "%s", m->cfg.arch == LM_QWEN3 ? "qwen3" : "qwen2");
-    vg_dtype dt = opts->compute_dtype;
-    if (dt == VG_DTYPE_COUNT_) { /* as the checkpoint stores the embedding */
-        const vg_st_tensor *t = vg_ckpt_find(ck, "model.embed_tokens.weight", NULL);
-        dt = t && (t->dtype == VG_DTYPE_BF16 || t->dtype == VG_DTYPE_F16) ? t->dtype : VG_DTYPE_F32;
-    }
-    if (st == VG_OK) st = build(m, ck, 0, dt, opts);
-    vg_ckpt_close(ck);
-    if (st != VG_OK) {
-        vg_lm_free(m);
-        return vg_error_prefix("loading %s: ", dir);
-    }
-    *out = m;
-    return VG_OK;
+    static const char *const embedding[] = {"model.embed_tokens.weight"}; /* its dtype rules */
+    if (st == VG_OK) st = build(m, ck, 0, vgm_checkpoint_dtype(ck, opts->compute_dtype, embedding, 1), opts);
+    return vgm_load_end(st, ck, dir, m, free_any, (void **)out);
 }
 
-static const struct {
-    const char *name, *json;
-} k_synthetic[] = {
+static const vgm_synthetic k_synthetic[] = {
     {"qwen2.5-0.5b", "{\"model_type\": \"qwen2\", \"hidden_size\": 896, \"num_hidden_layers\": 24, "
                      "\"num_attention_heads\": 14, \"num_key_value_heads\": 2, "
                      "\"intermediate_size\": 4864, \"vocab_size\": 151936, "
@@ -170,18 +149,19 @@ static cJSON *read_config(const char *path)
 {
     cJSON *root = NULL;
     vg_status st = vg_json_parse_file(path, &root);
-    if (st == VG_ERR_NOT_FOUND)
-        vg_error_set(VG_ERR_NOT_FOUND, "lm: no synthetic configuration '%s' (known: qwen2.5-0.5b, "
-                                       "qwen3-0.6b, qwen2-tiny) and no such config.json file", path);
+    if (st == VG_ERR_NOT_FOUND) {
+        char known[256];
+        vgm_synthetic_names(k_synthetic, VGM_ARRAY_LEN(k_synthetic), known, sizeof known);
+        vg_error_set(VG_ERR_NOT_FOUND, "lm: no synthetic configuration '%s' (known: %s) and no "
+                                       "such config.json file", path, known);
+    }
     return st == VG_OK ? root : NULL;
 }
 
 /* The parsed JSON of a synthetic configuration: a name of k_synthetic or a config.json path. */
 static vg_status synthetic_config(const char *config, cJSON **root)
 {
-    const char *json = NULL;
-    for (size_t i = 0; i < VGM_ARRAY_LEN(k_synthetic); i++)
-        if (strcmp(config, k_synthetic[i].name) == 0) json = k_synthetic[i].json;
+    const char *json = vgm_synthetic_find(k_synthetic, VGM_ARRAY_LEN(k_synthetic), config);
     if (!json) {
         *root = read_config(config);
         return *root ? VG_OK : vg_last_status();
@@ -199,8 +179,8 @@ vg_status vg_lm_create_synthetic(vg_runtime *rt, const char *config, uint64_t se
     vg_lm_options def;
     vg_lm_options_init(&def);
     if (!opts) opts = &def;
-    if (opts->struct_size < sizeof(vg_lm_options) || (unsigned)opts->mode > VG_MODE_FULL_AND_PIECEWISE)
-        return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_create_synthetic: bad options");
+    VGM_TRY(vgm_options_check("vg_lm_create_synthetic", opts->struct_size, sizeof *opts,
+                              "vg_lm_options_init", opts->mode));
     cJSON *root = NULL;
     VGM_TRY(synthetic_config(config, &root));
     vg_lm *m = calloc(1, sizeof *m);
@@ -213,18 +193,16 @@ vg_status vg_lm_create_synthetic(vg_runtime *rt, const char *config, uint64_t se
         snprintf(m->model_type, sizeof m->model_type, "%s", m->cfg.arch == LM_QWEN3 ? "qwen3" : "qwen2");
     }
     if (st == VG_OK) st = build(m, NULL, seed, dt, opts);
-    if (st != VG_OK) {
-        vg_lm_free(m);
-        return st;
-    }
-    *out = m;
-    return VG_OK;
+    if (st == VG_OK) *out = m;
+    else vg_lm_free(m);
+    return st;
 }
 
 vg_status vg_lm_reconfigure(vg_lm *m, const vg_lm_options *o)
 {
-    if (!m || !o || o->struct_size < sizeof(vg_lm_options) || (unsigned)o->mode > VG_MODE_FULL_AND_PIECEWISE)
-        return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_reconfigure: bad argument");
+    if (!m || !o) return vg_error_set(VG_ERR_INVALID_ARG, "vg_lm_reconfigure: NULL argument");
+    VGM_TRY(vgm_options_check("vg_lm_reconfigure", o->struct_size, sizeof *o, "vg_lm_options_init",
+                              o->mode));
     int num = 0;
     VGM_TRY(vgm_sizes_copy("lm", o->capture_sizes, o->num_capture_sizes, m->sizes,
                            (int)VGM_ARRAY_LEN(m->sizes), &num));

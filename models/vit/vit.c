@@ -6,14 +6,11 @@
 
 #include "vg/vg_half.h"
 #include "vit_common.h"
+#include "../common/model_load.h"
 
 void vg_vit_options_init(vg_vit_options *o)
 {
-    if (!o) return;
-    memset(o, 0, sizeof *o);
-    o->struct_size = sizeof *o;
-    o->mode = VG_MODE_FULL_AND_PIECEWISE;
-    o->compute_dtype = VG_DTYPE_COUNT_;
+    if (o) VGM_OPTIONS_DEFAULTS(o);
 }
 
 /* At most VIT_MAX_CAPTURE_SIZES capture sizes (counted before any is read), each holding whole
@@ -76,43 +73,27 @@ static const vg_vit_options *options_or_default(const vg_vit_options *o, vg_vit_
     return o ? o : def;
 }
 
+static void free_any(void *m) { vg_vit_free(m); }
+
 vg_status vg_vit_load(vg_runtime *rt, const char *dir, const vg_vit_options *opts, vg_vit **out)
 {
     if (!rt || !dir || !out) return vg_error_set(VG_ERR_INVALID_ARG, "vg_vit_load: NULL argument");
     *out = NULL;
     vg_vit_options def;
     opts = options_or_default(opts, &def);
-    if (opts->struct_size < sizeof(vg_vit_options))
-        return vg_error_set(VG_ERR_INVALID_ARG, "vg_vit_load: options.struct_size not set "
-                                                "(call vg_vit_options_init)");
-    vg_ckpt *ck = NULL;
-    vg_status st = vg_ckpt_open(dir, &ck);
-    if (st != VG_OK) return st;
+    VGM_TRY(vgm_options_check("vg_vit_load", opts->struct_size, sizeof *opts, "vg_vit_options_init",
+                              opts->mode));
     vg_vit *m = alloc_model(rt);
-    if (!m) {
-        vg_ckpt_close(ck);
-        return vg_error_set(VG_ERR_OUT_OF_MEMORY, "vg_vit_load: out of memory");
-    }
-    st = vit_config_parse(vg_ckpt_config(ck), vg_ckpt_dir(ck), &m->cfg);
-    vg_dtype dt = opts->compute_dtype;
-    if (dt == VG_DTYPE_COUNT_) { /* as the checkpoint stores the patch embedding */
-        const vg_st_tensor *t = vg_ckpt_find(ck, "visual.patch_embed.proj.weight", NULL);
-        if (!t) t = vg_ckpt_find(ck, "model.visual.patch_embed.proj.weight", NULL);
-        dt = t && (t->dtype == VG_DTYPE_BF16 || t->dtype == VG_DTYPE_F16) ? t->dtype : VG_DTYPE_F32;
-    }
-    if (st == VG_OK) st = build(m, ck, 0, dt, opts);
-    vg_ckpt_close(ck); /* weights are on the device now; the mapping goes */
-    if (st != VG_OK) {
-        vg_vit_free(m);
-        return vg_error_prefix("loading %s: ", dir);
-    }
-    *out = m;
-    return VG_OK;
+    vg_ckpt *ck = NULL;
+    VGM_TRY(vgm_load_begin("vg_vit_load", dir, m, free_any, &ck));
+    vg_status st = vit_config_parse(vg_ckpt_config(ck), vg_ckpt_dir(ck), &m->cfg);
+    static const char *const patch_embed[] = { /* its dtype rules, under either prefix */
+        "visual.patch_embed.proj.weight", "model.visual.patch_embed.proj.weight"};
+    if (st == VG_OK) st = build(m, ck, 0, vgm_checkpoint_dtype(ck, opts->compute_dtype, patch_embed, 2), opts);
+    return vgm_load_end(st, ck, dir, m, free_any, (void **)out);
 }
 
-static const struct {
-    const char *name, *json;
-} k_synthetic[] = {
+static const vgm_synthetic k_synthetic[] = {
     {"qwen2.5-vl-7b", "{\"model_type\": \"qwen2_5_vl\", \"vision_config\": {\"depth\": 32, "
                       "\"hidden_size\": 1280, \"intermediate_size\": 3420, \"num_heads\": 16, "
                       "\"out_hidden_size\": 3584, \"fullatt_block_indexes\": [7, 15, 23, 31]}}"},
@@ -142,13 +123,15 @@ vg_status vg_vit_create_synthetic(vg_runtime *rt, const char *config, uint64_t s
     *out = NULL;
     vg_vit_options def;
     opts = options_or_default(opts, &def);
-    const char *json = NULL;
-    for (size_t i = 0; i < VGM_ARRAY_LEN(k_synthetic); i++)
-        if (strcmp(config, k_synthetic[i].name) == 0) json = k_synthetic[i].json;
-    if (!json)
-        return vg_error_set(VG_ERR_NOT_FOUND, "vit: no synthetic configuration '%s' (known: "
-                                              "qwen2.5-vl-7b, qwen2.5-vl-3b, qwen2.5-vl-tiny, "
-                                              "qwen3-vl-8b, qwen3-vl-tiny)", config);
+    VGM_TRY(vgm_options_check("vg_vit_create_synthetic", opts->struct_size, sizeof *opts,
+                              "vg_vit_options_init", opts->mode));
+    const char *json = vgm_synthetic_find(k_synthetic, VGM_ARRAY_LEN(k_synthetic), config);
+    if (!json) {
+        char known[256];
+        vgm_synthetic_names(k_synthetic, VGM_ARRAY_LEN(k_synthetic), known, sizeof known);
+        return vg_error_set(VG_ERR_NOT_FOUND, "vit: no synthetic configuration '%s' (known: %s)",
+                            config, known);
+    }
     cJSON *root = cJSON_Parse(json);
     vg_vit *m = root ? alloc_model(rt) : NULL;
     vg_status st = m ? vit_config_parse(root, config, &m->cfg)
@@ -165,8 +148,9 @@ vg_status vg_vit_create_synthetic(vg_runtime *rt, const char *config, uint64_t s
 
 vg_status vg_vit_reconfigure(vg_vit *m, const vg_vit_options *o)
 {
-    if (!m || !o || o->struct_size < sizeof(vg_vit_options) || (unsigned)o->mode > VG_MODE_FULL_AND_PIECEWISE)
-        return vg_error_set(VG_ERR_INVALID_ARG, "vg_vit_reconfigure: bad argument");
+    if (!m || !o) return vg_error_set(VG_ERR_INVALID_ARG, "vg_vit_reconfigure: NULL argument");
+    VGM_TRY(vgm_options_check("vg_vit_reconfigure", o->struct_size, sizeof *o, "vg_vit_options_init",
+                              o->mode));
     vg_status st = check_sizes(o, m->cfg.unit);
     if (st != VG_OK) return st;
     int num = 0;
