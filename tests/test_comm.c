@@ -14,9 +14,15 @@
  *  - a rank that dies (before a collective, or between two replays of a graph) and a rank that
  *    stays silent: the others fail within VG_COMM_TIMEOUT_MS naming it, and the communicator
  *    then refuses everything with VG_ERR_STATE; nothing is left in /dev/shm;
- *  - a device without communicators (opencl, VG_STUB_CAPS=nocomm): vg_comm_id_make says why. */
+ *  - a device without communicators (opencl, VG_STUB_CAPS=nocomm): vg_comm_id_make says why.
+ *
+ * The test itself cannot hang: each case prints a line as it starts, every rank arms a watchdog
+ * (VG_TEST_COMM_WATCHDOG_S, default 60 s) that ends it with a message naming the case and the
+ * rank, and the parent kills a rank that outlives its watchdog (one stuck in the driver), saying
+ * which. */
 #include <dirent.h>
 #include <math.h>
+#include <signal.h>
 #include <time.h>
 
 #include "ipc_util.h"
@@ -36,6 +42,49 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* ---- watchdogs ------------------------------------------------------------------------------- */
+
+#define WATCHDOG_EXIT 86      /* what a rank that hung exits with */
+#define WATCHDOG_GRACE_S 15   /* the parent's wait beyond a rank's watchdog before it kills it
+                               * (at most: as long as the watchdog itself) */
+static const char *g_case = "";   /* the test case running */
+static char g_watchdog_msg[256];  /* written by the signal handler: formatted beforehand */
+static size_t g_watchdog_len;
+
+/* VG_TEST_COMM_WATCHDOG_S: seconds a rank may run (one case); default 60. */
+static int watchdog_s(void)
+{
+    const char *v = getenv("VG_TEST_COMM_WATCHDOG_S");
+    int s = v ? atoi(v) : 0;
+    return s >= 1 && s <= 3600 ? s : 60;
+}
+
+static int watchdog_grace_s(void)
+{
+    return watchdog_s() < WATCHDOG_GRACE_S ? watchdog_s() : WATCHDOG_GRACE_S;
+}
+
+static void watchdog_fire(int sig)
+{
+    (void)sig;
+    ssize_t n = write(2, g_watchdog_msg, g_watchdog_len);
+    (void)n;
+    _exit(WATCHDOG_EXIT);
+}
+
+/* In rank r's child: a hang becomes an exit with WATCHDOG_EXIT and a message. */
+static void watchdog_arm(int r)
+{
+    int w = watchdog_s();
+    int n = snprintf(g_watchdog_msg, sizeof g_watchdog_msg,
+                     "comm: %s: rank %d (pid %d) HUNG: still running after %d s "
+                     "(VG_TEST_COMM_WATCHDOG_S); ended by its watchdog\n", g_case, r, (int)getpid(),
+                     w);
+    g_watchdog_len = n > 0 && (size_t)n < sizeof g_watchdog_msg ? (size_t)n : 0;
+    signal(SIGALRM, watchdog_fire);
+    alarm((unsigned)w);
 }
 
 /* ---- ranks ------------------------------------------------------------------------------------ */
@@ -104,13 +153,60 @@ static int shm_leftovers(pid_t pid)
     return n;
 }
 
-/* Run n ranks with `env` set in each; rank r must exit with want[r] (NULL: all 0). Children are
- * reaped as they end (a dead rank must not linger as a zombie). Returns 0, VG_TEST_SKIP or 1. */
-static int run_ranks(int n, rank_fn fn, void *arg, const char *const *env, const int *want)
+/* Wait for the children pids[0..n), as they end (a dead rank must not linger as a zombie), until
+ * `deadline_ms`; then kill and report those left. codes[r]: the exit code, 1000 + the signal, or
+ * -1 for a rank that could not even be reaped. */
+static void reap_ranks(int n, const pid_t *pids, int *codes, double deadline_ms)
 {
-    int pipes[2 * 8];
+    int left = n, killed = 0;
+    for (int r = 0; r < n; r++) codes[r] = -1;
+    while (left > 0) {
+        int status = 0;
+        pid_t p = waitpid(-1, &status, WNOHANG);
+        if (p < 0 && errno == EINTR) continue;
+        if (p < 0) break; /* no children left */
+        if (p == 0) {
+            double now = now_ms();
+            if (!killed && now >= deadline_ms) {
+                for (int r = 0; r < n; r++) {
+                    if (codes[r] != -1) continue;
+                    fprintf(stderr, "comm: %s: rank %d (pid %d) HUNG: still running %d s after its "
+                                    "watchdog should have ended it; killed\n", g_case, r,
+                            (int)pids[r], watchdog_grace_s());
+                    kill(pids[r], SIGKILL);
+                }
+                killed = 1;
+                deadline_ms = now + 10000; /* to be reaped; a rank stuck in the driver may not */
+            } else if (killed && now >= deadline_ms) {
+                for (int r = 0; r < n; r++)
+                    if (codes[r] == -1)
+                        fprintf(stderr, "comm: %s: rank %d (pid %d) could not be reaped after "
+                                        "SIGKILL (stuck in the driver?); left behind\n", g_case, r,
+                                (int)pids[r]);
+                break;
+            }
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        int r = 0;
+        while (r < n && pids[r] != p) r++;
+        if (r == n) continue;
+        left--;
+        codes[r] = WIFEXITED(status) ? WEXITSTATUS(status) : 1000 + WTERMSIG(status);
+    }
+}
+
+/* Run n ranks with `env` set in each; rank r must exit with want[r] (NULL: all 0). Returns 0,
+ * VG_TEST_SKIP or 1. */
+static int run_ranks(const char *name, int n, rank_fn fn, void *arg, const char *const *env,
+                     const int *want)
+{
+    int pipes[2 * 8], codes[8];
     pid_t pids[8];
     assert_true(n >= 1 && n <= 8);
+    g_case = name;
+    printf("comm: %s: %d rank(s)\n", name, n); /* where a hang is, even when killed from outside */
     for (int k = 0; k < n; k++) assert_int_equal(pipe(pipes + 2 * k), 0);
     fflush(stdout);
     fflush(stderr);
@@ -121,6 +217,7 @@ static int run_ranks(int n, rank_fn fn, void *arg, const char *const *env, const
             /* cmocka's handlers would jump back into the parent's test: a crash is a crash */
             const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
             for (size_t k = 0; k < sizeof sigs / sizeof *sigs; k++) signal(sigs[k], SIG_DFL);
+            watchdog_arm(r);
             set_env(env);
             int rc = rank_child(r, n, pipes, fn, arg);
             fflush(stdout);
@@ -129,24 +226,18 @@ static int run_ranks(int n, rank_fn fn, void *arg, const char *const *env, const
         }
     }
     for (int k = 0; k < 2 * n; k++) close(pipes[k]);
-    int rc = 0, left = n;
-    while (left > 0) {
-        int status = 0;
-        pid_t p = waitpid(-1, &status, 0);
-        if (p < 0 && errno == EINTR) continue;
-        assert_true(p > 0);
-        int r = 0;
-        while (r < n && pids[r] != p) r++;
-        if (r == n) continue;
-        left--;
-        int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1000 + WTERMSIG(status);
+    reap_ranks(n, pids, codes, now_ms() + 1000.0 * (watchdog_s() + watchdog_grace_s()));
+    int rc = 0;
+    for (int r = 0; r < n; r++) {
         int expect = want ? want[r] : 0;
-        if (code == expect) continue;
-        if (code == VG_TEST_SKIP && rc == 0) {
+        if (codes[r] == expect) continue;
+        if (codes[r] == VG_TEST_SKIP && rc == 0) {
             rc = VG_TEST_SKIP;
             continue;
         }
-        print_message("rank %d (pid %d) ended with %d, expected %d\n", r, (int)p, code, expect);
+        print_message("%s: rank %d (pid %d) ended with %d%s, expected %d\n", name, r, (int)pids[r],
+                      codes[r], codes[r] == WATCHDOG_EXIT ? " (its watchdog: it hung)"
+                                : codes[r] == -1 ? " (never reaped)" : "", expect);
         rc = 1;
     }
     if (g_stub && shm_leftovers(pids[0])) {
@@ -158,7 +249,7 @@ static int run_ranks(int n, rank_fn fn, void *arg, const char *const *env, const
 
 #define RUN_RANKS(n, fn, arg, env, want)                                                     \
     do {                                                                                     \
-        int rc_ = run_ranks((n), (fn), (arg), (env), (want));                                \
+        int rc_ = run_ranks(__func__, (n), (fn), (arg), (env), (want));                      \
         if (rc_ == VG_TEST_SKIP) skip();                                                     \
         assert_int_equal(rc_, 0);                                                            \
     } while (0)
@@ -743,6 +834,41 @@ static void test_missing_rank(void **state)
     RUN_RANKS(2, rank_missing, NULL, k_env_short, NULL);
 }
 
+/* ---- the test's own watchdogs ------------------------------------------------------------------ */
+
+/* Rank 1 hangs (masked: with SIGALRM ignored, so that its watchdog cannot fire). */
+static int rank_hang(rank_ctx *c, void *arg)
+{
+    if (c->rank == 0) return 0;
+    if (*(const int *)arg) signal(SIGALRM, SIG_IGN); /* process-wide: the runtime has threads */
+    for (;;) pause();
+}
+
+/* A rank that hangs ends by its watchdog; one that cannot is killed by the parent; both soon. */
+static void test_watchdog(void **state)
+{
+    (void)state;
+    need_ranks(2);
+    const char *old = getenv("VG_TEST_COMM_WATCHDOG_S");
+    char saved[32] = "";
+    if (old) snprintf(saved, sizeof saved, "%s", old);
+    setenv("VG_TEST_COMM_WATCHDOG_S", "1", 1);
+    double t0 = now_ms();
+    int masked = 0;
+    const int want_watchdog[] = {0, WATCHDOG_EXIT}, want_killed[] = {0, 1000 + SIGKILL};
+    int rc = run_ranks("test_watchdog (a rank hangs on purpose)", 2, rank_hang, &masked, NULL,
+                       want_watchdog);
+    masked = 1;
+    int rc2 = run_ranks("test_watchdog (a rank hangs on purpose, its watchdog ignored)", 2,
+                        rank_hang, &masked, NULL, want_killed);
+    double ms = now_ms() - t0;
+    if (old) setenv("VG_TEST_COMM_WATCHDOG_S", saved, 1);
+    else unsetenv("VG_TEST_COMM_WATCHDOG_S");
+    assert_int_equal(rc, 0);
+    assert_int_equal(rc2, 0);
+    assert_true(ms < 15000);
+}
+
 /* ---- a device without communicators --------------------------------------------------------------- */
 
 static int rank_unsupported(rank_ctx *c, void *arg)
@@ -768,6 +894,8 @@ static int probe(void)
     pid_t pid = fork();
     if (pid == 0) {
         close(fd[0]);
+        g_case = "probe";
+        watchdog_arm(0);
         vg_runtime *rt = NULL;
         vg_status st = vg_runtime_open(NULL, &rt);
         if (st != VG_OK) {
@@ -802,6 +930,8 @@ static int probe(void)
 
 int main(void)
 {
+    /* each case's line must be out before a hang, also into ctest's pipe */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     int rc = probe();
     const char *req = getenv("VG_REQUIRE_DEVICE");
     if (rc == VG_TEST_SKIP && !(req && strcmp(req, "1") == 0)) {
@@ -813,7 +943,7 @@ int main(void)
     printf("communicator tests on backend '%s' (%d device(s), caps comm %d, comm_capture %d)\n",
            g_backend, g_devices, !!(g_caps & VG_CAP_COMM), !!(g_caps & VG_CAP_COMM_CAPTURE));
     if (!(g_caps & VG_CAP_COMM)) {
-        int r = run_ranks(1, rank_unsupported, NULL, NULL, NULL);
+        int r = run_ranks("unsupported", 1, rank_unsupported, NULL, NULL, NULL);
         if (r != 0) return 1;
         /* a GPU backend without its collective library (NCCL, RCCL) ran nothing multi-rank */
         if (strcmp(g_backend, "cuda") == 0 || strcmp(g_backend, "hip") == 0) {
@@ -842,6 +972,7 @@ int main(void)
         cmocka_unit_test(test_dead_rank_in_replay),
         cmocka_unit_test(test_silent_rank),
         cmocka_unit_test(test_missing_rank),
+        cmocka_unit_test(test_watchdog),
     };
     return cmocka_run_group_tests_name("comm", tests, NULL, NULL) ? 1 : 0;
 }
