@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "ipc_util.h"
+#include "rank_watchdog.h"
 #include "test_util.h"
 #include "vg/vg_comm.h"
 #include "vg/vg_half.h"
@@ -44,47 +45,17 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* ---- watchdogs ------------------------------------------------------------------------------- */
+/* ---- watchdogs (rank_watchdog.h) ----------------------------------------------------------- */
 
-#define WATCHDOG_EXIT 86      /* what a rank that hung exits with */
-#define WATCHDOG_GRACE_S 15   /* the parent's wait beyond a rank's watchdog before it kills it
-                               * (at most: as long as the watchdog itself) */
-static const char *g_case = "";   /* the test case running */
-static char g_watchdog_msg[256];  /* written by the signal handler: formatted beforehand */
-static size_t g_watchdog_len;
+#define WATCHDOG_GRACE_S 15 /* the parent's wait beyond a rank's watchdog (at most the watchdog) */
+static const char *g_case = ""; /* the test case running */
 
 /* VG_TEST_COMM_WATCHDOG_S: seconds a rank may run (one case); default 60. */
-static int watchdog_s(void)
-{
-    const char *v = getenv("VG_TEST_COMM_WATCHDOG_S");
-    int s = v ? atoi(v) : 0;
-    return s >= 1 && s <= 3600 ? s : 60;
-}
+static int watchdog_s(void) { return rank_watchdog_seconds("VG_TEST_COMM_WATCHDOG_S", 60); }
 
 static int watchdog_grace_s(void)
 {
     return watchdog_s() < WATCHDOG_GRACE_S ? watchdog_s() : WATCHDOG_GRACE_S;
-}
-
-static void watchdog_fire(int sig)
-{
-    (void)sig;
-    ssize_t n = write(2, g_watchdog_msg, g_watchdog_len);
-    (void)n;
-    _exit(WATCHDOG_EXIT);
-}
-
-/* In rank r's child: a hang becomes an exit with WATCHDOG_EXIT and a message. */
-static void watchdog_arm(int r)
-{
-    int w = watchdog_s();
-    int n = snprintf(g_watchdog_msg, sizeof g_watchdog_msg,
-                     "comm: %s: rank %d (pid %d) HUNG: still running after %d s "
-                     "(VG_TEST_COMM_WATCHDOG_S); ended by its watchdog\n", g_case, r, (int)getpid(),
-                     w);
-    g_watchdog_len = n > 0 && (size_t)n < sizeof g_watchdog_msg ? (size_t)n : 0;
-    signal(SIGALRM, watchdog_fire);
-    alarm((unsigned)w);
 }
 
 /* ---- ranks ------------------------------------------------------------------------------------ */
@@ -153,50 +124,6 @@ static int shm_leftovers(pid_t pid)
     return n;
 }
 
-/* Wait for the children pids[0..n), as they end (a dead rank must not linger as a zombie), until
- * `deadline_ms`; then kill and report those left. codes[r]: the exit code, 1000 + the signal, or
- * -1 for a rank that could not even be reaped. */
-static void reap_ranks(int n, const pid_t *pids, int *codes, double deadline_ms)
-{
-    int left = n, killed = 0;
-    for (int r = 0; r < n; r++) codes[r] = -1;
-    while (left > 0) {
-        int status = 0;
-        pid_t p = waitpid(-1, &status, WNOHANG);
-        if (p < 0 && errno == EINTR) continue;
-        if (p < 0) break; /* no children left */
-        if (p == 0) {
-            double now = now_ms();
-            if (!killed && now >= deadline_ms) {
-                for (int r = 0; r < n; r++) {
-                    if (codes[r] != -1) continue;
-                    fprintf(stderr, "comm: %s: rank %d (pid %d) HUNG: still running %d s after its "
-                                    "watchdog should have ended it; killed\n", g_case, r,
-                            (int)pids[r], watchdog_grace_s());
-                    kill(pids[r], SIGKILL);
-                }
-                killed = 1;
-                deadline_ms = now + 10000; /* to be reaped; a rank stuck in the driver may not */
-            } else if (killed && now >= deadline_ms) {
-                for (int r = 0; r < n; r++)
-                    if (codes[r] == -1)
-                        fprintf(stderr, "comm: %s: rank %d (pid %d) could not be reaped after "
-                                        "SIGKILL (stuck in the driver?); left behind\n", g_case, r,
-                                (int)pids[r]);
-                break;
-            }
-            struct timespec ts = {0, 10 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-            continue;
-        }
-        int r = 0;
-        while (r < n && pids[r] != p) r++;
-        if (r == n) continue;
-        left--;
-        codes[r] = WIFEXITED(status) ? WEXITSTATUS(status) : 1000 + WTERMSIG(status);
-    }
-}
-
 /* Run n ranks with `env` set in each; rank r must exit with want[r] (NULL: all 0). Returns 0,
  * VG_TEST_SKIP or 1. */
 static int run_ranks(const char *name, int n, rank_fn fn, void *arg, const char *const *env,
@@ -217,7 +144,12 @@ static int run_ranks(const char *name, int n, rank_fn fn, void *arg, const char 
             /* cmocka's handlers would jump back into the parent's test: a crash is a crash */
             const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
             for (size_t k = 0; k < sizeof sigs / sizeof *sigs; k++) signal(sigs[k], SIG_DFL);
-            watchdog_arm(r);
+            rank_watchdog_arm(g_case, r, watchdog_s());
+            /* only rank 0 writes the id: a rank 0 that dies first must give the others EOF */
+            for (int k = 0; k < n; k++) {
+                if (k != r) close(pipes[2 * k]);
+                if (r != 0) close(pipes[2 * k + 1]);
+            }
             set_env(env);
             int rc = rank_child(r, n, pipes, fn, arg);
             fflush(stdout);
@@ -226,7 +158,8 @@ static int run_ranks(const char *name, int n, rank_fn fn, void *arg, const char 
         }
     }
     for (int k = 0; k < 2 * n; k++) close(pipes[k]);
-    reap_ranks(n, pids, codes, now_ms() + 1000.0 * (watchdog_s() + watchdog_grace_s()));
+    rank_watchdog_reap(name, n, pids, codes,
+                       rank_watchdog_now_ms() + 1000.0 * (watchdog_s() + watchdog_grace_s()));
     int rc = 0;
     for (int r = 0; r < n; r++) {
         int expect = want ? want[r] : 0;
@@ -236,7 +169,7 @@ static int run_ranks(const char *name, int n, rank_fn fn, void *arg, const char 
             continue;
         }
         print_message("%s: rank %d (pid %d) ended with %d%s, expected %d\n", name, r, (int)pids[r],
-                      codes[r], codes[r] == WATCHDOG_EXIT ? " (its watchdog: it hung)"
+                      codes[r], codes[r] == RANK_WATCHDOG_EXIT ? " (its watchdog: it hung)"
                                 : codes[r] == -1 ? " (never reaped)" : "", expect);
         rc = 1;
     }
@@ -855,7 +788,7 @@ static void test_watchdog(void **state)
     setenv("VG_TEST_COMM_WATCHDOG_S", "1", 1);
     double t0 = now_ms();
     int masked = 0;
-    const int want_watchdog[] = {0, WATCHDOG_EXIT}, want_killed[] = {0, 1000 + SIGKILL};
+    const int want_watchdog[] = {0, RANK_WATCHDOG_EXIT}, want_killed[] = {0, 1000 + SIGKILL};
     int rc = run_ranks("test_watchdog (a rank hangs on purpose)", 2, rank_hang, &masked, NULL,
                        want_watchdog);
     masked = 1;
@@ -895,7 +828,7 @@ static int probe(void)
     if (pid == 0) {
         close(fd[0]);
         g_case = "probe";
-        watchdog_arm(0);
+        rank_watchdog_arm(g_case, 0, watchdog_s());
         vg_runtime *rt = NULL;
         vg_status st = vg_runtime_open(NULL, &rt);
         if (st != VG_OK) {
