@@ -14,6 +14,8 @@
  *  - a rank that dies (before a collective, or between two replays of a graph) and a rank that
  *    stays silent: the others fail within VG_COMM_TIMEOUT_MS naming it, and the communicator
  *    then refuses everything with VG_ERR_STATE; nothing is left in /dev/shm;
+ *  - a communicator destroyed before a graph that captured its collectives (healthy, or after a
+ *    dead rank): bounded, and the graph is destroyed after it;
  *  - a device without communicators (opencl, VG_STUB_CAPS=nocomm): vg_comm_id_make says why.
  *
  * The test itself cannot hang: each case prints a line as it starts, every rank arms a watchdog
@@ -704,6 +706,63 @@ static void test_dead_rank_in_replay(void **state)
     RUN_RANKS(2, rank_dead_in_replay, NULL, k_env_short, want);
 }
 
+/* The communicator destroyed while a graph that captured its collectives is still alive (the
+ * wrong order, which NCCL's teardown waits on until the graph goes): the destroy returns within
+ * the timeout (done, or failing with a message that says which graph keeps it), and destroying
+ * the graph afterwards works. With `die`, rank 1 dies after the first replay and rank 0's second
+ * replay fails first, so the destroy is of an aborted communicator. */
+static int rank_graph_outlives(rank_ctx *c, void *arg)
+{
+    int die = *(const int *)arg;
+    if (!(vg_runtime_caps(c->rt) & VG_CAP_COMM_CAPTURE)) return VG_TEST_SKIP;
+    vg_comm *comm = NULL;
+    CKV(vg_comm_create(c->rt, &c->id, c->nranks, c->rank, &comm));
+    float *x = NULL;
+    CKV(vg_mem_alloc(c->rt, 4096, (void **)&x));
+    vg_graph *g = NULL;
+    vg_graph_exec *exec = NULL;
+    CKV(vg_graph_capture_begin(c->s));
+    CKV(vg_comm_all_reduce(comm, c->s, VG_DTYPE_F32, x, x, 1000));
+    CKV(vg_graph_capture_end(c->s, &g));
+    CKV(vg_graph_instantiate(g, &exec));
+    CKV(vg_graph_destroy(g));
+    if (upload(c, x, VG_DTYPE_F32, 1000, 6)) return 1;
+    CKV(vg_graph_exec_launch(exec, c->s));
+    CKV(vg_stream_sync(c->s));
+    if (check_sum(c, x, VG_DTYPE_F32, 1000, 6, 1.0f)) return 1;
+    if (die && c->rank == 1) _exit(DEAD_EXIT);
+    if (die) {
+        vg_status st = vg_graph_exec_launch(exec, c->s);
+        if (st == VG_OK) st = vg_stream_sync(c->s);
+        CK(st != VG_OK && strstr(vg_last_error(), "rank 1"), "replay: %s: '%s' does not name rank 1",
+           vg_status_name(st), vg_last_error());
+    }
+    double t0 = now_ms();
+    vg_status st = vg_comm_destroy(comm);
+    CK(st == VG_OK || strstr(vg_last_error(), "graph"), "rank %d: destroy before the graph: %s: '%s'",
+       c->rank, vg_status_name(st), vg_last_error());
+    double ms = now_ms() - t0;
+    CK(ms < TIMEOUT_MS + 1500, "rank %d: the destroy took %.0f ms (timeout %d ms)", c->rank, ms,
+       TIMEOUT_MS);
+    printf("rank %d: destroy before the graph: %s%s%s\n", c->rank, vg_status_name(st),
+           st == VG_OK ? "" : ": ", st == VG_OK ? "" : vg_last_error());
+    CKV(vg_graph_exec_destroy(exec));
+    CKV(vg_stream_sync(c->s));
+    CKV(vg_mem_free(c->rt, x));
+    return 0;
+}
+
+static void test_graph_outlives_comm(void **state)
+{
+    (void)state;
+    need_ranks(2);
+    int die = 0;
+    RUN_RANKS(2, rank_graph_outlives, &die, k_env_short, NULL);
+    die = 1;
+    const int want[] = {0, DEAD_EXIT};
+    RUN_RANKS(2, rank_graph_outlives, &die, k_env_short, want);
+}
+
 /* Rank 1 stays alive but silent past the timeout: rank 0 times out naming it; when rank 1 comes
  * back, it learns at once that rank 0 gave up. */
 static int rank_silent(rank_ctx *c, void *arg)
@@ -903,6 +962,7 @@ int main(void)
         cmocka_unit_test(test_dead_rank),
         cmocka_unit_test(test_dead_rank_two),
         cmocka_unit_test(test_dead_rank_in_replay),
+        cmocka_unit_test(test_graph_outlives_comm),
         cmocka_unit_test(test_silent_rank),
         cmocka_unit_test(test_missing_rank),
         cmocka_unit_test(test_watchdog),
