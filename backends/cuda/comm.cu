@@ -147,7 +147,7 @@ struct vg_bk_comm {
     int rank, nranks, timeout_ms;
     peer *peers;      /* every rank's, after creation */
     char broken[400]; /* why it was aborted; "" while it is usable */
-    struct reclaim *teardown; /* the abort's, while comm_destroy has not waited for it */
+    struct reclaim *teardown; /* NCCL's teardown on its thread, until comm_destroy waited */
     vg_bk_comm *next;
 };
 
@@ -226,7 +226,7 @@ enum { RECLAIM_RUNNING, RECLAIM_DONE, RECLAIM_ORPHANED };
 
 typedef struct reclaim {
     ncclComm_t nccl;
-    int abort;           /* ncclCommAbort, else ncclCommDestroy */
+    int aborting;        /* ncclCommAbort, else ncclCommDestroy */
     int state;           /* RECLAIM_*, atomic */
     ncclResult_t result; /* NCCL's answer, once done */
     pthread_t thread;
@@ -235,7 +235,7 @@ typedef struct reclaim {
 static void *reclaim_main(void *arg)
 {
     reclaim *r = (reclaim *)arg;
-    r->result = r->abort ? g_nccl.CommAbort(r->nccl) : g_nccl.CommDestroy(r->nccl);
+    r->result = r->aborting ? g_nccl.CommAbort(r->nccl) : g_nccl.CommDestroy(r->nccl);
     int running = RECLAIM_RUNNING;
     /* nobody waits any more (the communicator was destroyed before its graphs): free it here */
     if (!__atomic_compare_exchange_n(&r->state, &running, RECLAIM_DONE, 0, __ATOMIC_ACQ_REL,
@@ -246,17 +246,17 @@ static void *reclaim_main(void *arg)
 
 /* Start the teardown of `nccl`; NULL when it already ran here (no thread could be made: then it
  * runs on the caller's thread, as before). */
-static reclaim *reclaim_start(ncclComm_t nccl, int abort)
+static reclaim *reclaim_start(ncclComm_t nccl, int aborting)
 {
     reclaim *r = (reclaim *)calloc(1, sizeof *r);
     if (r) {
         r->nccl = nccl;
-        r->abort = abort;
+        r->aborting = aborting;
         r->state = RECLAIM_RUNNING;
         if (pthread_create(&r->thread, NULL, reclaim_main, r) == 0) return r;
         free(r);
     }
-    (void)(abort ? g_nccl.CommAbort(nccl) : g_nccl.CommDestroy(nccl));
+    (void)(aborting ? g_nccl.CommAbort(nccl) : g_nccl.CommDestroy(nccl));
     return NULL;
 }
 
