@@ -14,12 +14,21 @@
  *  - a rank that dies (before a collective, or between two replays of a graph) and a rank that
  *    stays silent: the others fail within VG_COMM_TIMEOUT_MS naming it, and the communicator
  *    then refuses everything with VG_ERR_STATE; nothing is left in /dev/shm;
- *  - a device without communicators (opencl, VG_STUB_CAPS=nocomm): vg_comm_id_make says why. */
+ *  - a communicator destroyed before a graph that captured its collectives (healthy, or after a
+ *    dead rank): bounded, and the graph is destroyed after it;
+ *  - a device without communicators (opencl, VG_STUB_CAPS=nocomm): vg_comm_id_make says why.
+ *
+ * The test itself cannot hang: each case prints a line as it starts, every rank arms a watchdog
+ * (VG_TEST_COMM_WATCHDOG_S, default 60 s) that ends it with a message naming the case and the
+ * rank, and the parent kills a rank that outlives its watchdog (one stuck in the driver), saying
+ * which. */
 #include <dirent.h>
 #include <math.h>
+#include <signal.h>
 #include <time.h>
 
 #include "ipc_util.h"
+#include "rank_watchdog.h"
 #include "test_util.h"
 #include "vg/vg_comm.h"
 #include "vg/vg_half.h"
@@ -36,6 +45,19 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* ---- watchdogs (rank_watchdog.h) ----------------------------------------------------------- */
+
+#define WATCHDOG_GRACE_S 15 /* the parent's wait beyond a rank's watchdog (at most the watchdog) */
+static const char *g_case = ""; /* the test case running */
+
+/* VG_TEST_COMM_WATCHDOG_S: seconds a rank may run (one case); default 60. */
+static int watchdog_s(void) { return rank_watchdog_seconds("VG_TEST_COMM_WATCHDOG_S", 60); }
+
+static int watchdog_grace_s(void)
+{
+    return watchdog_s() < WATCHDOG_GRACE_S ? watchdog_s() : WATCHDOG_GRACE_S;
 }
 
 /* ---- ranks ------------------------------------------------------------------------------------ */
@@ -104,13 +126,16 @@ static int shm_leftovers(pid_t pid)
     return n;
 }
 
-/* Run n ranks with `env` set in each; rank r must exit with want[r] (NULL: all 0). Children are
- * reaped as they end (a dead rank must not linger as a zombie). Returns 0, VG_TEST_SKIP or 1. */
-static int run_ranks(int n, rank_fn fn, void *arg, const char *const *env, const int *want)
+/* Run n ranks with `env` set in each; rank r must exit with want[r] (NULL: all 0). Returns 0,
+ * VG_TEST_SKIP or 1. */
+static int run_ranks(const char *name, int n, rank_fn fn, void *arg, const char *const *env,
+                     const int *want)
 {
-    int pipes[2 * 8];
+    int pipes[2 * 8], codes[8];
     pid_t pids[8];
     assert_true(n >= 1 && n <= 8);
+    g_case = name;
+    printf("comm: %s: %d rank(s)\n", name, n); /* where a hang is, even when killed from outside */
     for (int k = 0; k < n; k++) assert_int_equal(pipe(pipes + 2 * k), 0);
     fflush(stdout);
     fflush(stderr);
@@ -121,6 +146,12 @@ static int run_ranks(int n, rank_fn fn, void *arg, const char *const *env, const
             /* cmocka's handlers would jump back into the parent's test: a crash is a crash */
             const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
             for (size_t k = 0; k < sizeof sigs / sizeof *sigs; k++) signal(sigs[k], SIG_DFL);
+            rank_watchdog_arm(g_case, r, watchdog_s());
+            /* only rank 0 writes the id: a rank 0 that dies first must give the others EOF */
+            for (int k = 0; k < n; k++) {
+                if (k != r) close(pipes[2 * k]);
+                if (r != 0) close(pipes[2 * k + 1]);
+            }
             set_env(env);
             int rc = rank_child(r, n, pipes, fn, arg);
             fflush(stdout);
@@ -129,24 +160,19 @@ static int run_ranks(int n, rank_fn fn, void *arg, const char *const *env, const
         }
     }
     for (int k = 0; k < 2 * n; k++) close(pipes[k]);
-    int rc = 0, left = n;
-    while (left > 0) {
-        int status = 0;
-        pid_t p = waitpid(-1, &status, 0);
-        if (p < 0 && errno == EINTR) continue;
-        assert_true(p > 0);
-        int r = 0;
-        while (r < n && pids[r] != p) r++;
-        if (r == n) continue;
-        left--;
-        int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1000 + WTERMSIG(status);
+    rank_watchdog_reap(name, n, pids, codes,
+                       rank_watchdog_now_ms() + 1000.0 * (watchdog_s() + watchdog_grace_s()));
+    int rc = 0;
+    for (int r = 0; r < n; r++) {
         int expect = want ? want[r] : 0;
-        if (code == expect) continue;
-        if (code == VG_TEST_SKIP && rc == 0) {
+        if (codes[r] == expect) continue;
+        if (codes[r] == VG_TEST_SKIP && rc == 0) {
             rc = VG_TEST_SKIP;
             continue;
         }
-        print_message("rank %d (pid %d) ended with %d, expected %d\n", r, (int)p, code, expect);
+        print_message("%s: rank %d (pid %d) ended with %d%s, expected %d\n", name, r, (int)pids[r],
+                      codes[r], codes[r] == RANK_WATCHDOG_EXIT ? " (its watchdog: it hung)"
+                                : codes[r] == -1 ? " (never reaped)" : "", expect);
         rc = 1;
     }
     if (g_stub && shm_leftovers(pids[0])) {
@@ -158,7 +184,7 @@ static int run_ranks(int n, rank_fn fn, void *arg, const char *const *env, const
 
 #define RUN_RANKS(n, fn, arg, env, want)                                                     \
     do {                                                                                     \
-        int rc_ = run_ranks((n), (fn), (arg), (env), (want));                                \
+        int rc_ = run_ranks(__func__, (n), (fn), (arg), (env), (want));                      \
         if (rc_ == VG_TEST_SKIP) skip();                                                     \
         assert_int_equal(rc_, 0);                                                            \
     } while (0)
@@ -680,6 +706,63 @@ static void test_dead_rank_in_replay(void **state)
     RUN_RANKS(2, rank_dead_in_replay, NULL, k_env_short, want);
 }
 
+/* The communicator destroyed while a graph that captured its collectives is still alive (the
+ * wrong order, which NCCL's teardown waits on until the graph goes): the destroy returns within
+ * the timeout (done, or failing with a message that says which graph keeps it), and destroying
+ * the graph afterwards works. With `die`, rank 1 dies after the first replay and rank 0's second
+ * replay fails first, so the destroy is of an aborted communicator. */
+static int rank_graph_outlives(rank_ctx *c, void *arg)
+{
+    int die = *(const int *)arg;
+    if (!(vg_runtime_caps(c->rt) & VG_CAP_COMM_CAPTURE)) return VG_TEST_SKIP;
+    vg_comm *comm = NULL;
+    CKV(vg_comm_create(c->rt, &c->id, c->nranks, c->rank, &comm));
+    float *x = NULL;
+    CKV(vg_mem_alloc(c->rt, 4096, (void **)&x));
+    vg_graph *g = NULL;
+    vg_graph_exec *exec = NULL;
+    CKV(vg_graph_capture_begin(c->s));
+    CKV(vg_comm_all_reduce(comm, c->s, VG_DTYPE_F32, x, x, 1000));
+    CKV(vg_graph_capture_end(c->s, &g));
+    CKV(vg_graph_instantiate(g, &exec));
+    CKV(vg_graph_destroy(g));
+    if (upload(c, x, VG_DTYPE_F32, 1000, 6)) return 1;
+    CKV(vg_graph_exec_launch(exec, c->s));
+    CKV(vg_stream_sync(c->s));
+    if (check_sum(c, x, VG_DTYPE_F32, 1000, 6, 1.0f)) return 1;
+    if (die && c->rank == 1) _exit(DEAD_EXIT);
+    if (die) {
+        vg_status st = vg_graph_exec_launch(exec, c->s);
+        if (st == VG_OK) st = vg_stream_sync(c->s);
+        CK(st != VG_OK && strstr(vg_last_error(), "rank 1"), "replay: %s: '%s' does not name rank 1",
+           vg_status_name(st), vg_last_error());
+    }
+    double t0 = now_ms();
+    vg_status st = vg_comm_destroy(comm);
+    CK(st == VG_OK || strstr(vg_last_error(), "graph"), "rank %d: destroy before the graph: %s: '%s'",
+       c->rank, vg_status_name(st), vg_last_error());
+    double ms = now_ms() - t0;
+    CK(ms < TIMEOUT_MS + 1500, "rank %d: the destroy took %.0f ms (timeout %d ms)", c->rank, ms,
+       TIMEOUT_MS);
+    printf("rank %d: destroy before the graph: %s%s%s\n", c->rank, vg_status_name(st),
+           st == VG_OK ? "" : ": ", st == VG_OK ? "" : vg_last_error());
+    CKV(vg_graph_exec_destroy(exec));
+    CKV(vg_stream_sync(c->s));
+    CKV(vg_mem_free(c->rt, x));
+    return 0;
+}
+
+static void test_graph_outlives_comm(void **state)
+{
+    (void)state;
+    need_ranks(2);
+    int die = 0;
+    RUN_RANKS(2, rank_graph_outlives, &die, k_env_short, NULL);
+    die = 1;
+    const int want[] = {0, DEAD_EXIT};
+    RUN_RANKS(2, rank_graph_outlives, &die, k_env_short, want);
+}
+
 /* Rank 1 stays alive but silent past the timeout: rank 0 times out naming it; when rank 1 comes
  * back, it learns at once that rank 0 gave up. */
 static int rank_silent(rank_ctx *c, void *arg)
@@ -743,6 +826,41 @@ static void test_missing_rank(void **state)
     RUN_RANKS(2, rank_missing, NULL, k_env_short, NULL);
 }
 
+/* ---- the test's own watchdogs ------------------------------------------------------------------ */
+
+/* Rank 1 hangs (masked: with SIGALRM ignored, so that its watchdog cannot fire). */
+static int rank_hang(rank_ctx *c, void *arg)
+{
+    if (c->rank == 0) return 0;
+    if (*(const int *)arg) signal(SIGALRM, SIG_IGN); /* process-wide: the runtime has threads */
+    for (;;) pause();
+}
+
+/* A rank that hangs ends by its watchdog; one that cannot is killed by the parent; both soon. */
+static void test_watchdog(void **state)
+{
+    (void)state;
+    need_ranks(2);
+    const char *old = getenv("VG_TEST_COMM_WATCHDOG_S");
+    char saved[32] = "";
+    if (old) snprintf(saved, sizeof saved, "%s", old);
+    setenv("VG_TEST_COMM_WATCHDOG_S", "1", 1);
+    double t0 = now_ms();
+    int masked = 0;
+    const int want_watchdog[] = {0, RANK_WATCHDOG_EXIT}, want_killed[] = {0, 1000 + SIGKILL};
+    int rc = run_ranks("test_watchdog (a rank hangs on purpose)", 2, rank_hang, &masked, NULL,
+                       want_watchdog);
+    masked = 1;
+    int rc2 = run_ranks("test_watchdog (a rank hangs on purpose, its watchdog ignored)", 2,
+                        rank_hang, &masked, NULL, want_killed);
+    double ms = now_ms() - t0;
+    if (old) setenv("VG_TEST_COMM_WATCHDOG_S", saved, 1);
+    else unsetenv("VG_TEST_COMM_WATCHDOG_S");
+    assert_int_equal(rc, 0);
+    assert_int_equal(rc2, 0);
+    assert_true(ms < 15000);
+}
+
 /* ---- a device without communicators --------------------------------------------------------------- */
 
 static int rank_unsupported(rank_ctx *c, void *arg)
@@ -768,6 +886,8 @@ static int probe(void)
     pid_t pid = fork();
     if (pid == 0) {
         close(fd[0]);
+        g_case = "probe";
+        rank_watchdog_arm(g_case, 0, watchdog_s());
         vg_runtime *rt = NULL;
         vg_status st = vg_runtime_open(NULL, &rt);
         if (st != VG_OK) {
@@ -802,6 +922,8 @@ static int probe(void)
 
 int main(void)
 {
+    /* each case's line must be out before a hang, also into ctest's pipe */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     int rc = probe();
     const char *req = getenv("VG_REQUIRE_DEVICE");
     if (rc == VG_TEST_SKIP && !(req && strcmp(req, "1") == 0)) {
@@ -813,7 +935,7 @@ int main(void)
     printf("communicator tests on backend '%s' (%d device(s), caps comm %d, comm_capture %d)\n",
            g_backend, g_devices, !!(g_caps & VG_CAP_COMM), !!(g_caps & VG_CAP_COMM_CAPTURE));
     if (!(g_caps & VG_CAP_COMM)) {
-        int r = run_ranks(1, rank_unsupported, NULL, NULL, NULL);
+        int r = run_ranks("unsupported", 1, rank_unsupported, NULL, NULL, NULL);
         if (r != 0) return 1;
         /* a GPU backend without its collective library (NCCL, RCCL) ran nothing multi-rank */
         if (strcmp(g_backend, "cuda") == 0 || strcmp(g_backend, "hip") == 0) {
@@ -840,8 +962,10 @@ int main(void)
         cmocka_unit_test(test_dead_rank),
         cmocka_unit_test(test_dead_rank_two),
         cmocka_unit_test(test_dead_rank_in_replay),
+        cmocka_unit_test(test_graph_outlives_comm),
         cmocka_unit_test(test_silent_rank),
         cmocka_unit_test(test_missing_rank),
+        cmocka_unit_test(test_watchdog),
     };
     return cmocka_run_group_tests_name("comm", tests, NULL, NULL) ? 1 : 0;
 }

@@ -34,6 +34,8 @@
 #include "vg/vg_lm.h"
 #include "vg/vg_safetensors.h"
 
+#include "rank_watchdog.h"
+
 #define MAX_RANKS 8
 #define MAX_B 8
 #define DECODE_STEPS 6
@@ -298,31 +300,43 @@ static int device_count(void)
     return WEXITSTATUS(status);
 }
 
-/* n ranks; 0 when every one exited 0. */
+/* n ranks; 0 when every one exited 0. A rank that hangs is ended by its watchdog
+ * (VG_TEST_LM_TP_WATCHDOG_S, default 300 s), or killed by the parent 15 s later, by name. */
 static int run_ranks(int n)
 {
-    int pipes[MAX_RANKS][2];
+    int pipes[MAX_RANKS][2], codes[MAX_RANKS];
     pid_t pids[MAX_RANKS];
+    int watchdog = rank_watchdog_seconds("VG_TEST_LM_TP_WATCHDOG_S", 300);
+    char what[32];
+    snprintf(what, sizeof what, "lm_tp: tp %d", n);
+    printf("%s: %d ranks\n", what, n); /* where a hang is, even when killed from outside */
     for (int r = 0; r < n; r++) assert_int_equal(pipe(pipes[r]), 0);
     fflush(NULL);
     for (int r = 0; r < n; r++) {
         pids[r] = fork();
         assert_true(pids[r] >= 0);
         if (pids[r] == 0) {
+            rank_watchdog_arm(what, r, watchdog);
+            /* only rank 0 writes the id: a rank 0 that dies first must give the others EOF */
             int out[MAX_RANKS];
-            for (int q = 0; q < n; q++) out[q] = pipes[q][1];
+            for (int q = 0; q < n; q++) {
+                out[q] = pipes[q][1];
+                if (q != r) close(pipes[q][0]);
+                if (r != 0) close(pipes[q][1]);
+            }
             _exit(rank_main(n, r, pipes[r][0], out));
         }
     }
     for (int r = 0; r < n; r++) close(pipes[r][0]), close(pipes[r][1]);
+    rank_watchdog_reap(what, n, pids, codes, rank_watchdog_now_ms() + 1000.0 * (watchdog + 15));
     int bad = 0;
     for (int r = 0; r < n; r++) {
-        int status = 0;
-        assert_int_equal(waitpid(pids[r], &status, 0), pids[r]);
-        if (!WIFEXITED(status) || WEXITSTATUS(status)) {
-            print_message("tp %d: rank %d ended with status 0x%x\n", n, r, status);
-            bad = 1;
-        }
+        if (codes[r] == 0) continue;
+        print_message("tp %d: rank %d ended with %d%s\n", n, r, codes[r],
+                      codes[r] == RANK_WATCHDOG_EXIT ? " (its watchdog: it hung)"
+                      : codes[r] == -1               ? " (never reaped)"
+                                                     : "");
+        bad = 1;
     }
     return bad;
 }
@@ -399,6 +413,7 @@ static void remove_files(void)
 
 int main(void)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each case's line out before a hang, also into a pipe */
     snprintf(g_dir, sizeof g_dir, "/tmp/vg_lm_tp.XXXXXX");
     if (!mkdtemp(g_dir) || !write_file("a.json", k_cfg_a) || !write_file("b.json", k_cfg_b)) {
         perror("vg_lm_tp: writing the synthetic configurations");

@@ -15,7 +15,9 @@
  * poll the work, the communicators' asynchronous errors and the peers' processes, and on an
  * error, a dead peer or the deadline they abort the device's communicators (which frees the
  * kernels waiting in them) and fail with a message naming the rank. An aborted communicator
- * refuses every later collective with VG_ERR_STATE.
+ * refuses every later collective with VG_ERR_STATE. NCCL's own teardown (abort, destroy) runs on
+ * a thread of its own, waited for within the deadline: it blocks until the graphs that captured
+ * the communicator are destroyed (see reclaim below).
  *
  * NVLink multicast (NVLS) is off unless the environment says otherwise (NCCL_NVLS_ENABLE=0 is
  * set, never overwritten, before the library is first used), and so are lazy connections
@@ -145,6 +147,7 @@ struct vg_bk_comm {
     int rank, nranks, timeout_ms;
     peer *peers;      /* every rank's, after creation */
     char broken[400]; /* why it was aborted; "" while it is usable */
+    struct reclaim *teardown; /* NCCL's teardown on its thread, until comm_destroy waited */
     vg_bk_comm *next;
 };
 
@@ -211,12 +214,80 @@ static int dead_peer(const vg_bk_comm *c, char *out, size_t cap)
     return 0;
 }
 
-/* Abort c (its kernels return, its resources go) and remember why. */
+/* NCCL's teardown runs on a thread of its own. ncclCommAbort raises the abort flag (the kernels
+ * waiting in the communicator return) and then, like ncclCommDestroy, reclaims the communicator,
+ * which since NCCL 2.26 blocks until every CUDA graph that captured its collectives is destroyed
+ * (commDestroySync polls localPersistentRefs). An abort is wanted exactly while such a graph may
+ * still exist: a replay failed and the caller still holds the graph. Called on the caller's
+ * thread, the abort would never return (and the graph never be destroyed). On a thread of its
+ * own it frees the kernels at once and finishes when the caller destroys the graph;
+ * comm_destroy waits for it within the deadline. */
+enum { RECLAIM_RUNNING, RECLAIM_DONE, RECLAIM_ORPHANED };
+
+typedef struct reclaim {
+    ncclComm_t nccl;
+    int aborting;        /* ncclCommAbort, else ncclCommDestroy */
+    int state;           /* RECLAIM_*, atomic */
+    ncclResult_t result; /* NCCL's answer, once done */
+    pthread_t thread;
+} reclaim;
+
+static void *reclaim_main(void *arg)
+{
+    reclaim *r = (reclaim *)arg;
+    r->result = r->aborting ? g_nccl.CommAbort(r->nccl) : g_nccl.CommDestroy(r->nccl);
+    int running = RECLAIM_RUNNING;
+    /* nobody waits any more (the communicator was destroyed before its graphs): free it here */
+    if (!__atomic_compare_exchange_n(&r->state, &running, RECLAIM_DONE, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        free(r);
+    return NULL;
+}
+
+/* Start the teardown of `nccl`; NULL when it already ran here (no thread could be made: then it
+ * runs on the caller's thread, as before). */
+static reclaim *reclaim_start(ncclComm_t nccl, int aborting)
+{
+    reclaim *r = (reclaim *)calloc(1, sizeof *r);
+    if (r) {
+        r->nccl = nccl;
+        r->aborting = aborting;
+        r->state = RECLAIM_RUNNING;
+        if (pthread_create(&r->thread, NULL, reclaim_main, r) == 0) return r;
+        free(r);
+    }
+    (void)(aborting ? g_nccl.CommAbort(nccl) : g_nccl.CommDestroy(nccl));
+    return NULL;
+}
+
+/* Wait for r until timeout_ms; 1 when it finished (r is freed), 0 when it still runs (it is left
+ * to finish on its own, and frees itself). */
+static int reclaim_finish(reclaim *r, int timeout_ms, ncclResult_t *result)
+{
+    *result = ncclSuccess;
+    if (!r) return 1;
+    double start = now_ms();
+    while (__atomic_load_n(&r->state, __ATOMIC_ACQUIRE) == RECLAIM_RUNNING &&
+           now_ms() - start < timeout_ms)
+        nap(now_ms() - start);
+    int running = RECLAIM_RUNNING;
+    if (__atomic_compare_exchange_n(&r->state, &running, RECLAIM_ORPHANED, 0, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE)) {
+        (void)pthread_detach(r->thread);
+        return 0;
+    }
+    (void)pthread_join(r->thread, NULL);
+    *result = r->result;
+    free(r);
+    return 1;
+}
+
+/* Abort c (its kernels return; its resources go once no graph holds them) and remember why. */
 static void comm_abort(vg_bk_comm *c, const char *why)
 {
     if (!c->nccl) return;
     snprintf(c->broken, sizeof c->broken, "%s", why);
-    (void)g_nccl.CommAbort(c->nccl);
+    c->teardown = reclaim_start(c->nccl, 1);
     c->nccl = NULL;
 }
 
@@ -241,10 +312,13 @@ static vg_status comm_settle(vg_bk_comm *c, const char *what)
         ncclResult_t r = g_nccl.CommGetAsyncError(c->nccl, &st);
         if (r != ncclSuccess) st = r;
         if (st == ncclSuccess) return VG_OK;
-        char why[400];
+        char why[400], dead[120];
         if (st != ncclInProgress) {
             snprintf(why, sizeof why, VG_VENDOR_NAME ": rank %d of %d: %s: " VG_VENDOR_NCCL_NAME
                      " reports %s", c->rank, c->nranks, what, g_nccl.GetErrorString(st));
+        } else if (dead_peer(c, dead, sizeof dead)) { /* not known while joining */
+            snprintf(why, sizeof why, VG_VENDOR_NAME ": rank %d of %d: %s: %s", c->rank,
+                     c->nranks, what, dead);
         } else if (now_ms() >= deadline) {
             char join[120] = "";
             if (!c->peers) /* the bootstrap cannot tell which ranks are missing */
@@ -286,21 +360,28 @@ static void comm_list(vg_bk_comm *c, int add)
 }
 
 /* One look at dev's communicators: an error or a dead peer aborts them all (the work that waits
- * may wait on any of them) and fills `why`; so does the deadline (`late`). */
+ * may wait on any of them) and fills `why`; so does the deadline (`late`). Late with none left
+ * to abort (they were aborted earlier, and the work still has not finished) is a failure too. */
 static int comms_check(vg_bk_device *dev, int late, int elapsed_ms, const char *what, char *why,
                        size_t cap)
 {
     char cause[200];
-    int failed = 0;
+    int failed = 0, usable = 0;
     pthread_mutex_lock(&g_lock);
     vg_bk_comm *hit = NULL;
     for (vg_bk_comm *c = g_comms; c && !hit; c = c->next) {
         if (c->dev != dev || !c->nccl) continue;
+        usable++;
         if (comm_error(c, cause, sizeof cause) || dead_peer(c, cause, sizeof cause)) hit = c;
     }
     if (hit) {
         snprintf(why, cap, VG_VENDOR_NAME ": %s: communicator rank %d of %d: %s; its "
                  "communicators on this device are aborted", what, hit->rank, hit->nranks, cause);
+        failed = 1;
+    } else if (late && !usable) {
+        snprintf(why, cap, VG_VENDOR_NAME ": %s: the work did not finish within %d ms "
+                 "(VG_COMM_TIMEOUT_MS) although the device's communicators were aborted", what,
+                 elapsed_ms);
         failed = 1;
     } else if (late) {
         int n = snprintf(why, cap, VG_VENDOR_NAME ": %s: timed out after %d ms "
@@ -323,14 +404,16 @@ static int comms_check(vg_bk_device *dev, int late, int elapsed_ms, const char *
     return failed;
 }
 
+/* While communicators live on dev (aborted ones too: their kernels return only once the abort
+ * thread raised the flag), every wait polls against the longest of their deadlines. */
 vg_status vgc_comm_wait(vg_bk_device *dev, cudaStream_t s, cudaEvent_t e, const char *what)
 {
     int timeout = 0;
     pthread_mutex_lock(&g_lock);
     for (vg_bk_comm *c = g_comms; c; c = c->next)
-        if (c->dev == dev && c->nccl && c->timeout_ms > timeout) timeout = c->timeout_ms;
+        if (c->dev == dev && c->timeout_ms > timeout) timeout = c->timeout_ms;
     pthread_mutex_unlock(&g_lock);
-    if (timeout == 0) { /* none usable on this device: nothing to abort, nothing to bound */
+    if (timeout == 0) { /* none on this device: nothing to abort, nothing to bound */
         VGC_CHECK(s ? cudaStreamSynchronize(s) : cudaEventSynchronize(e));
         return VG_OK;
     }
@@ -395,7 +478,14 @@ static vg_status comm_exchange_peers(vg_bk_comm *c)
                                   : vgc_fail(e, "cudaMemcpyAsync", __FILE__, __LINE__);
         }
     }
-    if (st != VG_OK) (void)cudaStreamSynchronize(s); /* an abort lets its kernels return */
+    if (st != VG_OK) {
+        /* the all-gather may still wait for a peer: abort first (its kernels return), then the
+         * wait is bounded; only then may cudaFree (which waits for the device) run */
+        pthread_mutex_lock(&g_lock);
+        comm_abort(c, "creation failed");
+        pthread_mutex_unlock(&g_lock);
+        (void)comm_sync(c, s, "comm_create (peer exchange)");
+    }
     (void)cudaFree(d);
     (void)cudaStreamDestroy(s);
     if (st == VG_OK) {
@@ -441,20 +531,22 @@ static vg_status vgc_comm_create(vg_bk_device *dev, const vg_bk_comm_args *a, vg
     vg_status st = VG_OK;
     if (r != ncclSuccess && r != ncclInProgress) {
         st = VGC_ERR(VG_ERR_DEVICE, VG_VENDOR_NAME ": rank %d of %d: ncclCommInitRankConfig: %s",
-                     a->rank, a->nranks, g_nccl.GetErrorString(r));
-        if (c->nccl) (void)g_nccl.CommAbort(c->nccl);
-        c->nccl = NULL;
+                     a->rank, a->nranks, g_nccl.GetErrorString(r)); /* aborted below */
     }
     if (st == VG_OK) st = comm_settle(c, "joining");
     if (st == VG_OK) {
         comm_list(c, 1);
         st = comm_exchange_peers(c);
-        if (st != VG_OK) {
-            comm_list(c, 0);
-            comm_abort(c, "creation failed");
-        }
+        comm_list(c, st == VG_OK);
     }
     if (st != VG_OK) {
+        pthread_mutex_lock(&g_lock);
+        comm_abort(c, "creation failed");
+        pthread_mutex_unlock(&g_lock);
+        /* no graph holds a communicator that never was: its abort is quick, unless NCCL's
+         * joining itself is stuck; then it is left behind rather than delay the error */
+        ncclResult_t ignored;
+        (void)reclaim_finish(c->teardown, c->timeout_ms < 1000 ? c->timeout_ms : 1000, &ignored);
         free(c->peers);
         free(c);
         return st;
@@ -463,20 +555,36 @@ static vg_status vgc_comm_create(vg_bk_device *dev, const vg_bk_comm_args *a, vg
     return VG_OK;
 }
 
+/* Flush and free a usable communicator (finalize, then destroy), or wait for an aborted one's
+ * teardown; both within the deadline. A teardown still running then (a graph that captured the
+ * communicator's collectives is still alive) is left to finish when that graph is destroyed. */
 static vg_status vgc_comm_destroy(vg_bk_device *dev, vg_bk_comm *c)
 {
     (void)dev;
     if (!c) return VG_OK;
-    comm_list(c, 0);
     vg_status st = VG_OK;
     if (c->nccl) {
         (void)cudaSetDevice(c->dev->index);
-        /* finalize flushes the communicator's work; bounded like the rest */
         ncclResult_t r = g_nccl.CommFinalize(c->nccl);
         if (r == ncclSuccess || r == ncclInProgress) st = comm_settle(c, "comm_destroy");
-        else comm_abort(c, "finalize failed");
-        if (c->nccl) (void)g_nccl.CommDestroy(c->nccl);
+        pthread_mutex_lock(&g_lock);
+        if (r != ncclSuccess && r != ncclInProgress) comm_abort(c, "finalize failed");
+        if (c->nccl) c->teardown = reclaim_start(c->nccl, 0);
+        c->nccl = NULL;
+        pthread_mutex_unlock(&g_lock);
     }
+    comm_list(c, 0);
+    ncclResult_t r = ncclSuccess;
+    if (!reclaim_finish(c->teardown, c->timeout_ms, &r) && st == VG_OK)
+        st = VGC_ERR(VG_ERR_DEVICE, VG_VENDOR_NAME ": comm_destroy: rank %d of %d: "
+                     VG_VENDOR_NCCL_NAME "'s teardown did not finish within %d ms "
+                     "(VG_COMM_TIMEOUT_MS): a graph that captured the communicator's collectives "
+                     "is still alive (destroy graphs before their communicator); it finishes "
+                     "when the graph is destroyed", c->rank, c->nranks, c->timeout_ms);
+    else if (r != ncclSuccess && r != ncclInProgress && st == VG_OK)
+        st = VGC_ERR(VG_ERR_DEVICE, VG_VENDOR_NAME ": comm_destroy: rank %d of %d: "
+                     VG_VENDOR_NCCL_NAME " reports %s", c->rank, c->nranks,
+                     g_nccl.GetErrorString(r));
     free(c->peers);
     free(c);
     return st;

@@ -52,7 +52,10 @@ VG_API vg_status vg_comm_id_from_hex(const char *hex, vg_comm_id *out);
  * rt's device. Collective: returns once every rank has joined, or fails after the timeout. */
 VG_API vg_status vg_comm_create(vg_runtime *rt, const vg_comm_id *id, int nranks, int rank,
                                 vg_comm **out);
-/* Leave and free. Not while a capture that used the communicator is open. NULL is a no-op. */
+/* Leave and free. Not while a capture that used the communicator is open. NULL is a no-op.
+ * Destroy the graphs that captured its collectives first: NCCL's teardown waits for them, so a
+ * communicator destroyed before them fails after VG_COMM_TIMEOUT_MS saying so (it is freed all
+ * the same; the teardown finishes once the graphs are destroyed). */
 VG_API vg_status vg_comm_destroy(vg_comm *comm);
 VG_API int vg_comm_rank(const vg_comm *comm);
 VG_API int vg_comm_size(const vg_comm *comm);

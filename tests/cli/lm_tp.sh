@@ -16,6 +16,10 @@ set -u
 case_name=$1
 DATA=$VG_SRC/tests/data
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# every run is bounded: a hang (a rank stuck in a collective or its teardown) fails the run that
+# hung, by name, with status 124, instead of running into ctest's timeout with no word
+RUN_LIMIT=${VG_TEST_LM_TP_RUN_S:-180}
+bounded() { timeout -k 10 "$RUN_LIMIT" "$@"; }
 # kunlun_stub runs any number of ranks; a GPU backend one per device: SKIP (77) below 2
 TPS="2 4"
 if [ "${VG_BACKEND:-kunlun_stub}" != kunlun_stub ]; then
@@ -55,9 +59,10 @@ same)
       for prompts in '1,2,3;4,5;6,7,8,9,10,11' '3,1;4,1,5,9,2,6;5,3,5;8,9,7,9,3,2,3,8,4,6,2,6'; do
         for tp in 1 $TPS; do
           o=$T/$fx.$mode.$tp.safetensors
-          "$VG" lm generate --model "$DATA/$fx/model" --prompt-ids "$prompts" --max-new-tokens 9 \
+          bounded "$VG" lm generate --model "$DATA/$fx/model" --prompt-ids "$prompts" --max-new-tokens 9 \
             --ignore-eos --mode $mode --capture-sizes 1,2,8 --prefill-chunk 4 --tp $tp \
-            --output "$o" >"$T/out.$tp" 2>"$T/err.$tp" || { cat "$T/err.$tp" >&2; fail "$fx $mode --tp $tp"; }
+            --output "$o" >"$T/out.$tp" 2>"$T/err.$tp" ||
+            { rc=$?; cat "$T/err.$tp" >&2; fail "$fx $mode --tp $tp: exit $rc (124: hung past $RUN_LIMIT s)"; }
           test -s "$T/out.$tp" || fail "$fx $mode --tp $tp printed nothing"
         done
         for tp in $TPS; do
@@ -71,7 +76,7 @@ same)
     done
   done
   # the fixtures' reference too, through --expected, on rank 0
-  "$VG" lm generate --model "$DATA/qwen3_tiny/model" --input "$DATA/qwen3_tiny/prompts.input.safetensors" \
+  bounded "$VG" lm generate --model "$DATA/qwen3_tiny/model" --input "$DATA/qwen3_tiny/prompts.input.safetensors" \
     --expected "$DATA/qwen3_tiny/prompts.expected.safetensors" --tp 2 >"$T/exp" || fail "--expected with --tp 2"
   test "$(grep -c 'tokens agree' "$T/exp")" -eq 4 || fail "--expected printed $(cat "$T/exp")"
   ;;
@@ -94,8 +99,14 @@ killed|stopped)
   sleep 0.5
   if [ $case_name = killed ]; then kill -KILL "$victim"; else kill -STOP "$victim"; fi
   start=$(date +%s)
+  # bounded even if the launcher hangs: this names the hang and kills it (its ranks die with it)
+  ( sleep "$RUN_LIMIT" </dev/null >/dev/null 2>&1
+    echo "HUNG: vg lm generate --tp 2 still running $RUN_LIMIT s after rank 1 was $case_name; killed" >&2
+    kill -CONT "$victim"; kill -KILL $parent ) 2>/dev/null &
+  watchdog=$!
   wait $parent
   rc=$? elapsed=$(($(date +%s) - start))
+  kill $watchdog 2>/dev/null
   cat "$T/err" >&2
   test $rc -ne 0 || fail "exit status 0 after rank 1 was $case_name"
   if [ $case_name = killed ]; then
@@ -134,7 +145,7 @@ refused)
   fi
   ;;
 bench)
-  "$VG" lm bench --config qwen2-tiny --dtype f32 --batch 1,3 --prompt 4 --new 3 --tp 2 >"$T/out" 2>"$T/err" ||
+  bounded "$VG" lm bench --config qwen2-tiny --dtype f32 --batch 1,3 --prompt 4 --new 3 --tp 2 >"$T/out" 2>"$T/err" ||
     { cat "$T/err" >&2; fail "lm bench --tp 2"; }
   cat "$T/out"
   grep -q "tensor parallel over 2 ranks" "$T/out" && grep -q "comm share" "$T/out" || fail "no collectives' share"
