@@ -146,6 +146,21 @@ static inline int ipc_check(vg_stream *s, const void *src, uint64_t bytes, uint3
 
 typedef int (*ipc_role_fn)(vg_runtime *rt, int sock, void *arg);
 
+/* In a forked child: set each "NAME=value" of the NULL-terminated env (NULL: none); a malformed
+ * entry ends the child with status 1. */
+static inline void ipc_set_env(const char *const *env)
+{
+    for (int i = 0; env && env[i]; i++) {
+        char name[128];
+        const char *eq = strchr(env[i], '=');
+        size_t n = eq ? (size_t)(eq - env[i]) : 0;
+        if (!eq || n >= sizeof name) _exit(1);
+        memcpy(name, env[i], n);
+        name[n] = '\0';
+        setenv(name, eq + 1, 1);
+    }
+}
+
 /* Fork a child that sets `env` ("NAME=value" strings, NULL-terminated; may be NULL), opens a
  * runtime on VG_BACKEND and runs fn; its exit status is fn's. The child's socket is `sock`, and
  * it closes `other` (the parent's end) first. */
@@ -156,15 +171,7 @@ static inline pid_t ipc_spawn(ipc_role_fn fn, int sock, int other, void *arg, co
     pid_t pid = fork();
     if (pid != 0) return pid;
     if (other >= 0) close(other);
-    for (int i = 0; env && env[i]; i++) {
-        char name[128];
-        const char *eq = strchr(env[i], '=');
-        size_t n = eq ? (size_t)(eq - env[i]) : 0;
-        if (!eq || n >= sizeof name) _exit(1);
-        memcpy(name, env[i], n);
-        name[n] = '\0';
-        setenv(name, eq + 1, 1);
-    }
+    ipc_set_env(env);
     vg_runtime *rt = NULL;
     vg_status st = vg_runtime_open(NULL, &rt);
     if (st != VG_OK) {

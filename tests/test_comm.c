@@ -72,19 +72,6 @@ typedef struct rank_ctx {
 /* A rank's body: 0 passed, 1 failed (it printed why), or an exit code the scenario expects. */
 typedef int (*rank_fn)(rank_ctx *c, void *arg);
 
-static void set_env(const char *const *env)
-{
-    for (int i = 0; env && env[i]; i++) {
-        char name[128];
-        const char *eq = strchr(env[i], '=');
-        size_t n = eq ? (size_t)(eq - env[i]) : 0;
-        if (!eq || n >= sizeof name) _exit(1);
-        memcpy(name, env[i], n);
-        name[n] = '\0';
-        setenv(name, eq + 1, 1);
-    }
-}
-
 /* The child of rank r: open the runtime (on device r where the backend has enough devices),
  * make (rank 0) or receive the id, run fn. */
 static int rank_child(int r, int n, int *pipes, rank_fn fn, void *arg)
@@ -152,7 +139,7 @@ static int run_ranks(const char *name, int n, rank_fn fn, void *arg, const char 
                 if (k != r) close(pipes[2 * k]);
                 if (r != 0) close(pipes[2 * k + 1]);
             }
-            set_env(env);
+            ipc_set_env(env);
             int rc = rank_child(r, n, pipes, fn, arg);
             fflush(stdout);
             fflush(stderr);

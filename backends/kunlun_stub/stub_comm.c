@@ -323,43 +323,46 @@ static int comm_usable(vg_bk_stream *s, vg_bk_comm *c, const char *what)
     return 0;
 }
 
-static void run_all_reduce(vg_bk_stream *s, const void *p)
+/* A collective in chunks of a slot: each rank puts its chunk of send in its slot, all meet, each
+ * combines the ranks' slots into its recv (`combine`, the collective's own step), all meet again
+ * before the slots are reused. */
+static void run_chunks(vg_bk_stream *s, const coll_args *a, const char *what,
+                       void (*combine)(const coll_args *a, size_t off, size_t n, size_t esz))
 {
-    const coll_args *a = p;
     vg_bk_comm *c = a->comm;
-    if (!comm_usable(s, c, "all_reduce")) return;
+    if (!comm_usable(s, c, what)) return;
     size_t esz = dtype_size(a->dtype), per = COMM_SLOT_BYTES / esz;
     for (size_t off = 0; off < a->count; off += per) {
         size_t n = a->count - off < per ? a->count - off : per;
         memcpy(slot(c, c->rank), (const unsigned char *)a->send + off * esz, n * esz);
-        if (comm_barrier(c, "all_reduce") != VG_OK) break;
-        for (size_t i = 0; i < n; i++) {
-            float acc = 0.0f;
-            for (int r = 0; r < c->nranks; r++) acc += load_f(slot(c, r), a->dtype, i);
-            store_f(a->recv, a->dtype, off + i, acc);
-        }
-        if (comm_barrier(c, "all_reduce") != VG_OK) break;
+        if (comm_barrier(c, what) != VG_OK) break;
+        combine(a, off, n, esz);
+        if (comm_barrier(c, what) != VG_OK) break;
     }
     if (c->broken[0]) stub_stream_fail(s, VG_ERR_DEVICE, "%s", c->broken);
 }
 
-static void run_all_gather(vg_bk_stream *s, const void *p)
+/* all-reduce: the sum over ranks, in rank order (every rank gets bit-identical results) */
+static void sum_slots(const coll_args *a, size_t off, size_t n, size_t esz)
 {
-    const coll_args *a = p;
-    vg_bk_comm *c = a->comm;
-    if (!comm_usable(s, c, "all_gather")) return;
-    size_t esz = dtype_size(a->dtype), per = COMM_SLOT_BYTES / esz;
-    for (size_t off = 0; off < a->count; off += per) {
-        size_t n = a->count - off < per ? a->count - off : per;
-        memcpy(slot(c, c->rank), (const unsigned char *)a->send + off * esz, n * esz);
-        if (comm_barrier(c, "all_gather") != VG_OK) break;
-        for (int r = 0; r < c->nranks; r++)
-            memcpy((unsigned char *)a->recv + ((size_t)r * a->count + off) * esz, slot(c, r),
-                   n * esz);
-        if (comm_barrier(c, "all_gather") != VG_OK) break;
+    (void)esz;
+    for (size_t i = 0; i < n; i++) {
+        float acc = 0.0f;
+        for (int r = 0; r < a->comm->nranks; r++) acc += load_f(slot(a->comm, r), a->dtype, i);
+        store_f(a->recv, a->dtype, off + i, acc);
     }
-    if (c->broken[0]) stub_stream_fail(s, VG_ERR_DEVICE, "%s", c->broken);
 }
+
+/* all-gather: rank r's chunk into block r of recv */
+static void gather_slots(const coll_args *a, size_t off, size_t n, size_t esz)
+{
+    for (int r = 0; r < a->comm->nranks; r++)
+        memcpy((unsigned char *)a->recv + ((size_t)r * a->count + off) * esz, slot(a->comm, r),
+               n * esz);
+}
+
+static void run_all_reduce(vg_bk_stream *s, const void *p) { run_chunks(s, p, "all_reduce", sum_slots); }
+static void run_all_gather(vg_bk_stream *s, const void *p) { run_chunks(s, p, "all_gather", gather_slots); }
 
 static vg_status submit(vg_bk_device *dev, vg_bk_comm *c, vg_bk_stream *s, vg_dtype dtype,
                         const void *send, void *recv, size_t count, int gather)
