@@ -647,6 +647,24 @@ static void test_dead_rank_two(void **state)
     RUN_RANKS(2, rank_dead, &dc, k_env_short, want);
 }
 
+/* A graph holding one all-reduce of 1000 floats at *x (allocated here), captured, instantiated
+ * into *exec, and replayed once on data of `seed`, its sum checked: the start of the cases whose
+ * ranks fail between replays. */
+static int replayed_all_reduce(rank_ctx *c, vg_comm *comm, float **x, vg_graph_exec **exec, int seed)
+{
+    CKV(vg_mem_alloc(c->rt, 4096, (void **)x));
+    vg_graph *g = NULL;
+    CKV(vg_graph_capture_begin(c->s));
+    CKV(vg_comm_all_reduce(comm, c->s, VG_DTYPE_F32, *x, *x, 1000));
+    CKV(vg_graph_capture_end(c->s, &g));
+    CKV(vg_graph_instantiate(g, exec));
+    CKV(vg_graph_destroy(g));
+    if (upload(c, *x, VG_DTYPE_F32, 1000, seed)) return 1;
+    CKV(vg_graph_exec_launch(*exec, c->s));
+    CKV(vg_stream_sync(c->s));
+    return check_sum(c, *x, VG_DTYPE_F32, 1000, seed, 1.0f);
+}
+
 /* A graph with a collective replays once; then rank 1 dies and rank 0's replay fails (at launch
  * or at the synchronisation after it), naming it: the failure is not lost inside the graph. */
 static int rank_dead_in_replay(rank_ctx *c, void *arg)
@@ -656,18 +674,8 @@ static int rank_dead_in_replay(rank_ctx *c, void *arg)
     vg_comm *comm = NULL;
     CKV(vg_comm_create(c->rt, &c->id, c->nranks, c->rank, &comm));
     float *x = NULL;
-    CKV(vg_mem_alloc(c->rt, 4096, (void **)&x));
-    vg_graph *g = NULL;
     vg_graph_exec *exec = NULL;
-    CKV(vg_graph_capture_begin(c->s));
-    CKV(vg_comm_all_reduce(comm, c->s, VG_DTYPE_F32, x, x, 1000));
-    CKV(vg_graph_capture_end(c->s, &g));
-    CKV(vg_graph_instantiate(g, &exec));
-    CKV(vg_graph_destroy(g));
-    if (upload(c, x, VG_DTYPE_F32, 1000, 5)) return 1;
-    CKV(vg_graph_exec_launch(exec, c->s));
-    CKV(vg_stream_sync(c->s));
-    if (check_sum(c, x, VG_DTYPE_F32, 1000, 5, 1.0f)) return 1;
+    if (replayed_all_reduce(c, comm, &x, &exec, 5)) return 1;
     if (c->rank == 1) _exit(DEAD_EXIT);
     double t0 = now_ms();
     vg_status st = vg_graph_exec_launch(exec, c->s);
@@ -705,18 +713,8 @@ static int rank_graph_outlives(rank_ctx *c, void *arg)
     vg_comm *comm = NULL;
     CKV(vg_comm_create(c->rt, &c->id, c->nranks, c->rank, &comm));
     float *x = NULL;
-    CKV(vg_mem_alloc(c->rt, 4096, (void **)&x));
-    vg_graph *g = NULL;
     vg_graph_exec *exec = NULL;
-    CKV(vg_graph_capture_begin(c->s));
-    CKV(vg_comm_all_reduce(comm, c->s, VG_DTYPE_F32, x, x, 1000));
-    CKV(vg_graph_capture_end(c->s, &g));
-    CKV(vg_graph_instantiate(g, &exec));
-    CKV(vg_graph_destroy(g));
-    if (upload(c, x, VG_DTYPE_F32, 1000, 6)) return 1;
-    CKV(vg_graph_exec_launch(exec, c->s));
-    CKV(vg_stream_sync(c->s));
-    if (check_sum(c, x, VG_DTYPE_F32, 1000, 6, 1.0f)) return 1;
+    if (replayed_all_reduce(c, comm, &x, &exec, 6)) return 1;
     if (die && c->rank == 1) _exit(DEAD_EXIT);
     if (die) {
         vg_status st = vg_graph_exec_launch(exec, c->s);
