@@ -6,10 +6,10 @@ import os
 
 from . import _types as T
 from . import dlpack as D
-from ._errors import check, raise_python, ERR_INVALID_ARG, ERR_STATE
+from ._errors import check, raise_python, ERR_INVALID_ARG
 from ._lib import libmodels
 from .graph import run_info_dict
-from .vit import DTYPE_BY_NAME, graph_options, info_dict
+from ._model import DTYPE_BY_NAME, ModelBase, graph_options, info_dict
 
 
 def _tokens(obj, what):
@@ -35,12 +35,14 @@ class StepOutput:
         self.total_ms = info.total_ms
 
 
-class LanguageModel:
+class LanguageModel(ModelBase):
     """A Hugging Face model directory (config.json of model_type qwen2 or qwen3, safetensors), or a
     named synthetic configuration (LanguageModel.synthetic(rt, "qwen2-tiny")). Graph options as
     VisionEncoder's; KV options: block_size, num_blocks (0: kv_memory_fraction of free memory),
     max_seqs, max_seq_len. A tokenizer is loaded from the directory when it holds one and
     transformers is installed (tokenizer=False turns that off)."""
+
+    _NAME, _API = "LanguageModel", "lm"
 
     def __init__(self, runtime, model_dir=None, *, mode="full_and_piecewise", capture_sizes=None, max_capture_size=0,
                  warmup=False, dtype=None, block_size=0, num_blocks=0, kv_memory_fraction=0.0, max_seqs=0,
@@ -59,7 +61,7 @@ class LanguageModel:
         else:
             check(m.vg_lm_load(runtime.handle, str(model_dir).encode(), ctypes.byref(o), ctypes.byref(h)))
         del keep
-        self._res = runtime._own(libmodels().vg_lm_free, h)
+        self._adopt(runtime, h)
         self.model_dir = model_dir
         self.info = self.get_info()
         self.vocab = self.info["vocab"]
@@ -90,27 +92,12 @@ class LanguageModel:
             return None
         return AutoTokenizer.from_pretrained(model_dir)
 
-    @property
-    def handle(self):
-        if self._res is None or self._res.handle is None:
-            raise_python(ERR_STATE, "LanguageModel: closed")
-        return self._res.handle
-
     def get_info(self):
         i = T.LmInfo()
         check(libmodels().vg_lm_get_info(self.handle, ctypes.byref(i)))
         d = info_dict(i)
         d["eos_ids"] = list(i.eos_ids[:i.num_eos])
         return d
-
-    def reconfigure(self, *, mode="full_and_piecewise", capture_sizes=None, max_capture_size=0, warmup=False):
-        o, keep = self._options(mode, capture_sizes, max_capture_size, warmup, None)
-        check(libmodels().vg_lm_reconfigure(self.handle, ctypes.byref(o)))
-        del keep
-
-    def runner_stats(self):
-        from .graph import runner_stats
-        return runner_stats(libmodels().vg_lm_runner(self.handle))
 
     # ---- sequences and steps -------------------------------------------------------------------
 
@@ -223,13 +210,3 @@ class LanguageModel:
                 pos[k] += len(t)
                 last[k] = g
         return last
-
-    def close(self):
-        if self._res is not None:
-            self._res.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

@@ -5,42 +5,12 @@ import ctypes
 from . import _types as T
 from . import dlpack as D
 from ._arrays import VgAllocation, flavor, host_tensor, int_rows, like
-from ._errors import check, raise_python, ERR_INVALID_ARG, ERR_STATE
+from ._errors import check, raise_python, ERR_INVALID_ARG
 from ._lib import libmodels, libvg
-from .graph import MODES, run_info_dict
+from ._model import ModelBase, graph_options, info_dict
+from .graph import run_info_dict
 
 _PIXEL_DTYPES = {"float32": T.F32, "float16": T.F16, "bfloat16": T.BF16}
-DTYPE_BY_NAME = {"float32": T.F32, "float16": T.F16, "bfloat16": T.BF16, None: T.DTYPE_COUNT}
-
-
-def graph_options(o, who, mode, capture_sizes, max_capture_size, warmup, dtype):
-    """Fill the graph fields that vg_vit_options and vg_lm_options share (o already holds the
-    library's defaults: no capture sizes); returns the capture-size array, which must outlive
-    the call that reads o."""
-    if mode not in MODES:
-        raise_python(ERR_INVALID_ARG, f"{who}: mode {mode!r} is not one of {sorted(MODES)}")
-    if dtype not in DTYPE_BY_NAME:
-        raise_python(ERR_INVALID_ARG, f"{who}: dtype {dtype!r} is not float32, bfloat16 or float16")
-    o.mode = MODES[mode]
-    arr = None
-    if capture_sizes is not None:
-        arr = (ctypes.c_int64 * len(capture_sizes))(*[int(s) for s in capture_sizes])
-        o.capture_sizes = ctypes.cast(arr, ctypes.POINTER(ctypes.c_int64))
-        o.num_capture_sizes = len(capture_sizes)
-    o.max_capture_size = int(max_capture_size)
-    o.warmup = int(bool(warmup))
-    o.compute_dtype = DTYPE_BY_NAME[dtype]
-    return arr
-
-
-def info_dict(info):
-    """A vg_vit_info or vg_lm_info as a dict: model_type as str, compute_dtype as its name."""
-    d = {f: getattr(info, f) for f, _ in type(info)._fields_}
-    d["model_type"] = info.model_type.decode()
-    d["compute_dtype"] = T.DTYPES.get(info.compute_dtype)
-    return d
-
-
 class VisionOutput:
     """embeddings [S/merge², out_hidden] (and Qwen3-VL's deepstack features, same shape), plus what
     the call did: run (bucket, path, launches), device_ms, total_ms."""
@@ -56,12 +26,14 @@ class VisionOutput:
         return f"<VisionOutput {tuple(self.embeddings.shape)} deepstack={len(self.deepstack)} {self.run['path']}>"
 
 
-class VisionEncoder:
+class VisionEncoder(ModelBase):
     """A Hugging Face model directory's vision tower (VisionEncoder(rt, path)) or a named synthetic
     configuration (VisionEncoder.synthetic(rt, "qwen2.5-vl-tiny")). Graph options: mode ("none",
     "piecewise", "full", "full_and_piecewise"), capture_sizes (token counts), max_capture_size,
     warmup (capture every bucket now), dtype (compute dtype: "float32", "bfloat16", "float16";
     None keeps the checkpoint's)."""
+
+    _NAME, _API = "VisionEncoder", "vit"
 
     def __init__(self, runtime, model_dir=None, *, mode="full_and_piecewise", capture_sizes=None,
                  max_capture_size=0, warmup=False, dtype=None, _synthetic=None):
@@ -77,7 +49,7 @@ class VisionEncoder:
         else:
             check(m.vg_vit_load(runtime.handle, str(model_dir).encode(), ctypes.byref(o), ctypes.byref(h)))
         del keep
-        self._res = runtime._own(libmodels().vg_vit_free, h)
+        self._adopt(runtime, h)
         self.info = self._info()
 
     @classmethod
@@ -92,26 +64,10 @@ class VisionEncoder:
         libmodels().vg_vit_options_init(ctypes.byref(o))
         return o, graph_options(o, "VisionEncoder", mode, capture_sizes, max_capture_size, warmup, dtype)
 
-    def reconfigure(self, *, mode="full_and_piecewise", capture_sizes=None, max_capture_size=0, warmup=False):
-        """New graph options; every graph is dropped (the weights stay)."""
-        o, keep = self._options(mode, capture_sizes, max_capture_size, warmup, None)
-        check(libmodels().vg_vit_reconfigure(self.handle, ctypes.byref(o)))
-        del keep
-
-    @property
-    def handle(self):
-        if self._res is None or self._res.handle is None:
-            raise_python(ERR_STATE, "VisionEncoder: closed")
-        return self._res.handle
-
     def _info(self):
         i = T.VitInfo()
         check(libmodels().vg_vit_get_info(self.handle, ctypes.byref(i)))
         return info_dict(i)
-
-    def runner_stats(self):
-        from .graph import runner_stats
-        return runner_stats(libmodels().vg_vit_runner(self.handle))
 
     def encode(self, pixel_values, grid_thw):
         """pixel_values [S, patch_dim] (float32, bfloat16 or float16; any DLPack array: host memory,
@@ -167,13 +123,3 @@ class VisionEncoder:
         from ._native import Stream
         s = Stream(self.runtime, libvg().vg_runner_stream(libmodels().vg_vit_runner(self.handle)), owned=False)
         return s.native
-
-    def close(self):
-        if self._res is not None:
-            self._res.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
