@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "stats.h"
 #include "vg_cli.h"
 
 extern char **environ;
@@ -75,13 +76,6 @@ int vg_tp_open(const char *cmd, const vg_tp_rank *r, const char *backend, vg_run
 }
 
 /* ---- the parent ------------------------------------------------------------------------------ */
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
 
 /* The environment of rank `rank`: the parent's without VG_TP_*, then the rank's four. */
 static char **rank_env(int rank, int size, int device, const char *hex)
@@ -157,9 +151,9 @@ static int wait_ranks(const char *cmd, pid_t *pids, int n, long timeout_ms)
             } else {
                 continue;
             }
-            if (failed < 0) failed = r, deadline = now_ms() + (double)timeout_ms + GRACE_MS;
+            if (failed < 0) failed = r, deadline = vg_now_ms() + (double)timeout_ms + GRACE_MS;
         }
-        if (failed >= 0 && left && now_ms() > deadline) {
+        if (failed >= 0 && left && vg_now_ms() > deadline) {
             for (int r = 0; r < n; r++) {
                 if (pids[r] <= 0) continue;
                 vg_cli_fail(cmd, "rank %d did not end within %ld ms of rank %d's failure: terminated",
