@@ -11,11 +11,6 @@
 #include "vg/vg_comm.h"
 #include "vg_internal.h"
 
-#define REQUIRE(cond, ...)                                                                   \
-    do {                                                                                     \
-        if (VG_UNLIKELY(!(cond))) return vg_error_set(VG_ERR_INVALID_ARG, __VA_ARGS__);      \
-    } while (0)
-
 #define COMM_TIMEOUT_DEFAULT_MS 60000
 #define COMM_TIMEOUT_MAX_MS 0x7fffffff
 

@@ -10,10 +10,6 @@
 #include "vg_internal.h"
 
 #define FAIL(status, ...) vg_error_set((status), __VA_ARGS__)
-#define REQUIRE(cond, ...)                                                                   \
-    do {                                                                                     \
-        if (VG_UNLIKELY(!(cond))) return vg_error_set(VG_ERR_INVALID_ARG, __VA_ARGS__);      \
-    } while (0)
 #define CALL(rt, member, ...) ((rt)->iface.member((rt)->dev, __VA_ARGS__))
 
 /* ---- capture rules ------------------------------------------------------------------------- */

@@ -8,11 +8,6 @@
 #include "vg/vg_dlpack.h"
 #include "vg_internal.h"
 
-#define REQUIRE(cond, ...)                                                                   \
-    do {                                                                                     \
-        if (!(cond)) return vg_error_set(VG_ERR_INVALID_ARG, __VA_ARGS__);                   \
-    } while (0)
-
 /* ---- devices and dtypes ------------------------------------------------------------------------- */
 
 static const struct {

@@ -10,11 +10,6 @@
 #include "vg/vg_native.h"
 #include "vg_internal.h"
 
-#define REQUIRE(cond, ...)                                                                   \
-    do {                                                                                     \
-        if (!(cond)) return vg_error_set(VG_ERR_INVALID_ARG, __VA_ARGS__);                   \
-    } while (0)
-
 const char *vg_native_api_name(vg_native_api api)
 {
     switch (api) {

@@ -15,10 +15,6 @@
 #define DTYPES_FLOAT_TEXT "F32, BF16 or F16"
 
 /* A precondition of the catalogue: VG_ERR_INVALID_ARG with a message naming the op and value. */
-#define REQUIRE(cond, ...)                                                                   \
-    do {                                                                                     \
-        if (VG_UNLIKELY(!(cond))) return vg_error_set(VG_ERR_INVALID_ARG, __VA_ARGS__);      \
-    } while (0)
 
 #define REQUIRE_STREAM(op, s) REQUIRE(s, op ": stream is NULL")
 /* A pointer that must be set when the op has work (n > 0). */

@@ -20,6 +20,11 @@
 #else
 #define VG_UNLIKELY(x) (x)
 #endif
+/* The public API's argument checks: VG_ERR_INVALID_ARG with the message when cond fails. */
+#define REQUIRE(cond, ...)                                                                       \
+    do {                                                                                         \
+        if (VG_UNLIKELY(!(cond))) return vg_error_set(VG_ERR_INVALID_ARG, __VA_ARGS__);          \
+    } while (0)
 
 /* ---- errors and logging (error.c, log.c) --------------------------------------------------- */
 
