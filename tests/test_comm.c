@@ -768,9 +768,9 @@ static int rank_silent(rank_ctx *c, void *arg)
     const char *needle = c->rank == 0 ? "rank 1" : "rank 0";
     CK(st != VG_OK && strstr(vg_last_error(), needle), "rank %d: %s: '%s' does not name %s",
        c->rank, vg_status_name(st), vg_last_error(), needle);
-    if (c->rank == 0) {
+    if (c->rank == 0) { /* a silent rank is found by the timeout alone */
         if (g_stub) CK(strstr(vg_last_error(), "timed out"), "%s", vg_last_error());
-        if (check_elapsed(t0, g_stub)) return 1;
+        if (check_elapsed(t0, 1)) return 1;
     } else if (check_elapsed(t0, 0)) {
         return 1;
     }
@@ -799,7 +799,7 @@ static int rank_missing(rank_ctx *c, void *arg)
     CK(st != VG_OK && comm == NULL && strstr(vg_last_error(), "join"),
        "create without rank 1: %s: '%s'", vg_status_name(st), vg_last_error());
     if (g_stub) CK(strstr(vg_last_error(), "rank 1 (never joined)"), "%s", vg_last_error());
-    if (check_elapsed(t0, g_stub)) return 1;
+    if (check_elapsed(t0, 1)) return 1; /* a rank that never joins is found by the timeout alone */
     printf("rank %d: %s\n", c->rank, vg_last_error());
     return 0;
 }
