@@ -109,7 +109,7 @@ extern "C" vg_status vgc_device_open(int index, vg_bk_device **out)
     snprintf(dev->gemm_choice, sizeof dev->gemm_choice, "%s", gemm ? gemm : "");
     const char *pdl = vgc_option("VG_CUDA_PDL");
     dev->pdl = !vgc_pdl_capable(&dev->prop) || (pdl && strcmp(pdl, "0") == 0) ? VGC_PDL_OFF
-               : pdl && strcmp(pdl, "1") == 0 ? VGC_PDL_ALWAYS : VGC_PDL_EAGER;
+               : pdl && strcmp(pdl, "eager") == 0 ? VGC_PDL_EAGER : VGC_PDL_ALWAYS;
     const char *dheads = vgc_option("VG_CUDA_DECODE_HEADS");
     dev->decode_heads = dheads && atoi(dheads) >= 1 && atoi(dheads) <= 8 ? atoi(dheads) : 0;
     const char *arows = vgc_option("VG_CUDA_ATTENTION_ROWS");
