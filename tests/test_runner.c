@@ -691,6 +691,12 @@ static void rp_init(rp_model *m, vg_runtime *rt, uint32_t add_flags)
                                 .num_pieces = 2, .reserve = rp_reserve, .prepare = rp_prepare};
 }
 
+static void rp_free(rp_model *m, vg_runtime *rt)
+{
+    VG_CHECK(vg_mem_free(rt, m->x));
+    VG_CHECK(vg_mem_free(rt, m->y));
+}
+
 static vg_runner *rp_runner(rp_model *m, vg_runtime *rt, vg_graph_mode mode)
 {
     vg_runner_options o;
@@ -793,8 +799,7 @@ static void test_replay_stages_inputs_and_pads(void **state)
     assert_int_equal(replayed, 1);
     VG_CHECK(vg_runner_destroy(r));
     VG_CHECK(vg_mem_free(rt, src));
-    VG_CHECK(vg_mem_free(rt, m.x));
-    VG_CHECK(vg_mem_free(rt, m.y));
+    rp_free(&m, rt);
     vg_runtime_close(rt);
 }
 
@@ -823,8 +828,7 @@ static void test_replay_declines_eager_pieces_and_mode_none(void **state)
     }
     VG_CHECK(vg_runner_destroy(pw));
     VG_CHECK(vg_runner_destroy(none));
-    VG_CHECK(vg_mem_free(rt, m.x));
-    VG_CHECK(vg_mem_free(rt, m.y));
+    rp_free(&m, rt);
     vg_runtime_close(rt);
 }
 
@@ -864,8 +868,7 @@ static void test_replay_bad_arguments(void **state)
     assert_int_equal(replayed, 1);
     assert_int_equal(rp_hits(r), hits + 1);
     VG_CHECK(vg_runner_destroy(r));
-    VG_CHECK(vg_mem_free(rt, m.x));
-    VG_CHECK(vg_mem_free(rt, m.y));
+    rp_free(&m, rt);
     vg_runtime_close(rt);
 }
 
