@@ -65,10 +65,11 @@ typedef struct lm_weights {
 } lm_weights;
 
 /* The weights of rank tp->rank's share of a model of config `full` (the whole model for a
- * size of 1). With a tied head and size > 1 the embedding is padded with zero rows up to
- * size·vs, so that every rank's head slice of it is whole. */
+ * size of 1), `local` being that share's config (lm_tp_plan). With a tied head and size > 1 the
+ * embedding is padded with zero rows up to size·vs, so that every rank's head slice of it is
+ * whole. */
 vg_status lm_weights_load(vg_runtime *rt, const vg_ckpt *ck, uint64_t seed, const lm_cfg *full,
-                          const lm_tp *tp, vg_dtype dt, lm_weights *w);
+                          const lm_cfg *local, const lm_tp *tp, vg_dtype dt, lm_weights *w);
 void lm_weights_free(vg_runtime *rt, lm_weights *w);
 
 /* ---- the host side of the KV cache ------------------------------------------------------- */
