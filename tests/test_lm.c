@@ -254,7 +254,7 @@ static void test_plan(void **state)
     /* metadata: 8 padded tokens, 3 sequence slots (max_seqs), padding rows write nothing */
     VG_CHECK(lm_plan_step(&kv, s2 + 0, 1, 100, 100, &p)); /* b decodes one token */
     lm_meta_layout l;
-    lm_meta_layout_for(8, kv.max_seqs, kv.max_blocks, &l);
+    lm_meta_layout_for(8, kv.max_seqs, kv.max_blocks, 1, &l);
     assert_int_equal(l.seqs, 3);
     assert_int_equal(l.btab % 4, 0);
     int32_t *meta = calloc(l.total, sizeof(int32_t));
@@ -278,7 +278,7 @@ static void test_plan(void **state)
     assert_int_equal(sizes[3], 8);
     assert_int_equal(sizes[ns - 1], 256);
     for (int i = 1; i < ns; i++) assert_true(sizes[i] > sizes[i - 1]);
-    lm_meta_layout_for(2, 8, 3, &l); /* fewer tokens than max_seqs: one slot per token */
+    lm_meta_layout_for(2, 8, 3, 1, &l); /* fewer tokens than max_seqs: one slot per token */
     assert_int_equal(l.seqs, 2);
     free(meta);
     lm_plan_free(&p);

@@ -19,8 +19,9 @@
  * always; the other ranks' write their partial product alone into the same buffer, and one
  * in-place all-reduce of the hidden rows sums them: h + Σ partials, no extra op. The head
  * computes this rank's vs = ceil(vocab / n) vocabulary rows into LB_SLICE, all-gathers the
- * slices rank-major ([n][rows][vs] in LB_GATHER), reorders them with gather_rows (LB_TPIDX,
- * written by prepare: dst row t·n + r = src row r·rows + t, each row vs floats) into
+ * slices rank-major ([n][rows][vs] in LB_GATHER), reorders them with gather_rows (the table at
+ * LB_META's head_idx, written by prepare: dst row t·n + r = src row r·rows + t, each row vs
+ * floats) into
  * LB_LOGITS [rows][n·vs], and takes the argmax of the first vocab columns (the padding rows of
  * the last slice never win). The collectives sit inside the pieces, so graphs record them where
  * the device captures collectives (VG_CAP_COMM_CAPTURE), else those pieces run eagerly. Every
@@ -52,7 +53,7 @@ static size_t es(const vg_lm *m) { return vg_dtype_size(m->dt); }
 
 static void layout(const vg_lm *m, int64_t tokens, lm_meta_layout *l)
 {
-    lm_meta_layout_for(tokens, m->kv.max_seqs, m->kv.max_blocks, l);
+    lm_meta_layout_for(tokens, m->kv.max_seqs, m->kv.max_blocks, m->tp.size, l);
 }
 
 static int32_t *meta_at(vg_runner *r, size_t offset) { return (int32_t *)BUF(LB_META) + offset; }
@@ -172,7 +173,7 @@ static vg_status piece_head(void *mp, vg_runner *r, const vg_piece *p, const vg_
     TRY(proj(m, s, rows, vs, c->hidden, BUF(LB_LAST), c->hidden, m->w.final_norm, BUF(LB_LAST),
              m->w.lm_head, NULL, BUF(LB_SLICE), VG_DTYPE_F32, NULL, VG_GEMM_GATE_NONE));
     TRY(vg_comm_all_gather(m->comm, s, VG_DTYPE_F32, BUF(LB_SLICE), BUF(LB_GATHER), rows * vs));
-    TRY(vg_op_gather_rows(s, VG_DTYPE_F32, BUF(LB_LOGITS), BUF(LB_GATHER), BUF(LB_TPIDX), rows * n, vs));
+    TRY(vg_op_gather_rows(s, VG_DTYPE_F32, BUF(LB_LOGITS), BUF(LB_GATHER), meta_at(r, l.head_idx), rows * n, vs));
     return vg_op_argmax(s, VG_DTYPE_F32, BUF(LB_LOGITS), n * vs, rows, c->vocab, BUF(LB_ARGMAX));
 }
 
@@ -304,7 +305,6 @@ vg_status lm_reserve(void *mp, vg_runner *r, const vg_batch_desc *d)
         [LB_ARGMAX] = S * sizeof(int32_t),
         [LB_SLICE] = tp ? S * vs * sizeof(float) : 0,
         [LB_GATHER] = tp ? n * S * vs * sizeof(float) : 0,
-        [LB_TPIDX] = tp ? n * S * sizeof(int32_t) : 0,
     };
     for (int i = 0; i < LB_COUNT_; i++) TRY(vg_runner_buffer_reserve(r, i, bytes[i]));
     return VG_OK;
@@ -318,21 +318,17 @@ vg_status lm_prepare(void *mp, vg_runner *r, const vg_batch_desc *real, const vg
     const lm_plan *p = inputs; /* NULL at warm-up: an all-padding call */
     lm_meta_layout l;
     layout(m, padded->num_tokens, &l);
-    /* under tensor parallelism the head's reorder table follows the metadata in the staging */
-    int64_t hrows = padded->uniform || !p ? l.seqs : p->num_seqs, n = m->tp.size;
-    size_t idx_count = n > 1 ? (size_t)(hrows * n) : 0;
-    size_t bytes = (l.total + idx_count) * sizeof(int32_t);
     /* warm-up prepares bucket after bucket without waiting: the previous upload may still
      * read the staging (vg_lm_step waits for its step, so steps never need this) */
     if (!p) TRY(vg_stream_sync(s));
-    TRY(vgm_stage_reserve(m->rt, &m->meta_stage, &m->meta_bytes, bytes));
+    TRY(vgm_stage_reserve(m->rt, &m->meta_stage, &m->meta_bytes, l.total * sizeof(int32_t)));
     size_t up = lm_meta_fill(&m->kv, p, &l, m->meta_stage);
     m->head_rows = p ? p->num_seqs : l.seqs;
-    if (idx_count) { /* dst row t·n + q of LB_LOGITS is row t of rank q's slice */
-        int32_t *idx = (int32_t *)m->meta_stage + l.total;
+    int64_t hrows = padded->uniform || !p ? l.seqs : p->num_seqs, n = m->tp.size;
+    if (n > 1) { /* under tensor parallelism: dst row t·n + q of LB_LOGITS is row t of rank q's slice */
+        int32_t *idx = (int32_t *)m->meta_stage + l.head_idx;
         for (int64_t t = 0; t < hrows; t++)
             for (int64_t q = 0; q < n; q++) idx[t * n + q] = (int32_t)(q * hrows + t);
-        TRY(vg_mem_copy_h2d(s, BUF(LB_TPIDX), idx, idx_count * sizeof(int32_t)));
     }
     return vg_mem_copy_h2d(s, BUF(LB_META), m->meta_stage, up * sizeof(int32_t));
 }

@@ -123,14 +123,18 @@ void lm_plan_rollback(lm_kv *kv, const lm_plan *p);
 void lm_plan_commit(lm_kv *kv, const lm_plan *p);
 
 /* Layout of the int32 metadata buffer for a call padded to `tokens`, with `seqs` sequence
- * slots (min(tokens, max_seqs)) and block tables of max_blocks entries. Offsets in elements. */
+ * slots (min(tokens, max_seqs)) and block tables of max_blocks entries. Offsets in elements.
+ * With head_parts > 1 (tensor parallelism: the ranks), head_idx holds seqs·head_parts entries,
+ * the head's reorder table, which the caller writes after lm_meta_fill; it lies before the
+ * block tables, so that the upload lm_meta_fill counts carries it. */
 typedef struct lm_meta_layout {
     int64_t tokens;
     int seqs, max_blocks;
-    size_t tok, pos, slots, last, qstart, ctx, btab, total;
+    size_t tok, pos, slots, last, qstart, ctx, head_idx, btab, total;
 } lm_meta_layout;
 
-void lm_meta_layout_for(int64_t padded_tokens, int max_seqs, int max_blocks, lm_meta_layout *l);
+void lm_meta_layout_for(int64_t padded_tokens, int max_seqs, int max_blocks, int head_parts,
+                        lm_meta_layout *l);
 /* Fill meta (layout l) from plan p (NULL: an all-padding call, for warm-up). Padding tokens
  * have token 0, position 0 and slot -1 (no KV write); padding sequences own no query rows and
  * no context. Returns how many int32 need uploading (the block tables of real sequences
@@ -139,10 +143,10 @@ size_t lm_meta_fill(const lm_kv *kv, const lm_plan *p, const lm_meta_layout *l, 
 
 /* ---- the model ---------------------------------------------------------------------------- */
 
-/* LB_SLICE, LB_GATHER, LB_TPIDX: the head under tensor parallelism (this rank's logits slice,
- * every rank's, the reorder table); empty otherwise. */
+/* LB_SLICE, LB_GATHER: the head under tensor parallelism (this rank's logits slice, every
+ * rank's; the reorder table is in LB_META); empty otherwise. */
 enum lm_buffer { LB_META, LB_H, LB_N, LB_QKV, LB_ATT, LB_GU, LB_M, LB_LAST, LB_LOGITS, LB_ARGMAX,
-                 LB_SLICE, LB_GATHER, LB_TPIDX, LB_COUNT_ };
+                 LB_SLICE, LB_GATHER, LB_COUNT_ };
 
 struct vg_lm {
     vg_runtime *rt;

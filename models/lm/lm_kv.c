@@ -194,7 +194,8 @@ void lm_plan_commit(lm_kv *kv, const lm_plan *p)
     for (int i = 0; i < p->num_seqs; i++) kv->seqs[p->seq_ids[i]].len = p->ctx[i];
 }
 
-void lm_meta_layout_for(int64_t padded_tokens, int max_seqs, int max_blocks, lm_meta_layout *l)
+void lm_meta_layout_for(int64_t padded_tokens, int max_seqs, int max_blocks, int head_parts,
+                        lm_meta_layout *l)
 {
     memset(l, 0, sizeof *l);
     int64_t T = padded_tokens;
@@ -207,6 +208,7 @@ void lm_meta_layout_for(int64_t padded_tokens, int max_seqs, int max_blocks, lm_
     l->last = o, o += (size_t)S;
     l->qstart = o, o += (size_t)S + 1;
     l->ctx = o, o += (size_t)S;
+    l->head_idx = o, o += head_parts > 1 ? (size_t)S * (size_t)head_parts : 0;
     o = (o + 3) & ~(size_t)3; /* 16-byte aligned block tables */
     l->btab = o, o += (size_t)S * (size_t)max_blocks;
     l->total = o;
