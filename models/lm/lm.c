@@ -223,6 +223,7 @@ vg_status vg_lm_free(vg_lm *m)
     lm_loops_free(m);
     vg_runner_destroy(m->runner);
     if (m->meta_stage) vg_host_free(m->rt, m->meta_stage);
+    if (m->logits_stage) vg_host_free(m->rt, m->logits_stage);
     if (m->kv_mem) vg_mem_free(m->rt, m->kv_mem);
     lm_kv_free(&m->kv);
     lm_plan_free(&m->plan);
@@ -327,13 +328,17 @@ vg_status vg_lm_step(vg_lm *m, const vg_lm_seq_tokens *seqs, int num, float *log
     vg_status st = vg_runner_run(m->runner, &d, p, &run);
     size_t V = (size_t)m->cfg.vocab, ld = (size_t)lm_logits_ld(m);
     const float *dev_logits = vg_runner_buffer(m->runner, LB_LOGITS);
-    if (st == VG_OK && logits && ld == V)
-        st = vg_mem_copy_d2h(s, logits, dev_logits, (size_t)num * V * sizeof(float));
-    for (int i = 0; st == VG_OK && logits && ld != V && i < num; i++) /* rows padded to ld */
-        st = vg_mem_copy_d2h(s, logits + (size_t)i * V, dev_logits + (size_t)i * ld, V * sizeof(float));
+    /* rows padded to ld (tensor parallelism): one copy into the staging, compacted after */
+    float *rows = ld == V ? logits : NULL;
+    if (st == VG_OK && logits && ld != V &&
+        (st = vgm_stage_reserve(m->rt, &m->logits_stage, &m->logits_bytes, (size_t)num * ld * sizeof(float))) == VG_OK)
+        rows = m->logits_stage;
+    if (st == VG_OK && rows) st = vg_mem_copy_d2h(s, rows, dev_logits, (size_t)num * ld * sizeof(float));
     if (st == VG_OK && greedy)
         st = vg_mem_copy_d2h(s, greedy, vg_runner_buffer(m->runner, LB_ARGMAX), (size_t)num * sizeof(int32_t));
     if (st == VG_OK) st = vg_stream_sync(s);
+    for (int i = 0; st == VG_OK && rows && rows != logits && i < num; i++)
+        memcpy(logits + (size_t)i * V, rows + (size_t)i * ld, V * sizeof(float));
     if (st != VG_OK) {
         lm_plan_rollback(&m->kv, p);
         return vg_error_prefix("lm: step of %lld tokens over %d sequences: ",

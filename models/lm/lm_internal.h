@@ -173,6 +173,8 @@ struct vg_lm {
     int nops_in, nops_out, nops_head;
     void *meta_stage;  /* host staging of the per-step metadata */
     size_t meta_bytes;
+    void *logits_stage; /* host staging of logits rows padded to lm_logits_ld (tensor parallelism) */
+    size_t logits_bytes;
     vg_lm_options opts;
     int64_t sizes[256];
     int num_eos;
