@@ -40,13 +40,6 @@ static int g_stub;    /* kunlun_stub: its own messages and knobs are checked too
 
 #define HEX_LEN (2 * sizeof(vg_comm_id))
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 /* ---- watchdogs (rank_watchdog.h) ----------------------------------------------------------- */
 
 #define WATCHDOG_GRACE_S 15 /* the parent's wait beyond a rank's watchdog (at most the watchdog) */
@@ -593,7 +586,7 @@ static int check_broken(rank_ctx *c, vg_comm *comm, float *x)
 /* The failed call took less than the timeout plus slack (`late`: at least the timeout). */
 static int check_elapsed(double t0, int late)
 {
-    double ms = now_ms() - t0;
+    double ms = rank_watchdog_now_ms() - t0;
     CK(ms < TIMEOUT_MS + 1500, "the failure took %.0f ms (timeout %d ms)", ms, TIMEOUT_MS);
     CK(!late || ms >= TIMEOUT_MS - 50, "a timeout after %.0f ms, before the %d ms", ms, TIMEOUT_MS);
     CK(late || ms < TIMEOUT_MS, "a dead rank found after %.0f ms, not before the %d ms timeout", ms,
@@ -615,7 +608,7 @@ static int rank_dead(rank_ctx *c, void *arg)
     if (c->rank == victim) _exit(DEAD_EXIT);
     float *x = NULL;
     CKV(vg_mem_alloc(c->rt, 4096, (void **)&x));
-    double t0 = now_ms();
+    double t0 = rank_watchdog_now_ms();
     vg_status st = vg_comm_all_reduce(comm, c->s, VG_DTYPE_F32, x, x, 1000);
     if (st == VG_OK) st = vg_stream_sync(c->s);
     char needle[32];
@@ -677,7 +670,7 @@ static int rank_dead_in_replay(rank_ctx *c, void *arg)
     vg_graph_exec *exec = NULL;
     if (replayed_all_reduce(c, comm, &x, &exec, 5)) return 1;
     if (c->rank == 1) _exit(DEAD_EXIT);
-    double t0 = now_ms();
+    double t0 = rank_watchdog_now_ms();
     vg_status st = vg_graph_exec_launch(exec, c->s);
     if (st == VG_OK) st = vg_stream_sync(c->s);
     CK(st != VG_OK && strstr(vg_last_error(), "rank 1"), "replay: %s: '%s' does not name rank 1",
@@ -722,11 +715,11 @@ static int rank_graph_outlives(rank_ctx *c, void *arg)
         CK(st != VG_OK && strstr(vg_last_error(), "rank 1"), "replay: %s: '%s' does not name rank 1",
            vg_status_name(st), vg_last_error());
     }
-    double t0 = now_ms();
+    double t0 = rank_watchdog_now_ms();
     vg_status st = vg_comm_destroy(comm);
     CK(st == VG_OK || strstr(vg_last_error(), "graph"), "rank %d: destroy before the graph: %s: '%s'",
        c->rank, vg_status_name(st), vg_last_error());
-    double ms = now_ms() - t0;
+    double ms = rank_watchdog_now_ms() - t0;
     CK(ms < TIMEOUT_MS + 1500, "rank %d: the destroy took %.0f ms (timeout %d ms)", c->rank, ms,
        TIMEOUT_MS);
     printf("rank %d: destroy before the graph: %s%s%s\n", c->rank, vg_status_name(st),
@@ -762,7 +755,7 @@ static int rank_silent(rank_ctx *c, void *arg)
         ts.tv_sec = TIMEOUT_MS / 1000 + 1;
         nanosleep(&ts, NULL);
     }
-    double t0 = now_ms();
+    double t0 = rank_watchdog_now_ms();
     vg_status st = vg_comm_all_reduce(comm, c->s, VG_DTYPE_F32, x, x, 1000);
     if (st == VG_OK) st = vg_stream_sync(c->s);
     const char *needle = c->rank == 0 ? "rank 1" : "rank 0";
@@ -794,7 +787,7 @@ static int rank_missing(rank_ctx *c, void *arg)
     (void)arg;
     if (c->rank == 1) return 0;
     vg_comm *comm = NULL;
-    double t0 = now_ms();
+    double t0 = rank_watchdog_now_ms();
     vg_status st = vg_comm_create(c->rt, &c->id, c->nranks, c->rank, &comm);
     CK(st != VG_OK && comm == NULL && strstr(vg_last_error(), "join"),
        "create without rank 1: %s: '%s'", vg_status_name(st), vg_last_error());
@@ -830,7 +823,7 @@ static void test_watchdog(void **state)
     char saved[32] = "";
     if (old) snprintf(saved, sizeof saved, "%s", old);
     setenv("VG_TEST_COMM_WATCHDOG_S", "1", 1);
-    double t0 = now_ms();
+    double t0 = rank_watchdog_now_ms();
     int masked = 0;
     const int want_watchdog[] = {0, RANK_WATCHDOG_EXIT}, want_killed[] = {0, 1000 + SIGKILL};
     int rc = run_ranks("test_watchdog (a rank hangs on purpose)", 2, rank_hang, &masked, NULL,
@@ -838,7 +831,7 @@ static void test_watchdog(void **state)
     masked = 1;
     int rc2 = run_ranks("test_watchdog (a rank hangs on purpose, its watchdog ignored)", 2,
                         rank_hang, &masked, NULL, want_killed);
-    double ms = now_ms() - t0;
+    double ms = rank_watchdog_now_ms() - t0;
     if (old) setenv("VG_TEST_COMM_WATCHDOG_S", saved, 1);
     else unsetenv("VG_TEST_COMM_WATCHDOG_S");
     assert_int_equal(rc, 0);

@@ -82,13 +82,6 @@ struct vg_bk_comm {
     char broken[400]; /* why it is unusable; "" while it is not */
 };
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
 static unsigned char *slot(const vg_bk_comm *c, int r)
 {
     return (unsigned char *)c->shm + COMM_DATA_OFFSET + (size_t)r * COMM_SLOT_BYTES;
@@ -139,7 +132,7 @@ static vg_status comm_barrier(vg_bk_comm *c, const char *what)
     uint64_t g = ++c->gen;
     atomic_store(&h->rank[c->rank].arrive, g);
     comm_bump(h);
-    double start = now_ms(), deadline = start + c->timeout_ms, checked = start;
+    double start = stub_now_ms(), deadline = start + c->timeout_ms, checked = start;
     char msg[400];
     for (;;) {
         uint32_t seen = atomic_load(&h->seq);
@@ -157,7 +150,7 @@ static vg_status comm_barrier(vg_bk_comm *c, const char *what)
             }
         }
         if (!missing) return VG_OK;
-        double now = now_ms();
+        double now = stub_now_ms();
         if (now - checked >= COMM_CHECK_MS) {
             checked = now;
             for (int r = 0; r < c->nranks; r++) {

@@ -166,6 +166,8 @@ vg_bk_stream *stub_capturing_stream(void);
 void stub_set_capturing_stream(vg_bk_stream *s);
 /* Invalidate the calling thread's capture because `what` is forbidden while capturing. */
 vg_status stub_forbid_during_capture(const char *what);
+/* The monotonic clock in milliseconds (events, the communicator's deadlines). */
+double stub_now_ms(void);
 float *stub_scratch(vg_bk_stream *s, size_t elems);
 void stub_cmd_list_free(stub_cmd_list *l);
 vg_status stub_cmd_list_push(stub_cmd_list *l, const stub_cmd *c);

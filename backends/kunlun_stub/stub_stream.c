@@ -28,7 +28,7 @@ vg_status stub_forbid_during_capture(const char *what)
                                     "capturing; the capture is invalidated", what);
 }
 
-static double now_ms(void)
+double stub_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -184,7 +184,7 @@ vg_status stub_event_record(vg_bk_device *dev, vg_bk_event *e, vg_bk_stream *s)
     if (!dev || !e || !s) return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: event_record: NULL");
     if (s->capture != STUB_CAPTURE_NONE)
         return stub_forbid_during_capture("event_record on a capturing stream");
-    e->time_ms = now_ms();
+    e->time_ms = stub_now_ms();
     e->recorded = 1;
     return VG_OK;
 }
