@@ -29,4 +29,22 @@ vg_status vgm_proj(const vgm_linear *L, vg_stream *s, int64_t rows, int64_t n, i
                    const void *bias, void *c, vg_dtype dtype_c, const void *residual,
                    vg_gemm_gate gate);
 
+/* The SiLU-gated MLP of a block: x = down(silu(gate)·up of rmsnorm(x, norm)) + residual, with
+ * gate|up stacked in gu_w (2·ip rows, each half padded to ip) and the result written over x.
+ * `gated`: the device gates inside the GEMM (gemm_silu_gate) and the product stays in gu; else
+ * silu_mul writes it to mid (rows x ip). Buffers: norm_out rows x hidden (where the norm is not
+ * folded into the GEMM), gu rows x 2·ip. residual may be x itself, or NULL. */
+typedef struct vgm_mlp {
+    int gated;
+    void *x;
+    const void *norm;
+    void *norm_out;
+    const void *gu_w, *gu_b;
+    void *gu, *mid;
+    const void *down_w, *down_b;
+    const void *residual;
+} vgm_mlp;
+vg_status vgm_mlp_silu(const vgm_linear *L, vg_stream *s, const vgm_mlp *p, int64_t rows, int64_t hidden,
+                       int64_t ip);
+
 #endif

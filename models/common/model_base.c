@@ -52,3 +52,11 @@ vg_status vgm_options_check(const char *fn, uint32_t struct_size, size_t need, c
         return vg_error_set(VG_ERR_INVALID_ARG, "%s: bad graph mode %d", fn, (int)mode);
     return VG_OK;
 }
+
+int vgm_has_op(vg_runtime *rt, vg_op_id op, vg_dtype dt)
+{
+    uint32_t dtypes = 0;
+    if (!(vg_runtime_op_support(rt, op, &dtypes) & VG_OP_SUPPORTED)) return 0;
+    return op == VG_OP_GATHER_ROWS || op == VG_OP_KV_STORE || dtypes == 0 ||
+           (dtypes & VG_DTYPE_BIT(dt)) != 0;
+}

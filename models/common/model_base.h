@@ -64,4 +64,8 @@ vg_status vgm_sizes_copy(const char *what, const int64_t *src, int n, int64_t *d
  * growing calls do not reallocate each time); its contents are not kept. */
 vg_status vgm_stage_reserve(vg_runtime *rt, void **stage, size_t *have, size_t bytes);
 
+/* 1 when the device implements op for dtype dt (gather_rows and kv_store move bytes of any
+ * dtype; an empty dtype set means the device did not say, and the core checks each call). */
+int vgm_has_op(vg_runtime *rt, vg_op_id op, vg_dtype dt);
+
 #endif

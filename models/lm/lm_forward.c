@@ -136,17 +136,10 @@ static vg_status piece_attn_out(void *mp, vg_runner *r, const vg_piece *p, const
     TRY(gemm(m, s, T, c->hidden, lm_q_width(c), BUF(LB_ATT), L->o_w, NULL, BUF(LB_H), m->dt,
              tp_residual(m, r)));
     TRY(tp_all_reduce(m, r, s, T));
-    if (m->gated_gu) { /* silu(gate)·up lands in the first half of each LB_GU row */
-        TRY(proj(m, s, T, 2 * Ip, c->hidden, BUF(LB_H), c->hidden, L->post_norm, BUF(LB_N), L->gu_w,
-                 NULL, BUF(LB_GU), m->dt, NULL, VG_GEMM_GATE_SILU));
-        TRY(proj(m, s, T, c->hidden, Ip, BUF(LB_GU), 2 * Ip, NULL, NULL, L->down_w, NULL,
-                 BUF(LB_H), m->dt, tp_residual(m, r), VG_GEMM_GATE_NONE));
-        return tp_all_reduce(m, r, s, T);
-    }
-    TRY(proj(m, s, T, 2 * Ip, c->hidden, BUF(LB_H), c->hidden, L->post_norm, BUF(LB_N), L->gu_w, NULL,
-             BUF(LB_GU), m->dt, NULL, VG_GEMM_GATE_NONE));
-    TRY(vg_op_silu_mul(s, m->dt, BUF(LB_GU), 2 * Ip, BUF(LB_M), Ip, T, Ip));
-    TRY(gemm(m, s, T, c->hidden, Ip, BUF(LB_M), L->down_w, NULL, BUF(LB_H), m->dt, tp_residual(m, r)));
+    const vgm_mlp mlp = {.gated = m->gated_gu, .x = BUF(LB_H), .norm = L->post_norm, .norm_out = BUF(LB_N),
+                         .gu_w = L->gu_w, .gu = BUF(LB_GU), .mid = BUF(LB_M), .down_w = L->down_w,
+                         .residual = tp_residual(m, r)};
+    TRY(vgm_mlp_silu(LIN(m), s, &mlp, T, c->hidden, Ip));
     return tp_all_reduce(m, r, s, T);
 }
 
@@ -207,35 +200,27 @@ static const vg_op_id k_ops_attention[] = {VG_OP_PAGED_ATTENTION};
 
 static int lm_addresses(void *mp, vg_runner *r, const void **out, int max);
 
-static int has_op(const vg_lm *m, vg_op_id op, vg_dtype dt)
-{
-    uint32_t dtypes = 0;
-    if (!(vg_runtime_op_support(m->rt, op, &dtypes) & VG_OP_SUPPORTED)) return 0;
-    return op == VG_OP_GATHER_ROWS || op == VG_OP_KV_STORE || dtypes == 0 ||
-           (dtypes & VG_DTYPE_BIT(dt)) != 0;
-}
-
 vg_status lm_pieces_init(vg_lm *m)
 {
     const lm_cfg *c = &m->cfg;
     static const vg_op_id needed[] = {VG_OP_GEMM, VG_OP_GATHER_ROWS, VG_OP_RMSNORM, VG_OP_SILU_MUL,
                                       VG_OP_ROTARY, VG_OP_KV_STORE, VG_OP_PAGED_ATTENTION};
     for (size_t i = 0; i < VGM_ARRAY_LEN(needed); i++)
-        if (!has_op(m, needed[i], m->dt))
+        if (!vgm_has_op(m->rt, needed[i], m->dt))
             return vg_error_set(VG_ERR_UNSUPPORTED, "lm: backend '%s' has no %s for %s, which the "
                                                     "language model needs",
                                 vg_runtime_backend_name(m->rt), vg_op_name(needed[i]),
                                 vg_dtype_name(m->dt));
-    if (c->qk_norm && !has_op(m, VG_OP_RMSNORM_HEADS, m->dt))
+    if (c->qk_norm && !vgm_has_op(m->rt, VG_OP_RMSNORM_HEADS, m->dt))
         return vg_error_set(VG_ERR_UNSUPPORTED, "lm: backend '%s' has no rmsnorm_heads for %s (Qwen3)",
                             vg_runtime_backend_name(m->rt), vg_dtype_name(m->dt));
-    if (!has_op(m, VG_OP_ARGMAX, VG_DTYPE_F32))
+    if (!vgm_has_op(m->rt, VG_OP_ARGMAX, VG_DTYPE_F32))
         return vg_error_set(VG_ERR_UNSUPPORTED, "lm: backend '%s' has no argmax for F32",
                             vg_runtime_backend_name(m->rt));
     /* op table version 6's fusions, where the device has them */
-    m->fused_qkv = has_op(m, VG_OP_ROTARY_KV_STORE, m->dt);
-    m->gated_gu = has_op(m, VG_OP_GEMM_SILU_GATE, m->dt);
-    m->norm_gemm = has_op(m, VG_OP_GEMM_RMSNORM_A, m->dt);
+    m->fused_qkv = vgm_has_op(m->rt, VG_OP_ROTARY_KV_STORE, m->dt);
+    m->gated_gu = vgm_has_op(m->rt, VG_OP_GEMM_SILU_GATE, m->dt);
+    m->norm_gemm = vgm_has_op(m->rt, VG_OP_GEMM_RMSNORM_A, m->dt);
     vg_op_id norm = m->norm_gemm ? VG_OP_GEMM_RMSNORM_A : VG_OP_RMSNORM;
     int a = 0, b = 0, h = 0;
     m->ops_in[a++] = VG_OP_GEMM, m->ops_in[a++] = norm;

@@ -77,17 +77,10 @@ static VGM_PIECE(piece_attn_out)
     int64_t Ip = c->inter_pad;
     TRY(vgm_gemm(&m->lin, s, S, c->hidden, c->hidden, BUF(VB_ATT), B->proj_w, B->proj_b, BUF(VB_H),
                  m->dt, BUF(VB_H), VG_ACT_NONE));
-    if (m->gated_gu) { /* silu(gate)·up lands in the first half of each VB_GU row */
-        TRY(vgm_proj(&m->lin, s, S, 2 * Ip, c->hidden, BUF(VB_H), c->hidden, B->norm2, BUF(VB_N),
-                     B->gu_w, B->gu_b, BUF(VB_GU), m->dt, NULL, VG_GEMM_GATE_SILU));
-        return vgm_proj(&m->lin, s, S, c->hidden, Ip, BUF(VB_GU), 2 * Ip, NULL, NULL, B->down_w,
-                        B->down_b, BUF(VB_H), m->dt, BUF(VB_H), VG_GEMM_GATE_NONE);
-    }
-    TRY(vgm_proj(&m->lin, s, S, 2 * Ip, c->hidden, BUF(VB_H), c->hidden, B->norm2, BUF(VB_N),
-                 B->gu_w, B->gu_b, BUF(VB_GU), m->dt, NULL, VG_GEMM_GATE_NONE));
-    TRY(vg_op_silu_mul(s, m->dt, BUF(VB_GU), 2 * Ip, BUF(VB_M), Ip, S, Ip));
-    return vgm_gemm(&m->lin, s, S, c->hidden, Ip, BUF(VB_M), B->down_w, B->down_b, BUF(VB_H), m->dt,
-                    BUF(VB_H), VG_ACT_NONE);
+    const vgm_mlp mlp = {.gated = m->gated_gu, .x = BUF(VB_H), .norm = B->norm2, .norm_out = BUF(VB_N),
+                         .gu_w = B->gu_w, .gu_b = B->gu_b, .gu = BUF(VB_GU), .mid = BUF(VB_M),
+                         .down_w = B->down_w, .down_b = B->down_b, .residual = BUF(VB_H)};
+    return vgm_mlp_silu(&m->lin, s, &mlp, S, c->hidden, Ip);
 }
 
 static VGM_PIECE(piece_merger)
@@ -121,9 +114,9 @@ static vg_status pieces_init(vg_vit *m)
     static const vg_op_id needed[] = {VG_OP_GEMM, VG_OP_GATHER_ROWS, VG_OP_RMSNORM,
                                       VG_OP_ROTARY_2D, VG_OP_ATTENTION, VG_OP_SILU_MUL};
     TRY(vit_require_ops(m, needed, VGM_ARRAY_LEN(needed)));
-    m->fused_rotary = vit_has_op(m, VG_OP_ATTENTION_ROTARY);
-    m->gated_gu = vit_has_op(m, VG_OP_GEMM_SILU_GATE);
-    m->lin.norm_gemm = vit_has_op(m, VG_OP_GEMM_RMSNORM_A);
+    m->fused_rotary = vgm_has_op(m->rt, VG_OP_ATTENTION_ROTARY, m->dt);
+    m->gated_gu = vgm_has_op(m->rt, VG_OP_GEMM_SILU_GATE, m->dt);
+    m->lin.norm_gemm = vgm_has_op(m->rt, VG_OP_GEMM_RMSNORM_A, m->dt);
     vg_op_id norm = m->lin.norm_gemm ? VG_OP_GEMM_RMSNORM_A : VG_OP_RMSNORM;
     /* rotary_2d last: a block whose rotary is inside attention leaves it out */
     m->ops_in[0] = VG_OP_GEMM, m->ops_in[1] = norm, m->ops_in[2] = VG_OP_ROTARY_2D;

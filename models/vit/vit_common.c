@@ -12,19 +12,10 @@
 #define BUF VGM_BUF
 #define TRY VGM_TRY
 
-/* 1 when the device implements op for the compute dtype (gather_rows moves bytes of any dtype;
- * an empty dtype set means the device did not say, and the core checks each call anyway). */
-int vit_has_op(const vg_vit *m, vg_op_id op)
-{
-    uint32_t dtypes = 0;
-    if (!(vg_runtime_op_support(m->rt, op, &dtypes) & VG_OP_SUPPORTED)) return 0;
-    return op == VG_OP_GATHER_ROWS || dtypes == 0 || (dtypes & VG_DTYPE_BIT(m->dt)) != 0;
-}
-
 vg_status vit_require_ops(const vg_vit *m, const vg_op_id *needed, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (!vit_has_op(m, needed[i]))
+        if (!vgm_has_op(m->rt, needed[i], m->dt))
             return vg_error_set(VG_ERR_UNSUPPORTED, "vit: backend '%s' has no %s for %s, which the "
                                                     "%s vision encoder needs",
                                 vg_runtime_backend_name(m->rt), vg_op_name(needed[i]),

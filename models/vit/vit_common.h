@@ -198,9 +198,8 @@ typedef struct vit_call {
     vg_dtype device_dtype;
 } vit_call;
 
-/* vit_common.c: what both towers' pieces use. 1 when the device implements op for the compute
- * dtype; refuse (VG_ERR_UNSUPPORTED, naming the tower) when one of `needed` is missing. */
-int vit_has_op(const vg_vit *m, vg_op_id op);
+/* vit_common.c: what both towers' pieces use. Refuse (VG_ERR_UNSUPPORTED, naming the tower)
+ * when the device lacks one of `needed` for the compute dtype (vgm_has_op). */
 vg_status vit_require_ops(const vg_vit *m, const vg_op_id *needed, size_t n);
 /* The runner callbacks (the runner's buffers; the per-call upload of pixels and metadata). */
 vg_status vit_reserve(void *model, vg_runner *r, const vg_batch_desc *padded);
