@@ -83,17 +83,11 @@ vg_status vg_comm_id_make(vg_runtime *rt, vg_comm_id *out)
 
 vg_status vg_comm_id_to_hex(const vg_comm_id *id, char *out, size_t out_len)
 {
-    static const char digits[] = "0123456789abcdef";
     REQUIRE(id && out, "vg_comm_id_to_hex: %s is NULL", id ? "out" : "id");
     REQUIRE(out_len >= 2 * sizeof *id + 1, "vg_comm_id_to_hex: out_len %zu < %zu (two hex digits "
                                            "per byte of the id, and a NUL)", out_len,
             2 * sizeof *id + 1);
-    const unsigned char *p = (const unsigned char *)id;
-    for (size_t i = 0; i < sizeof *id; i++) {
-        out[2 * i] = digits[p[i] >> 4];
-        out[2 * i + 1] = digits[p[i] & 15];
-    }
-    out[2 * sizeof *id] = '\0';
+    vg_hex_encode(id, sizeof *id, out);
     return VG_OK;
 }
 

@@ -148,13 +148,6 @@ static void entry_unref(entry *e)
 
 /* ---- opening ---------------------------------------------------------------------------------- */
 
-static void id_text(const unsigned char *id, char *out)
-{
-    static const char hex[] = "0123456789abcdef";
-    for (int i = 0; i < 8; i++) out[2 * i] = hex[id[i] >> 4], out[2 * i + 1] = hex[id[i] & 15];
-    out[16] = '\0';
-}
-
 /* Open d's handle into e (base, mapped). */
 static vg_status backend_open(vg_runtime *rt, const vg_ipc_desc *d, entry *e)
 {
@@ -171,7 +164,7 @@ static vg_status backend_open(vg_runtime *rt, const vg_ipc_desc *d, entry *e)
     if (st != VG_OK) {
         COUNT(open_failures);
         char id[17];
-        id_text(d->pool_id, id);
+        vg_hex_encode(d->pool_id, 8, id);
         return vg_error_prefix("IPC import: opening pool %s of process %d failed: ", id,
                                d->producer_pid);
     }
@@ -310,7 +303,7 @@ vg_status vg_ipc_import(vg_runtime *rt, const vg_ipc_desc *d, vg_ipc_tensor *out
     }
     if (atomic_load_explicit(&e->state, memory_order_acquire) == FAILED) {
         char id[17];
-        id_text(d->pool_id, id);
+        vg_hex_encode(d->pool_id, 8, id);
         vg_error_set(VG_ERR_DEVICE, "IPC import: another thread's open of pool %s failed", id);
         return fall_back(rt, d, e, out);
     }

@@ -69,6 +69,17 @@ void vg_plugin_unload(vg_plugin *p);
 int vg_candidates_list(char ***out);
 void vg_candidates_free(char **list, int n);
 
+/* ---- text ------------------------------------------------------------------------------------- */
+
+/* n bytes as 2·n lowercase hex digits and a NUL into out (2·n + 1 chars). */
+static inline void vg_hex_encode(const void *bytes, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)bytes;
+    for (size_t i = 0; i < n; i++) out[2 * i] = digits[p[i] >> 4], out[2 * i + 1] = digits[p[i] & 15];
+    out[2 * n] = '\0';
+}
+
 /* ---- catalogue facts (names.c) ---------------------------------------------------------------- */
 
 /* VG_DTYPE_BIT set each op allows by the catalogue (vg_ops.h); 0 for an unknown op. */
