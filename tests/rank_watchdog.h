@@ -7,7 +7,9 @@
  *                     writes "<case>: rank r (pid p) HUNG ..." to stderr and _exit()s with
  *                     RANK_WATCHDOG_EXIT
  *   parent:           rank_watchdog_reap(...)  -- waits for the ranks as they end, until a
- *                     deadline (the watchdog plus a grace); then SIGKILLs and names those left */
+ *                     deadline (the watchdog plus a grace); then SIGKILLs and names those left
+ *   both:             rank_watchdog_run(...)  -- forks the ranks with their watchdogs and the
+ *                     pipes rank 0 shares through, runs each rank's body, reaps them */
 #ifndef VG_TEST_RANK_WATCHDOG_H
 #define VG_TEST_RANK_WATCHDOG_H
 
@@ -103,6 +105,54 @@ static inline void rank_watchdog_reap(const char *what, int n, const pid_t *pids
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+}
+
+#define RANK_WATCHDOG_MAX 8 /* ranks rank_watchdog_run forks at most */
+
+/* A rank's body, in its child: rank r of n. Rank 0 writes what it shares to out[q] for each
+ * q > 0; rank r > 0 reads it from `in`. Returns the rank's exit code. */
+typedef int (*rank_watchdog_body)(int rank, int n, int in, const int *out, void *arg);
+
+/* Fork n ranks of `what` (1 <= n <= RANK_WATCHDOG_MAX), each with its watchdog of `seconds` and
+ * a pipe from rank 0 (only rank 0 keeps the write ends: a rank 0 that dies first gives the
+ * others EOF), run body in each and reap them (rank_watchdog_reap, deadline: seconds + grace_s).
+ * 0, or -1 when a pipe or a fork failed (before any rank ran). */
+static inline int rank_watchdog_run(const char *what, int n, int seconds, int grace_s,
+                                    rank_watchdog_body body, void *arg, pid_t *pids, int *codes)
+{
+    int pipes[RANK_WATCHDOG_MAX][2];
+    if (n < 1 || n > RANK_WATCHDOG_MAX) return -1;
+    for (int r = 0; r < n; r++)
+        if (pipe(pipes[r]) != 0) {
+            while (r-- > 0) close(pipes[r][0]), close(pipes[r][1]);
+            return -1;
+        }
+    fflush(NULL);
+    int forked = 0;
+    for (; forked < n; forked++) {
+        const int r = forked;
+        pids[r] = fork();
+        if (pids[r] < 0) break;
+        if (pids[r] == 0) {
+            rank_watchdog_arm(what, r, seconds);
+            int out[RANK_WATCHDOG_MAX];
+            for (int q = 0; q < n; q++) {
+                out[q] = pipes[q][1];
+                if (q != r) close(pipes[q][0]);
+                if (r != 0) close(pipes[q][1]);
+            }
+            int rc = body(r, n, pipes[r][0], out, arg);
+            fflush(NULL);
+            _exit(rc);
+        }
+    }
+    for (int r = 0; r < n; r++) close(pipes[r][0]), close(pipes[r][1]);
+    if (forked < n) { /* the ranks forked find EOF and end; reap them */
+        rank_watchdog_reap(what, forked, pids, codes, rank_watchdog_now_ms() + 1000.0 * (seconds + grace_s));
+        return -1;
+    }
+    rank_watchdog_reap(what, n, pids, codes, rank_watchdog_now_ms() + 1000.0 * (seconds + grace_s));
+    return 0;
 }
 
 #endif /* VG_TEST_RANK_WATCHDOG_H */

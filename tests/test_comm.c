@@ -65,10 +65,22 @@ typedef struct rank_ctx {
 /* A rank's body: 0 passed, 1 failed (it printed why), or an exit code the scenario expects. */
 typedef int (*rank_fn)(rank_ctx *c, void *arg);
 
+/* What the child of each rank runs: fn, with env set. */
+typedef struct rank_job {
+    rank_fn fn;
+    void *arg;
+    const char *const *env;
+} rank_job;
+
 /* The child of rank r: open the runtime (on device r where the backend has enough devices),
- * make (rank 0) or receive the id, run fn. */
-static int rank_child(int r, int n, int *pipes, rank_fn fn, void *arg)
+ * make (rank 0) or receive the id, run the job's fn. */
+static int rank_child(int r, int n, int in, const int *out, void *jp)
 {
+    const rank_job *job = jp;
+    /* cmocka's handlers would jump back into the parent's test: a crash is a crash */
+    const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+    for (size_t k = 0; k < sizeof sigs / sizeof *sigs; k++) signal(sigs[k], SIG_DFL);
+    ipc_set_env(job->env);
     rank_ctx c = {.rank = r, .nranks = n};
     vg_runtime_options o;
     vg_runtime_options_init(&o);
@@ -81,13 +93,13 @@ static int rank_child(int r, int n, int *pipes, rank_fn fn, void *arg)
     } else if (r == 0) {
         CKV(vg_comm_id_make(c.rt, &c.id));
         CKV(vg_comm_id_to_hex(&c.id, hex, sizeof hex));
-        for (int k = 1; k < n; k++) CK(ipc_write_all(pipes[2 * k + 1], hex, HEX_LEN) == 0, "send id");
+        for (int k = 1; k < n; k++) CK(ipc_write_all(out[k], hex, HEX_LEN) == 0, "send id");
     } else {
-        CK(ipc_read_all(pipes[2 * r], hex, HEX_LEN) == 0, "rank %d: no id from rank 0", r);
+        CK(ipc_read_all(in, hex, HEX_LEN) == 0, "rank %d: no id from rank 0", r);
         hex[HEX_LEN] = '\0';
         CKV(vg_comm_id_from_hex(hex, &c.id));
     }
-    int rc = fn(&c, arg);
+    int rc = job->fn(&c, job->arg);
     if (vg_stream_destroy(c.s) != VG_OK && rc == 0) rc = 1;
     if (vg_runtime_close(c.rt) != VG_OK && rc == 0) rc = 1;
     return rc;
@@ -111,37 +123,13 @@ static int shm_leftovers(pid_t pid)
 static int run_ranks(const char *name, int n, rank_fn fn, void *arg, const char *const *env,
                      const int *want)
 {
-    int pipes[2 * 8], codes[8];
-    pid_t pids[8];
-    assert_true(n >= 1 && n <= 8);
+    int codes[RANK_WATCHDOG_MAX];
+    pid_t pids[RANK_WATCHDOG_MAX];
     g_case = name;
     printf("comm: %s: %d rank(s)\n", name, n); /* where a hang is, even when killed from outside */
-    for (int k = 0; k < n; k++) assert_int_equal(pipe(pipes + 2 * k), 0);
-    fflush(stdout);
-    fflush(stderr);
-    for (int r = 0; r < n; r++) {
-        pids[r] = fork();
-        assert_true(pids[r] >= 0);
-        if (pids[r] == 0) {
-            /* cmocka's handlers would jump back into the parent's test: a crash is a crash */
-            const int sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
-            for (size_t k = 0; k < sizeof sigs / sizeof *sigs; k++) signal(sigs[k], SIG_DFL);
-            rank_watchdog_arm(g_case, r, watchdog_s());
-            /* only rank 0 writes the id: a rank 0 that dies first must give the others EOF */
-            for (int k = 0; k < n; k++) {
-                if (k != r) close(pipes[2 * k]);
-                if (r != 0) close(pipes[2 * k + 1]);
-            }
-            ipc_set_env(env);
-            int rc = rank_child(r, n, pipes, fn, arg);
-            fflush(stdout);
-            fflush(stderr);
-            _exit(rc);
-        }
-    }
-    for (int k = 0; k < 2 * n; k++) close(pipes[k]);
-    rank_watchdog_reap(name, n, pids, codes,
-                       rank_watchdog_now_ms() + 1000.0 * (watchdog_s() + watchdog_grace_s()));
+    rank_job job = {fn, arg, env};
+    assert_int_equal(rank_watchdog_run(g_case, n, watchdog_s(), watchdog_grace_s(), rank_child, &job,
+                                       pids, codes), 0);
     int rc = 0;
     for (int r = 0; r < n; r++) {
         int expect = want ? want[r] : 0;

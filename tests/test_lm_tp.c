@@ -36,7 +36,6 @@
 
 #include "rank_watchdog.h"
 
-#define MAX_RANKS 8
 #define MAX_B 8
 #define DECODE_STEPS 6
 #define REL_TOL 1e-5 /* F32: the split changes only the order of the sums */
@@ -201,8 +200,9 @@ static int load_refused(vg_runtime *rt, vg_comm *comm, int n)
     return 0;
 }
 
-static int rank_main(int n, int rank, int id_in, const int *id_out)
+static int rank_body(int rank, int n, int id_in, const int *id_out, void *arg)
 {
+    (void)arg;
     g_rank = rank;
     vg_runtime_options ro;
     vg_runtime_options_init(&ro);
@@ -304,31 +304,13 @@ static int device_count(void)
  * (VG_TEST_LM_TP_WATCHDOG_S, default 300 s), or killed by the parent 15 s later, by name. */
 static int run_ranks(int n)
 {
-    int pipes[MAX_RANKS][2], codes[MAX_RANKS];
-    pid_t pids[MAX_RANKS];
+    int codes[RANK_WATCHDOG_MAX];
+    pid_t pids[RANK_WATCHDOG_MAX];
     int watchdog = rank_watchdog_seconds("VG_TEST_LM_TP_WATCHDOG_S", 300);
     char what[32];
     snprintf(what, sizeof what, "lm_tp: tp %d", n);
     printf("%s: %d ranks\n", what, n); /* where a hang is, even when killed from outside */
-    for (int r = 0; r < n; r++) assert_int_equal(pipe(pipes[r]), 0);
-    fflush(NULL);
-    for (int r = 0; r < n; r++) {
-        pids[r] = fork();
-        assert_true(pids[r] >= 0);
-        if (pids[r] == 0) {
-            rank_watchdog_arm(what, r, watchdog);
-            /* only rank 0 writes the id: a rank 0 that dies first must give the others EOF */
-            int out[MAX_RANKS];
-            for (int q = 0; q < n; q++) {
-                out[q] = pipes[q][1];
-                if (q != r) close(pipes[q][0]);
-                if (r != 0) close(pipes[q][1]);
-            }
-            _exit(rank_main(n, r, pipes[r][0], out));
-        }
-    }
-    for (int r = 0; r < n; r++) close(pipes[r][0]), close(pipes[r][1]);
-    rank_watchdog_reap(what, n, pids, codes, rank_watchdog_now_ms() + 1000.0 * (watchdog + 15));
+    assert_int_equal(rank_watchdog_run(what, n, watchdog, 15, rank_body, NULL, pids, codes), 0);
     int bad = 0;
     for (int r = 0; r < n; r++) {
         if (codes[r] == 0) continue;
