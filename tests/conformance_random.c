@@ -185,6 +185,15 @@ static vg_dtype pick_dtype(rng *r, vg_op_id op)
 }
 
 static int64_t pad(rng *r) { return rchance(r, 0.5) ? 0 : rint_in(r, 1, 9); }
+/* GEMM cases shaped as real models pass them (aligned: every extent along memory and every row
+ * stride a multiple of 8 elements, every buffer 16-byte aligned), for which the vendor libraries
+ * pick other (vectorised, TMA) algorithms than for the odd shapes the other cases mostly have. */
+static int64_t up8(int64_t v, int aligned) { return aligned ? (v + 7) / 8 * 8 : v; }
+static int64_t pad8(rng *r, int aligned) { return aligned ? 8 * rint_in(r, 0, 1) : pad(r); }
+static void align_bufs(tcase *c, int aligned)
+{
+    for (int i = 0; aligned && i < c->nb; i++) c->b[i].off = 0;
+}
 
 static int64_t small_rows(rng *r, int64_t hi) { return rchance(r, 0.05) ? 0 : rint_in(r, 1, hi); }
 
@@ -217,17 +226,18 @@ static void generate(tcase *c, rng *r)
         snprintf(c->shape, sizeof c->shape, "n=%lld alpha=%.9g beta=%.9g%s", (long long)c->count,
                  c->alpha, c->beta, c->inplace ? " x=y" : "");
         break;
-    case VG_OP_GEMM:
+    case VG_OP_GEMM: {
+        const int aligned = rchance(r, 0.3);
         c->t2 = pick_dtype(r, c->op);
         c->m = rchance(r, 0.1) ? rint_in(r, 161, 400) : rint_in(r, 1, 160);
-        c->n = rchance(r, 0.1) ? rint_in(r, 161, 520) : rint_in(r, 1, 160);
-        c->k = rchance(r, 0.1) ? rint_in(r, 257, 1100) : rint_in(r, 1, 256);
-        c->lda = c->k + pad(r), c->ldb = c->k + pad(r), c->ldc = c->n + pad(r);
+        c->n = up8(rchance(r, 0.1) ? rint_in(r, 161, 520) : rint_in(r, 1, 160), aligned);
+        c->k = up8(rchance(r, 0.1) ? rint_in(r, 257, 1100) : rint_in(r, 1, 256), aligned);
+        c->lda = c->k + pad8(r, aligned), c->ldb = c->k + pad8(r, aligned), c->ldc = c->n + pad8(r, aligned);
         c->act = (vg_activation)rint_in(r, 0, 4);
         c->bias = rchance(r, 0.5);
         c->res = (int)rint_in(r, 0, 2);
         if (c->res == 2 && c->act != VG_ACT_NONE) c->res = 1; /* aliasing needs no activation */
-        c->ldr = c->res == 2 ? c->ldc : c->n + pad(r);
+        c->ldr = c->res == 2 ? c->ldc : c->n + pad8(r, aligned);
         c->alpha = rchance(r, 0.3) ? 1.0 : (float)runif(r, 0.25, 2.0);
         add_buf(c, r, "a", c->t, (size_t)((c->m - 1) * c->lda + c->k));
         add_buf(c, r, "b", c->t, (size_t)((c->n - 1) * c->ldb + c->k));
@@ -235,6 +245,7 @@ static void generate(tcase *c, rng *r)
         c->out = 2;
         if (c->bias) add_buf(c, r, "bias", c->t, (size_t)c->n);
         if (c->res == 1) add_buf(c, r, "residual", c->t2, (size_t)((c->m - 1) * c->ldr + c->n));
+        align_bufs(c, aligned);
         snprintf(c->shape, sizeof c->shape,
                  "dtype_c=%s m=%lld n=%lld k=%lld lda=%lld ldb=%lld ldc=%lld act=%s alpha=%.9g "
                  "bias=%d residual=%s ldr=%lld", vg_dtype_name(c->t2), (long long)c->m,
@@ -242,14 +253,16 @@ static void generate(tcase *c, rng *r)
                  (long long)c->ldc, act_name(c->act), c->alpha, c->bias,
                  c->res == 0 ? "none" : c->res == 1 ? "separate" : "aliasing c", (long long)c->ldr);
         break;
+    }
     case VG_OP_GEMM_SILU_GATE: { /* decode-like m mostly; k a multiple of 8 mostly (skinny kernels) */
-        int64_t h = rchance(r, 0.1) ? rint_in(r, 161, 400) : rint_in(r, 1, 160);
+        const int aligned = rchance(r, 0.3);
+        int64_t h = up8(rchance(r, 0.1) ? rint_in(r, 161, 400) : rint_in(r, 1, 160), aligned);
         c->t2 = pick_dtype(r, c->op);
         c->m = rchance(r, 0.2) ? rint_in(r, 65, 200) : rint_in(r, 1, 64);
         c->n = 2 * h;
-        c->k = rchance(r, 0.7) ? 8 * rint_in(r, 1, 140) : rint_in(r, 1, 300);
-        c->lda = c->k + (rchance(r, 0.5) ? 0 : 8 * rint_in(r, 1, 3)), c->ldb = c->k + pad(r);
-        c->ldc = c->n + pad(r);
+        c->k = up8(rchance(r, 0.7) ? 8 * rint_in(r, 1, 140) : rint_in(r, 1, 300), aligned);
+        c->lda = c->k + (rchance(r, 0.5) ? 0 : 8 * rint_in(r, 1, 3)), c->ldb = c->k + pad8(r, aligned);
+        c->ldc = c->n + pad8(r, aligned);
         c->bias = rchance(r, 0.5);
         c->alpha = rchance(r, 0.5) ? 1.0 : (float)runif(r, 0.25, 2.0);
         add_buf(c, r, "a", c->t, (size_t)((c->m - 1) * c->lda + c->k));
@@ -257,6 +270,7 @@ static void generate(tcase *c, rng *r)
         add_buf(c, r, "c", c->t2, (size_t)((c->m - 1) * c->ldc + c->n));
         c->out = 2;
         if (c->bias) add_buf(c, r, "bias", c->t, (size_t)c->n);
+        align_bufs(c, aligned);
         snprintf(c->shape, sizeof c->shape,
                  "gate=silu dtype_c=%s m=%lld n=%lld k=%lld lda=%lld ldb=%lld ldc=%lld alpha=%.9g "
                  "bias=%d", vg_dtype_name(c->t2), (long long)c->m, (long long)c->n, (long long)c->k,
@@ -264,16 +278,17 @@ static void generate(tcase *c, rng *r)
         break;
     }
     case VG_OP_GEMM_RMSNORM_A: { /* C = rmsnorm(A)·Bᵀ (+ bias, act, residual); norm_out after C */
+        const int aligned = rchance(r, 0.3);
         c->t2 = pick_dtype(r, c->op);
         c->m = rchance(r, 0.2) ? rint_in(r, 65, 200) : rint_in(r, 1, 64);
-        c->n = rchance(r, 0.1) ? rint_in(r, 161, 520) : rint_in(r, 1, 160);
-        c->k = rchance(r, 0.7) ? 8 * rint_in(r, 1, 140) : rint_in(r, 1, 300);
-        c->lda = c->k, c->ldb = c->k + pad(r), c->ldc = c->n + pad(r);
+        c->n = up8(rchance(r, 0.1) ? rint_in(r, 161, 520) : rint_in(r, 1, 160), aligned);
+        c->k = up8(rchance(r, 0.7) ? 8 * rint_in(r, 1, 140) : rint_in(r, 1, 300), aligned);
+        c->lda = c->k, c->ldb = c->k + pad8(r, aligned), c->ldc = c->n + pad8(r, aligned);
         c->act = (vg_activation)rint_in(r, 0, 4);
         c->bias = rchance(r, 0.5);
         c->res = (int)rint_in(r, 0, 2);
         if (c->res == 2 && c->act != VG_ACT_NONE) c->res = 1;
-        c->ldr = c->res == 2 ? c->ldc : c->n + pad(r);
+        c->ldr = c->res == 2 ? c->ldc : c->n + pad8(r, aligned);
         c->alpha = rchance(r, 0.5) ? 1.0 : (float)runif(r, 0.25, 2.0);
         c->eps = rchance(r, 0.5) ? 1e-6 : 1e-5;
         /* norm_out: m·k elements of dtype_ab after C, 16-byte aligned, counted in C's elements */
@@ -289,6 +304,7 @@ static void generate(tcase *c, rng *r)
         add_buf(c, r, "norm_w", c->t, (size_t)c->k);
         if (c->bias) add_buf(c, r, "bias", c->t, (size_t)c->n);
         if (c->res == 1) add_buf(c, r, "residual", c->t2, (size_t)((c->m - 1) * c->ldr + c->n));
+        align_bufs(c, aligned);
         snprintf(c->shape, sizeof c->shape,
                  "norm dtype_c=%s m=%lld n=%lld k=%lld ldb=%lld ldc=%lld act=%s alpha=%.9g eps=%g "
                  "bias=%d residual=%s ldr=%lld", vg_dtype_name(c->t2), (long long)c->m,

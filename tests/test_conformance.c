@@ -770,6 +770,9 @@ static const gemm_decode_case gemm_decode_cases[] = {
     {33, 77, 1000, 0, 1, 0, VG_ACT_GELU_ERF},
     {64, 64, 2048, 0, 0, 0, VG_ACT_SILU},
     {9, 16, 8, 1, 1, 1, VG_ACT_NONE},        /* the shortest k */
+    /* extents and strides multiples of 8, as the models' projections have them */
+    {24, 1152, 896, 0, 1, 0, VG_ACT_NONE},   /* a qkv projection: bias */
+    {64, 896, 2432, 0, 0, 1, VG_ACT_NONE},   /* a down projection: the residual in place */
 };
 
 static void test_gemm_decode_shapes(void **state)
