@@ -17,6 +17,15 @@
 /* The stream this thread captures on (the thread that begins a capture ends it), NULL when none. */
 static _Thread_local vg_stream *tl_capturing;
 
+vg_status vg_capture_may_begin(const vg_stream *s, const char *fn)
+{
+    if (s->capturing) return FAIL(VG_ERR_STATE, "%s: the stream is capturing already", fn);
+    if (tl_capturing)
+        return FAIL(VG_ERR_STATE, "%s: this thread is capturing another stream (a thread captures "
+                                  "one stream at a time: end that capture first)", fn);
+    return VG_OK;
+}
+
 void vg_stream_capture_started(vg_stream *s, int how)
 {
     s->capturing = how;
@@ -232,8 +241,8 @@ vg_status vg_graph_capture_begin(vg_stream *s)
     REQUIRE(s, "vg_graph_capture_begin: stream is NULL");
     vg_status st = need_graphs(s->rt, "vg_graph_capture_begin");
     if (st != VG_OK) return st;
-    if (s->capturing)
-        return FAIL(VG_ERR_STATE, "vg_graph_capture_begin: the stream is capturing already");
+    st = vg_capture_may_begin(s, "vg_graph_capture_begin");
+    if (st != VG_OK) return st;
     st = CALL(s->rt, capture_begin, s->bk);
     if (st == VG_OK) vg_stream_capture_started(s, 1);
     return st;

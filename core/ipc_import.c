@@ -246,6 +246,7 @@ vg_status vg_ipc_import(vg_runtime *rt, const vg_ipc_desc *d, vg_ipc_tensor *out
     memset(out, 0, sizeof *out);
     vg_status st = vg_ipc_require(rt, "vg_ipc_import");
     if (st == VG_OK) st = vg_ipc_desc_check(d);
+    if (st == VG_OK) st = vg_capture_forbid("vg_ipc_import"); /* it may map the pool */
     if (st != VG_OK) return st;
     if (strcmp(d->backend, rt->iface.name) != 0)
         return vg_error_set(VG_ERR_UNSUPPORTED, "vg_ipc_import: the descriptor's pool belongs to "

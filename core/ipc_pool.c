@@ -74,6 +74,7 @@ vg_status vg_ipc_pool_create(vg_runtime *rt, size_t bytes, vg_ipc_pool **out)
     if (!out) return vg_error_set(VG_ERR_INVALID_ARG, "vg_ipc_pool_create: out is NULL");
     *out = NULL;
     vg_status st = vg_ipc_require(rt, "vg_ipc_pool_create");
+    if (st == VG_OK) st = vg_capture_forbid("vg_ipc_pool_create");
     if (st != VG_OK) return st;
     if (bytes == 0)
         return vg_error_set(VG_ERR_INVALID_ARG, "vg_ipc_pool_create: bytes is 0 (a pool holds at "

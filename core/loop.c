@@ -13,10 +13,9 @@ vg_status vg_graph_loop_capture_begin(vg_stream *s, const int32_t *flag)
         return vg_error_set(VG_ERR_UNSUPPORTED, "vg_graph_loop_capture_begin: backend '%s' (device "
                                                 "%s) has no device-side loops", s->rt->iface.name,
                             s->rt->info.name);
-    if (s->capturing)
-        return vg_error_set(VG_ERR_STATE, "vg_graph_loop_capture_begin: the stream is capturing "
-                                          "already");
-    vg_status st = s->rt->iface.loop_capture_begin(s->rt->dev, s->bk, flag);
+    vg_status st = vg_capture_may_begin(s, "vg_graph_loop_capture_begin");
+    if (st != VG_OK) return st;
+    st = s->rt->iface.loop_capture_begin(s->rt->dev, s->bk, flag);
     if (st == VG_OK) vg_stream_capture_started(s, VG_CAPTURING_LOOP);
     return st;
 }

@@ -163,6 +163,7 @@ vg_status vg_mem_register(vg_runtime *rt, void *native, size_t bytes, void **out
     REQUIRE(native, "vg_mem_register: the native memory is NULL");
     REQUIRE(bytes >= 1, "vg_mem_register: bytes is 0 (register at least one byte)");
     vg_status st = vg_native_need(rt, "vg_mem_register");
+    if (st == VG_OK) st = vg_capture_forbid("vg_mem_register");
     if (st != VG_OK) return st;
     /* one lock around the backend's check too: registering is rare, and the table then never
      * holds an address the backend has not accepted */
@@ -194,6 +195,7 @@ vg_status vg_mem_unregister(vg_runtime *rt, void *ptr)
     REQUIRE(rt, "vg_mem_unregister: runtime is NULL");
     REQUIRE(ptr, "vg_mem_unregister: ptr is NULL");
     vg_status st = vg_native_need(rt, "vg_mem_unregister");
+    if (st == VG_OK) st = vg_capture_forbid("vg_mem_unregister");
     if (st != VG_OK) return st;
     int found = 0;
     pthread_mutex_lock(&rt->reg_lock);

@@ -132,12 +132,16 @@ struct vg_stream {
 };
 /* s->capturing of a capture begun by vg_graph_loop_capture_begin (core/loop.c) */
 #define VG_CAPTURING_LOOP 2
+/* Whether `fn` may begin a capture on s: not while s captures, nor while this thread captures
+ * another stream (one capture per thread). VG_ERR_STATE naming fn otherwise. */
+vg_status vg_capture_may_begin(const vg_stream *s, const char *fn);
 /* The backend began a capture on s (how: 1, or VG_CAPTURING_LOOP): s is this thread's capture. */
 void vg_stream_capture_started(vg_stream *s, int how);
 /* Capture is thread-local, like cudaStreamCaptureModeThreadLocal (docs/plugin-abi.md): while this
- * thread captures, `what` (an allocation, a free, a synchronisation) is refused with
- * VG_ERR_CAPTURE and invalidates the capture, whose end then fails naming it. VG_OK when this
- * thread captures nothing. Enforced here once for every backend. */
+ * thread captures, `what` (an allocation, a free, a synchronisation, a registration, an IPC pool
+ * or mapping) is refused with VG_ERR_CAPTURE and invalidates the capture, whose end then fails
+ * naming it. VG_OK when this thread captures nothing. Enforced here once for every backend: the
+ * backends do not check it again. */
 vg_status vg_capture_forbid(const char *what);
 struct vg_event {
     vg_runtime *rt;

@@ -14,7 +14,6 @@ static void discard_capture(vg_bk_stream *s)
     stub_cmd_list_free(&s->recording);
     s->capture = STUB_CAPTURE_NONE;
     s->capture_error[0] = '\0';
-    if (stub_capturing_stream() == s) stub_set_capturing_stream(NULL);
 }
 
 vg_status stub_capture_begin(vg_bk_device *dev, vg_bk_stream *s)
@@ -24,14 +23,10 @@ vg_status stub_capture_begin(vg_bk_device *dev, vg_bk_stream *s)
         return STUB_ERR(VG_ERR_UNSUPPORTED, "kunlun_stub: graphs are disabled (VG_STUB_CAPS)");
     if (s->capture != STUB_CAPTURE_NONE)
         return STUB_ERR(VG_ERR_STATE, "kunlun_stub: capture_begin: stream is already capturing");
-    if (stub_capturing_stream())
-        return STUB_ERR(VG_ERR_STATE, "kunlun_stub: capture_begin: this thread is already "
-                                      "capturing another stream");
     if (stub_fault_hit(dev, STUB_FAULT_CAPTURE_BEGIN))
         return STUB_ERR(VG_ERR_CAPTURE, "kunlun_stub: capture_begin failed (injected fault)");
     s->capture = STUB_CAPTURE_ACTIVE;
     s->recording.n = 0;
-    stub_set_capturing_stream(s);
     return VG_OK;
 }
 

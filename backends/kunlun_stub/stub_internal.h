@@ -161,11 +161,6 @@ int stub_fault_hit(vg_bk_device *dev, stub_fault_point point);
 vg_status stub_submit(vg_bk_stream *s, int op, const char *name,
                       void (*run)(vg_bk_stream *, const void *), const void *args, size_t size);
 void stub_charge_launch(const vg_bk_device *dev);
-/* The stream the calling thread is capturing into, or NULL (thread-local capture mode). */
-vg_bk_stream *stub_capturing_stream(void);
-void stub_set_capturing_stream(vg_bk_stream *s);
-/* Invalidate the calling thread's capture because `what` is forbidden while capturing. */
-vg_status stub_forbid_during_capture(const char *what);
 /* The monotonic clock in milliseconds (events, the communicator's deadlines). */
 double stub_now_ms(void);
 float *stub_scratch(vg_bk_stream *s, size_t elems);

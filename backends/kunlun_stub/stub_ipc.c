@@ -75,7 +75,6 @@ vg_status stub_ipc_alloc(vg_bk_device *dev, size_t bytes, void **out)
 {
     if (!dev || !out) return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: ipc_alloc: NULL");
     *out = NULL;
-    if (stub_capturing_stream()) return stub_forbid_during_capture("ipc_alloc");
     if (bytes == 0) bytes = 1;
     if (stub_fault_hit(dev, STUB_FAULT_MEM_ALLOC))
         return STUB_ERR(VG_ERR_OUT_OF_MEMORY, "kunlun_stub: ipc_alloc of %zu bytes failed "
@@ -157,7 +156,6 @@ vg_status stub_ipc_open(vg_bk_device *dev, const vg_ipc_handle *handle, void **o
         return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: ipc_open: NULL");
     *out = NULL;
     *bytes = 0;
-    if (stub_capturing_stream()) return stub_forbid_during_capture("ipc_open");
     stub_handle h;
     memcpy(&h, handle->bytes, sizeof h);
     if (memcmp(h.magic, k_magic, sizeof h.magic) != 0 || h.layout != 1 || h.zero != 0)

@@ -115,7 +115,6 @@ vg_status stub_mem_register(vg_bk_device *dev, void *native, size_t bytes, void 
 {
     if (!dev || !native || !out) return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: mem_register: NULL");
     *out = NULL;
-    if (stub_capturing_stream()) return stub_forbid_during_capture("mem_register");
     if ((uintptr_t)native > UINTPTR_MAX - bytes)
         return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: mem_register(%p, %zu bytes): the range "
                                             "wraps around the address space", native, bytes);
@@ -146,7 +145,6 @@ vg_status stub_mem_register(vg_bk_device *dev, void *native, size_t bytes, void 
 vg_status stub_mem_unregister(vg_bk_device *dev, void *ptr)
 {
     if (!dev || !ptr) return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: mem_unregister: NULL");
-    if (stub_capturing_stream()) return stub_forbid_during_capture("mem_unregister");
     pthread_mutex_lock(&dev->lock);
     for (size_t i = dev->nregs; i-- > 0;)
         if (dev->regs[i].ptr == ptr) {

@@ -9,25 +9,6 @@
 
 #include "stub_internal.h"
 
-/* Capture is thread-local, like cudaStreamCaptureModeThreadLocal: only the capturing thread is
- * restricted from unsafe calls. */
-static _Thread_local vg_bk_stream *tl_capturing;
-
-vg_bk_stream *stub_capturing_stream(void) { return tl_capturing; }
-void stub_set_capturing_stream(vg_bk_stream *s) { tl_capturing = s; }
-
-vg_status stub_forbid_during_capture(const char *what)
-{
-    vg_bk_stream *s = tl_capturing;
-    if (s && s->capture == STUB_CAPTURE_ACTIVE) {
-        s->capture = STUB_CAPTURE_INVALID;
-        snprintf(s->capture_error, sizeof s->capture_error,
-                 "%s was called during capture (not permitted; the capture is invalidated)", what);
-    }
-    return STUB_ERR(VG_ERR_CAPTURE, "kunlun_stub: %s is not permitted while this thread is "
-                                    "capturing; the capture is invalidated", what);
-}
-
 double stub_now_ms(void)
 {
     struct timespec ts;
@@ -150,7 +131,6 @@ vg_status stub_stream_create(vg_bk_device *dev, vg_bk_stream **out)
 vg_status stub_stream_destroy(vg_bk_device *dev, vg_bk_stream *s)
 {
     if (!s) return VG_OK;
-    if (tl_capturing == s) tl_capturing = NULL;
     if (!s->wraps) stub_stream_unlist(dev, s); /* a wrapper leaves the caller's stream alone */
     stub_cmd_list_free(&s->recording);
     free(s->scratch);
@@ -182,8 +162,15 @@ vg_status stub_event_destroy(vg_bk_device *dev, vg_bk_event *e)
 vg_status stub_event_record(vg_bk_device *dev, vg_bk_event *e, vg_bk_stream *s)
 {
     if (!dev || !e || !s) return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: event_record: NULL");
-    if (s->capture != STUB_CAPTURE_NONE)
-        return stub_forbid_during_capture("event_record on a capturing stream");
+    if (s->capture != STUB_CAPTURE_NONE) { /* the stub's graphs hold no events */
+        if (s->capture == STUB_CAPTURE_ACTIVE) {
+            s->capture = STUB_CAPTURE_INVALID;
+            snprintf(s->capture_error, sizeof s->capture_error,
+                     "event_record on the capturing stream (not permitted)");
+        }
+        return STUB_ERR(VG_ERR_CAPTURE, "kunlun_stub: event_record on a capturing stream is not "
+                                        "permitted; the capture is invalidated");
+    }
     e->time_ms = stub_now_ms();
     e->recorded = 1;
     return VG_OK;

@@ -105,14 +105,10 @@ vg_status ocl_capture_begin(vg_bk_device *dev, vg_bk_stream *s)
                                            "graphs", dev->name, dev->cb_version);
     if (s->capture != OCL_CAPTURE_NONE)
         return OCL_ERR(VG_ERR_STATE, "opencl: capture_begin: the stream is capturing already");
-    if (ocl_capturing_stream())
-        return OCL_ERR(VG_ERR_STATE, "opencl: capture_begin: this thread is capturing another "
-                                     "stream");
     vg_status st = recording_new(dev, s->q, &s->rec);
     if (st != VG_OK) return st;
     s->capture = OCL_CAPTURE_ACTIVE;
     s->capture_error[0] = '\0';
-    ocl_set_capturing_stream(s);
     return VG_OK;
 }
 
@@ -126,7 +122,6 @@ vg_status ocl_capture_end(vg_bk_device *dev, vg_bk_stream *s, vg_bk_graph **out)
     ocl_capture_state state = s->capture;
     s->rec = NULL;
     s->capture = OCL_CAPTURE_NONE; /* ended in every case: the stream takes eager work again */
-    if (ocl_capturing_stream() == s) ocl_set_capturing_stream(NULL);
     if (state == OCL_CAPTURE_INVALID) {
         ocl_recording_unref(r);
         return OCL_ERR(VG_ERR_CAPTURE, "opencl: the capture was invalidated: %s", s->capture_error);

@@ -231,11 +231,6 @@ typedef struct ocl_arg {
 vg_status ocl_launch(vg_bk_stream *s, ocl_kernel_id k, const char *op, cl_uint dims,
                      const size_t *global, const size_t *local, int nargs, const ocl_arg *args);
 
-/* The stream the calling thread is capturing into, or NULL (capture is thread-local). */
-vg_bk_stream *ocl_capturing_stream(void);
-void ocl_set_capturing_stream(vg_bk_stream *s);
-/* Invalidate the calling thread's capture because `what` cannot happen while it captures. */
-vg_status ocl_forbid_during_capture(const char *what);
 /* Invalidate stream `s`'s capture: `why` is kept for capture_end's message. */
 void ocl_capture_invalidate(vg_bk_stream *s, const char *why);
 

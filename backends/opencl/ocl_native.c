@@ -90,7 +90,6 @@ vg_status ocl_mem_register(vg_bk_device *dev, void *native, size_t bytes, void *
 {
     if (!dev || !native || !out) return OCL_ERR(VG_ERR_INVALID_ARG, "opencl: mem_register: NULL");
     *out = NULL;
-    if (ocl_capturing_stream()) return ocl_forbid_during_capture("mem_register");
     cl_mem mem = (cl_mem)native;
     cl_mem_object_type type = 0;
     cl_context ctx = NULL;
@@ -121,7 +120,6 @@ vg_status ocl_mem_register(vg_bk_device *dev, void *native, size_t bytes, void *
 vg_status ocl_mem_unregister(vg_bk_device *dev, void *ptr)
 {
     if (!dev || !ptr) return OCL_ERR(VG_ERR_INVALID_ARG, "opencl: mem_unregister: NULL");
-    if (ocl_capturing_stream()) return ocl_forbid_during_capture("mem_unregister");
     ocl_alloc x;
     vg_status st = ocl_mem_unname(dev, ptr, 1, &x);
     if (st == VG_OK) clReleaseMemObject(x.mem); /* vg's reference; the caller's stays */

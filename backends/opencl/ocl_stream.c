@@ -9,30 +9,11 @@
 
 #include "ocl_internal.h"
 
-/* Capture is thread-local, like cudaStreamCaptureModeThreadLocal: only the capturing thread is
- * restricted from unsafe calls. */
-static _Thread_local vg_bk_stream *tl_capturing;
-
-vg_bk_stream *ocl_capturing_stream(void) { return tl_capturing; }
-void ocl_set_capturing_stream(vg_bk_stream *s) { tl_capturing = s; }
-
 void ocl_capture_invalidate(vg_bk_stream *s, const char *why)
 {
     if (s->capture != OCL_CAPTURE_ACTIVE) return;
     s->capture = OCL_CAPTURE_INVALID;
     snprintf(s->capture_error, sizeof s->capture_error, "%s", why);
-}
-
-vg_status ocl_forbid_during_capture(const char *what)
-{
-    vg_bk_stream *s = tl_capturing;
-    if (s) {
-        char why[256];
-        snprintf(why, sizeof why, "%s was called during capture (not permitted)", what);
-        ocl_capture_invalidate(s, why);
-    }
-    return OCL_ERR(VG_ERR_CAPTURE, "opencl: %s is not permitted while this thread is capturing; "
-                                   "the capture is invalidated", what);
 }
 
 /* Work that cannot be recorded, asked of a capturing stream: the capture is invalidated. */
@@ -160,7 +141,6 @@ vg_status ocl_stream_destroy(vg_bk_device *dev, vg_bk_stream *s)
 {
     (void)dev;
     if (!s) return VG_OK;
-    if (tl_capturing == s) tl_capturing = NULL;
     if (s->rec) ocl_recording_unref(s->rec);
     clFinish(s->q); /* pending work completes first */
     for (int k = 0; k < OCL_K_COUNT; k++)
