@@ -337,12 +337,6 @@ static vg_status comm_settle(vg_bk_comm *c, const char *what)
     }
 }
 
-int vgc_comm_live(const vg_bk_device *dev)
-{
-    (void)dev;
-    return __atomic_load_n(&g_live, __ATOMIC_ACQUIRE) > 0;
-}
-
 static void comm_list(vg_bk_comm *c, int add)
 {
     pthread_mutex_lock(&g_lock);
@@ -409,6 +403,10 @@ static int comms_check(vg_bk_device *dev, int late, int elapsed_ms, const char *
 vg_status vgc_comm_wait(vg_bk_device *dev, cudaStream_t s, cudaEvent_t e, const char *what)
 {
     int timeout = 0;
+    if (!dev || __atomic_load_n(&g_live, __ATOMIC_ACQUIRE) == 0) { /* none anywhere: no lock taken */
+        VGC_CHECK(s ? cudaStreamSynchronize(s) : cudaEventSynchronize(e));
+        return VG_OK;
+    }
     pthread_mutex_lock(&g_lock);
     for (vg_bk_comm *c = g_comms; c; c = c->next)
         if (c->dev == dev && c->timeout_ms > timeout) timeout = c->timeout_ms;
@@ -656,7 +654,6 @@ void vgc_comm_members(vg_backend_iface *t)
 #else /* built without NCCL's header (or one older than 2.14): no communicators */
 
 uint64_t vgc_comm_caps(void) { return 0; }
-int vgc_comm_live(const vg_bk_device *) { return 0; }
 vg_status vgc_comm_wait(vg_bk_device *, cudaStream_t s, cudaEvent_t e, const char *)
 {
     VGC_CHECK(s ? cudaStreamSynchronize(s) : cudaEventSynchronize(e));

@@ -199,12 +199,12 @@ vg_status vgc_op_lm_advance(vg_bk_device *, vg_bk_stream *, const vg_lm_advance_
 uint64_t vgc_loop_caps(void);
 
 /* comm.cu: communicators (ABI 1.5) over NCCL (RCCL on HIP), dlopen()ed at the first device_info.
- * vgc_comm_caps: VG_CAP_COMM (and VG_CAP_COMM_CAPTURE) when the library loaded. While
- * communicators live on a device, stream_sync and event_sync wait through vgc_comm_wait, which
- * polls the work and the communicators and aborts them on an error, a dead peer or the timeout,
- * so a lost rank is an error, never a hang. */
+ * vgc_comm_caps: VG_CAP_COMM (and VG_CAP_COMM_CAPTURE) when the library loaded. Every
+ * stream_sync, event_sync and stream_destroy waits through vgc_comm_wait: a plain
+ * synchronisation (s, else e) where no communicator lives on dev (one atomic load while none lives
+ * anywhere), else a poll of the work and dev's communicators that aborts them on an error, a dead
+ * peer or the timeout, so a lost rank is an error, never a hang. */
 uint64_t vgc_comm_caps(void);
-int vgc_comm_live(const vg_bk_device *dev);
 vg_status vgc_comm_wait(vg_bk_device *dev, cudaStream_t s, cudaEvent_t e, const char *what);
 /* The interface table's communicator members this build has (comm_id_make alone without NCCL's
  * header, to say so). */

@@ -32,25 +32,19 @@ extern "C" vg_status vgc_stream_destroy(vg_bk_device *dev, vg_bk_stream *s)
     if (!s) return VG_OK;
     (void)cudaSetDevice(dev->index);
     /* the gemm workspace must outlive pending work (bounded while communicators live) */
-    vg_status st = VG_OK;
-    cudaError_t e = cudaSuccess;
-    if (vgc_comm_live(dev)) st = vgc_comm_wait(dev, s->s, NULL, "stream_destroy");
-    else e = cudaStreamSynchronize(s->s);
+    vg_status st = vgc_comm_wait(dev, s->s, NULL, "stream_destroy");
     vgc_gemm_stream_fini(s);
-    cudaError_t e2 = s->wrapped ? cudaSuccess : cudaStreamDestroy(s->s); /* the caller's stays */
+    cudaError_t e = s->wrapped ? cudaSuccess : cudaStreamDestroy(s->s); /* the caller's stays */
     free(s);
     if (st != VG_OK) return st;
     VGC_CHECK(e);
-    VGC_CHECK(e2);
     return VG_OK;
 }
 
 extern "C" vg_status vgc_stream_sync(vg_bk_device *dev, vg_bk_stream *s)
 {
     if (!s) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": stream_sync: NULL");
-    if (vgc_comm_live(dev)) return vgc_comm_wait(dev, s->s, NULL, "stream_sync"); /* bounded */
-    VGC_CHECK(cudaStreamSynchronize(s->s));
-    return VG_OK;
+    return vgc_comm_wait(dev, s->s, NULL, "stream_sync"); /* bounded while communicators live */
 }
 
 extern "C" vg_status vgc_event_create(vg_bk_device *dev, vg_bk_event **out)
@@ -88,9 +82,7 @@ extern "C" vg_status vgc_event_record(vg_bk_device *, vg_bk_event *ev, vg_bk_str
 extern "C" vg_status vgc_event_sync(vg_bk_device *dev, vg_bk_event *ev)
 {
     if (!ev) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": event_sync: NULL");
-    if (dev && vgc_comm_live(dev)) return vgc_comm_wait(dev, NULL, ev->e, "event_sync");
-    VGC_CHECK(cudaEventSynchronize(ev->e));
-    return VG_OK;
+    return vgc_comm_wait(dev, NULL, ev->e, "event_sync"); /* bounded while communicators live */
 }
 
 extern "C" vg_status vgc_event_elapsed_ms(vg_bk_device *, vg_bk_event *a, vg_bk_event *b, float *ms)
