@@ -187,7 +187,6 @@ __global__ void __launch_bounds__(THREADS) k_fi_plan(fi_plan p, fi_rows rs, int 
     __shared__ typename scan_t::TempStorage scan_tmp;
     __shared__ int o_s[THREADS + 1];
     __shared__ int max_len;
-    vgk_grid_sync(); /* its arrays share the workspace with the previous kernel's partials */
     const int r = threadIdx.x, rows = rs.rows;
     if (r == 0) max_len = 0;
     const int len = rs.len(r);
@@ -240,7 +239,7 @@ static int fi_pick_variant(int pick) { return pick / 256; }
 /* FlashInfer's launch (BatchDecodeWithPagedKVCacheDispatched) for one group size, without its
  * dispatch over every group size (which lacks 7, Qwen2.5's 14/2, and would compile all). */
 template <uint32_t HEAD_DIM, uint32_t GROUP, uint32_t THREADS, uint32_t STAGES>
-static cudaError_t fi_run(fi_params params, const fi_plan &p, int nsplit, int rows, vg_bk_stream *s)
+static cudaError_t fi_run(fi_params params, const fi_plan &p, int nsplit, int rows, cudaStream_t st)
 {
     constexpr uint32_t vec_size = 16 / sizeof(fi_t) > HEAD_DIM / 32 ? 16 / sizeof(fi_t) : HEAD_DIM / 32;
     constexpr uint32_t bdx = HEAD_DIM / vec_size, bdy = GROUP;
@@ -259,14 +258,7 @@ static cudaError_t fi_run(fi_params params, const fi_plan &p, int nsplit, int ro
     params.padded_batch_size = (uint32_t)(rows * nsplit);
     params.partition_kv = nsplit > 1;
     if (nsplit > 1) params.o = p.tmp_v, params.lse = p.tmp_s;
-    const dim3 grid(params.padded_batch_size, params.paged_kv.num_heads), block(bdx, bdy, bdz);
-    /* A plain launch: the kernel reads its block's request, chunk and length before it waits
-     * for the previous kernel (griddepcontrol.wait), and with splits those come from the plan
-     * kernel just before it. Without splits a programmatic launch would be correct, but it
-     * measured slower in the steps (H100, 2026-11-26: Qwen2.5-0.5B at batch 64 1.61 -> 2.12 ms):
-     * in the timing graph of 20 attention calls each call overlapped the previous one, which a
-     * step cannot, so the measured choice took the unsplit kernel where splits were faster. */
-    kernel<<<grid, block, smem, s->s>>>(params);
+    kernel<<<dim3(params.padded_batch_size, params.paged_kv.num_heads), dim3(bdx, bdy, bdz), smem, st>>>(params);
     if ((e = cudaGetLastError()) != cudaSuccess || nsplit == 1) return e;
 
     /* the merge (VariableLengthMergeStates for this head_dim only) */
@@ -281,10 +273,8 @@ static cudaError_t fi_run(fi_params params, const fi_plan &p, int nsplit, int ro
         return e;
     const uint32_t heads = params.num_qo_heads, work = (uint32_t)rows * heads;
     per_sm = std::min<int>(per_sm, (int)((work + sms - 1) / sms));
-    /* the merge waits for the decode (griddepcontrol.wait) before it reads anything of it: a
-     * programmatic launch where the stream's are (vgc_launch), hiding its launch gap */
-    vgc_launch(s, merge, dim3((unsigned)(sms * std::max(per_sm, 1))), dim3(mbdx, mbdy), msmem, p.tmp_v, p.tmp_s,
-               p.o_indptr, o, (float *)nullptr, (uint32_t)rows, (uint32_t *)nullptr, heads);
+    merge<<<dim3((unsigned)(sms * std::max(per_sm, 1))), dim3(mbdx, mbdy), msmem, st>>>(
+        p.tmp_v, p.tmp_s, p.o_indptr, o, nullptr, (uint32_t)rows, nullptr, heads);
     return cudaGetLastError();
 }
 
@@ -302,9 +292,9 @@ static int fi_group_ok(int g)
 
 template <uint32_t HEAD_DIM>
 static cudaError_t fi_dispatch(const fi_params &params, const fi_plan &p, int nsplit, int variant, int rows,
-                               int group, vg_bk_stream *s)
+                               int group, cudaStream_t st)
 {
-#define FI_RUN(G, V) fi_run<HEAD_DIM, G, fi_variant_threads[V], fi_variant_stages[V]>(params, p, nsplit, rows, s)
+#define FI_RUN(G, V) fi_run<HEAD_DIM, G, fi_variant_threads[V], fi_variant_stages[V]>(params, p, nsplit, rows, st)
 #define FI_CASE(G)                                                                                          \
     if (group == G) return variant ? FI_RUN(G, 1) : FI_RUN(G, 0);
     FI_GROUPS(FI_CASE)
@@ -341,7 +331,7 @@ vg_status vgc_decode_lib(vg_bk_stream *s, const vgc_decode_call *c, int pick)
                       nullptr, nullptr};
         if (nsplit > 1) { /* without splits the decode kernel alone: no plan */
             auto plan = rows <= 128 ? k_fi_plan<128> : k_fi_plan<FI_MAX_ROWS>; /* small batches: a short scan */
-            vgc_launch(s, plan, dim3(1), dim3(rows <= 128 ? 128 : FI_MAX_ROWS), 0, p, rs, nsplit);
+            plan<<<1, rows <= 128 ? 128 : FI_MAX_ROWS, 0, s->s>>>(p, rs, nsplit);
             VGC_CHECK_LAUNCH("paged_attention (FlashInfer plan)");
             rs.first = p.first, rs.len_at = p.len; /* the decode reads what the plan computed */
         }
@@ -365,8 +355,8 @@ vg_status vgc_decode_lib(vg_bk_stream *s, const vgc_decode_call *c, int pick)
         params.o_indptr = p.o_indptr;
         params.block_valid_mask = nsplit > 1 ? p.valid : nullptr;
         const int group = c->heads / c->kv_heads;
-        cudaError_t e = c->head_dim == 64 ? fi_dispatch<64>(params, p, nsplit, variant, rows, group, s)
-                                          : fi_dispatch<128>(params, p, nsplit, variant, rows, group, s);
+        cudaError_t e = c->head_dim == 64 ? fi_dispatch<64>(params, p, nsplit, variant, rows, group, s->s)
+                                          : fi_dispatch<128>(params, p, nsplit, variant, rows, group, s->s);
         if (e != cudaSuccess) return vgc_fail(e, "FlashInfer batch decode", __FILE__, __LINE__);
         return VG_OK;
     } catch (const std::exception &ex) {
