@@ -55,7 +55,7 @@ struct vg_bk_device {
 
 /* Block counters of the kernels that merge their blocks' partial results in the last block to
  * finish (split-K): words [0, VGC_COUNTERS_ATTENTION) for the skinny GEMM, the rest for paged
- * attention. Zero between kernels: the last block puts its word back. */
+ * attention and argmax. Zero between kernels: the last block puts its word back. */
 #define VGC_COUNTERS 16384
 #define VGC_COUNTERS_ATTENTION 8192
 

@@ -832,6 +832,8 @@ vg_status vgc_op_paged_attention(vg_bk_device *, vg_bk_stream *s, vg_dtype t, co
 /* ---- argmax --------------------------------------------------------------------------------------- */
 
 #define AM_THREADS 256
+#define AM_UNROLL 8                                  /* loads of a thread in flight together */
+#define AM_MIN_CHUNK (AM_THREADS * AM_UNROLL * 2)    /* columns a block takes at least, split */
 
 /* (value, index) of the better of two candidates: the larger value, on a tie the smaller index. */
 __device__ __forceinline__ void am_pick(float &v, int &i, float v2, int i2)
@@ -839,33 +841,71 @@ __device__ __forceinline__ void am_pick(float &v, int &i, float v2, int i2)
     if (v2 > v || (v2 == v && i2 < i)) v = v2, i = i2;
 }
 
-/* A block per row (grid-stride): each thread scans a strided share of the columns (keeping the
- * first maximum it sees), then the block reduces the candidates. */
+/* The block's best candidate, in thread 0 (red_*: AM_THREADS / 32 each; every thread calls it). */
+__device__ __forceinline__ void am_block_best(float &best, int &at, float *red_v, int *red_i)
+{
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    for (int o = 16; o > 0; o >>= 1)
+        am_pick(best, at, __shfl_xor_sync(0xffffffffu, best, o), __shfl_xor_sync(0xffffffffu, at, o));
+    __syncthreads(); /* the previous use of red_* is read */
+    if (lane == 0) red_v[warp] = best, red_i[warp] = at;
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (int w = 1; w < AM_THREADS / 32; w++) am_pick(best, at, red_v[w], red_i[w]);
+}
+
+/* grid: x = rows (grid-stride), y = the `chunks` slices of a row. Each thread scans a strided
+ * share of its slice in increasing column order, AM_UNROLL loads at a time, keeping the first
+ * maximum it sees; the block reduces the candidates. One slice (a row per block): the block
+ * writes the row's answer. More (a decode step's few rows over a vocabulary: a block per row
+ * would leave the GPU nearly idle, ~30 us for 152k columns on one multiprocessor): each block
+ * leaves its candidate in part_*, and the last of the row's blocks to finish (counters[row],
+ * zero before and put back to zero, so graphs replay it) reduces them. */
 template <typename T>
 __global__ void __launch_bounds__(AM_THREADS)
-k_argmax(const T *x, int64_t ld, int rows, int cols, int32_t *out)
+k_argmax(const T *x, int64_t ld, int rows, int cols, int chunks, float *part_v, int *part_i,
+         unsigned *counters, int32_t *out)
 {
     vgk_grid_sync();
     __shared__ float red_v[AM_THREADS / 32];
     __shared__ int red_i[AM_THREADS / 32];
-    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    __shared__ int last_block;
+    const int span = (cols + chunks - 1) / chunks, c0 = (int)blockIdx.y * span;
+    const int c1 = c0 + span < cols ? c0 + span : cols;
     for (int r = blockIdx.x; r < rows; r += gridDim.x) {
         const T *xr = x + (int64_t)r * ld;
         float best = -INFINITY;
         int at = 0x7fffffff;
-        for (int c = threadIdx.x; c < cols; c += AM_THREADS) {
-            float v = vgk_to_f(xr[c]);
-            if (v > best || at == 0x7fffffff) best = v, at = c; /* the first column counts even at -inf */
+        for (int c = c0 + (int)threadIdx.x; c < c1; c += AM_THREADS * AM_UNROLL) {
+            float v[AM_UNROLL];
+#pragma unroll
+            for (int u = 0; u < AM_UNROLL; u++) {
+                const int cu = c + u * AM_THREADS;
+                v[u] = cu < c1 ? vgk_to_f(xr[cu]) : -INFINITY;
+            }
+#pragma unroll
+            for (int u = 0; u < AM_UNROLL; u++) /* the first column counts even at -inf */
+                if (c + u * AM_THREADS < c1 && (v[u] > best || at == 0x7fffffff)) best = v[u], at = c + u * AM_THREADS;
         }
-        for (int o = 16; o > 0; o >>= 1)
-            am_pick(best, at, __shfl_xor_sync(0xffffffffu, best, o), __shfl_xor_sync(0xffffffffu, at, o));
-        __syncthreads(); /* the previous row's reduction is read */
-        if (lane == 0) red_v[warp] = best, red_i[warp] = at;
-        __syncthreads();
+        am_block_best(best, at, red_v, red_i);
+        if (chunks == 1) {
+            if (threadIdx.x == 0) out[r] = at;
+            continue;
+        }
         if (threadIdx.x == 0) {
-            for (int w = 1; w < AM_THREADS / 32; w++) am_pick(best, at, red_v[w], red_i[w]);
-            out[r] = at;
+            part_v[(int64_t)r * chunks + blockIdx.y] = best, part_i[(int64_t)r * chunks + blockIdx.y] = at;
+            __threadfence(); /* the candidate is visible before the count says so */
+            last_block = atomicAdd(&counters[r], 1u) == (unsigned)chunks - 1;
         }
+        __syncthreads();
+        if (!last_block) continue;
+        __threadfence();
+        best = -INFINITY, at = 0x7fffffff;
+        for (int k = threadIdx.x; k < chunks; k += AM_THREADS) /* slices in column order */
+            am_pick(best, at, vgc_load_coherent(part_v + (int64_t)r * chunks + k),
+                    vgc_load_coherent(part_i + (int64_t)r * chunks + k));
+        am_block_best(best, at, red_v, red_i);
+        if (threadIdx.x == 0) out[r] = at, counters[r] = 0; /* ready for the next launch */
     }
 }
 
@@ -873,8 +913,24 @@ vg_status vgc_op_argmax(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void 
                         int64_t rows, int64_t cols, int32_t *out)
 {
     if (!rows) return VG_OK;
-    VGK_FLOAT_DISPATCH(t, T, vgc_launch(s, k_argmax<T>, rows_grid(rows), AM_THREADS, 0,
-                                        (const T *)x, ld, (int)rows, (int)cols, out));
+    /* slices per row: about two blocks per multiprocessor over all rows, each at least
+     * AM_MIN_CHUNK columns; one where the rows alone fill the GPU or the counters, the
+     * workspace (the candidates) or a graph-replayable count (HIP: none) are lacking */
+    int64_t chunks = 1;
+    const int64_t target = 2 * (int64_t)s->dev->prop.multiProcessorCount;
+    if (s->counters && rows < target && rows <= VGC_COUNTERS - VGC_COUNTERS_ATTENTION) {
+        chunks = (target + rows - 1) / rows;
+        const int64_t most = (cols + AM_MIN_CHUNK - 1) / AM_MIN_CHUNK;
+        if (chunks > most) chunks = most;
+        if ((size_t)(rows * chunks) * (sizeof(float) + sizeof(int)) > s->gemm_workspace_bytes) chunks = 1;
+    }
+    float *part_v = (float *)s->gemm_workspace;
+    int *part_i = (int *)(part_v + rows * chunks);
+    /* the counters of paged attention's split kernel: both put their words back to zero */
+    unsigned *counters = chunks > 1 ? s->counters + VGC_COUNTERS_ATTENTION : nullptr;
+    dim3 grid(rows_grid(rows), (unsigned)chunks);
+    VGK_FLOAT_DISPATCH(t, T, vgc_launch(s, k_argmax<T>, grid, AM_THREADS, 0, (const T *)x, ld, (int)rows,
+                                        (int)cols, (int)chunks, part_v, part_i, counters, out));
     VGC_CHECK_LAUNCH("argmax");
     return VG_OK;
 }
