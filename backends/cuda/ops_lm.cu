@@ -924,9 +924,10 @@ vg_status vgc_op_argmax(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void 
         if (chunks > most) chunks = most;
         if ((size_t)(rows * chunks) * (sizeof(float) + sizeof(int)) > s->gemm_workspace_bytes) chunks = 1;
     }
-    float *part_v = (float *)s->gemm_workspace;
-    int *part_i = (int *)(part_v + rows * chunks);
-    /* the counters of paged attention's split kernel: both put their words back to zero */
+    /* the candidates in the workspace; the counters of paged attention's split kernel (both put
+     * their words back to zero) */
+    float *part_v = chunks > 1 ? (float *)s->gemm_workspace : nullptr;
+    int *part_i = chunks > 1 ? (int *)(part_v + rows * chunks) : nullptr;
     unsigned *counters = chunks > 1 ? s->counters + VGC_COUNTERS_ATTENTION : nullptr;
     dim3 grid(rows_grid(rows), (unsigned)chunks);
     VGK_FLOAT_DISPATCH(t, T, vgc_launch(s, k_argmax<T>, grid, AM_THREADS, 0, (const T *)x, ld, (int)rows,
