@@ -870,22 +870,23 @@ k_argmax(const T *x, int64_t ld, int rows, int cols, int chunks, float *part_v, 
     __shared__ float red_v[AM_THREADS / 32];
     __shared__ int red_i[AM_THREADS / 32];
     __shared__ int last_block;
-    const int span = (cols + chunks - 1) / chunks, c0 = (int)blockIdx.y * span;
-    const int c1 = c0 + span < cols ? c0 + span : cols;
+    /* columns in 64 bits: a row may be up to 2^31 - 1 long, and c + u·AM_THREADS goes past it */
+    const int64_t span = ((int64_t)cols + chunks - 1) / chunks, c0 = (int64_t)blockIdx.y * span;
+    const int64_t c1 = c0 + span < cols ? c0 + span : cols;
     for (int r = blockIdx.x; r < rows; r += gridDim.x) {
         const T *xr = x + (int64_t)r * ld;
         float best = -INFINITY;
         int at = 0x7fffffff;
-        for (int c = c0 + (int)threadIdx.x; c < c1; c += AM_THREADS * AM_UNROLL) {
+        for (int64_t c = c0 + threadIdx.x; c < c1; c += AM_THREADS * AM_UNROLL) {
             float v[AM_UNROLL];
 #pragma unroll
             for (int u = 0; u < AM_UNROLL; u++) {
-                const int cu = c + u * AM_THREADS;
+                const int64_t cu = c + u * AM_THREADS;
                 v[u] = cu < c1 ? vgk_to_f(xr[cu]) : -INFINITY;
             }
 #pragma unroll
             for (int u = 0; u < AM_UNROLL; u++) /* the first column counts even at -inf */
-                if (c + u * AM_THREADS < c1 && (v[u] > best || at == 0x7fffffff)) best = v[u], at = c + u * AM_THREADS;
+                if (c + u * AM_THREADS < c1 && (v[u] > best || at == 0x7fffffff)) best = v[u], at = (int)(c + u * AM_THREADS);
         }
         am_block_best(best, at, red_v, red_i);
         if (chunks == 1) {
