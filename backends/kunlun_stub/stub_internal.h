@@ -163,6 +163,8 @@ vg_status stub_submit(vg_bk_stream *s, int op, const char *name,
 void stub_charge_launch(const vg_bk_device *dev);
 /* The monotonic clock in milliseconds (events, the communicator's deadlines). */
 double stub_now_ms(void);
+/* Invalidate s's active capture: `why` is kept for capture_end's message (no-op otherwise). */
+void stub_capture_invalidate(vg_bk_stream *s, const char *why);
 float *stub_scratch(vg_bk_stream *s, size_t elems);
 void stub_cmd_list_free(stub_cmd_list *l);
 vg_status stub_cmd_list_push(stub_cmd_list *l, const stub_cmd *c);

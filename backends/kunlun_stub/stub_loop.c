@@ -50,14 +50,11 @@ vg_status stub_loop_capture_end(vg_bk_device *dev, vg_bk_stream *s, vg_bk_graph 
         stub_cmd c = {.run = run_loop_back, .op = STUB_NOT_AN_OP, .name = "loop_back"};
         loop_back_args a = {flag};
         memcpy(c.args, &a, sizeof a);
-        if (stub_cmd_list_push(&s->recording, &c) != VG_OK) {
-            s->capture = STUB_CAPTURE_INVALID;
-            snprintf(s->capture_error, sizeof s->capture_error, "out of memory for the loop");
-        }
-    } else if (s->capture == STUB_CAPTURE_ACTIVE) {
-        s->capture = STUB_CAPTURE_INVALID;
-        snprintf(s->capture_error, sizeof s->capture_error,
-                 "loop_capture_end on a capture that loop_capture_begin did not begin");
+        if (stub_cmd_list_push(&s->recording, &c) != VG_OK)
+            stub_capture_invalidate(s, "out of memory for the loop");
+    } else {
+        stub_capture_invalidate(s, "loop_capture_end on a capture that loop_capture_begin did "
+                                   "not begin");
     }
     return stub_capture_end(dev, s, out); /* ends the capture in every case */
 }

@@ -9,6 +9,13 @@
 
 #include "stub_internal.h"
 
+void stub_capture_invalidate(vg_bk_stream *s, const char *why)
+{
+    if (s->capture != STUB_CAPTURE_ACTIVE) return;
+    s->capture = STUB_CAPTURE_INVALID;
+    snprintf(s->capture_error, sizeof s->capture_error, "%s", why);
+}
+
 double stub_now_ms(void)
 {
     struct timespec ts;
@@ -63,17 +70,14 @@ vg_status stub_submit(vg_bk_stream *s, int op, const char *name,
     memcpy(c.args, args, size);
     if (s->capture == STUB_CAPTURE_ACTIVE) {
         if (op != STUB_NOT_AN_OP && !stub_op_capturable(s->dev, op)) {
-            s->capture = STUB_CAPTURE_INVALID;
-            snprintf(s->capture_error, sizeof s->capture_error,
-                     "op '%s' cannot be captured on this device", name);
+            char why[sizeof s->capture_error];
+            snprintf(why, sizeof why, "op '%s' cannot be captured on this device", name);
+            stub_capture_invalidate(s, why);
             return STUB_ERR(VG_ERR_CAPTURE, "kunlun_stub: op '%s' cannot be captured on this "
                                             "device; the capture is invalidated", name);
         }
         vg_status st = stub_cmd_list_push(&s->recording, &c);
-        if (st != VG_OK) {
-            s->capture = STUB_CAPTURE_INVALID;
-            snprintf(s->capture_error, sizeof s->capture_error, "out of memory while recording");
-        }
+        if (st != VG_OK) stub_capture_invalidate(s, "out of memory while recording");
         return st;
     }
     stub_charge_launch(s->dev);
@@ -163,11 +167,7 @@ vg_status stub_event_record(vg_bk_device *dev, vg_bk_event *e, vg_bk_stream *s)
 {
     if (!dev || !e || !s) return STUB_ERR(VG_ERR_INVALID_ARG, "kunlun_stub: event_record: NULL");
     if (s->capture != STUB_CAPTURE_NONE) { /* the stub's graphs hold no events */
-        if (s->capture == STUB_CAPTURE_ACTIVE) {
-            s->capture = STUB_CAPTURE_INVALID;
-            snprintf(s->capture_error, sizeof s->capture_error,
-                     "event_record on the capturing stream (not permitted)");
-        }
+        stub_capture_invalidate(s, "event_record on the capturing stream (not permitted)");
         return STUB_ERR(VG_ERR_CAPTURE, "kunlun_stub: event_record on a capturing stream is not "
                                         "permitted; the capture is invalidated");
     }
