@@ -53,6 +53,16 @@ vg_status vgm_options_check(const char *fn, uint32_t struct_size, size_t need, c
     return VG_OK;
 }
 
+vg_status vgm_require_ops(vg_runtime *rt, const vg_op_id *ops, size_t n, vg_dtype dt, const char *who,
+                          const char *needer)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!vgm_has_op(rt, ops[i], dt))
+            return vg_error_set(VG_ERR_UNSUPPORTED, "%s: backend '%s' has no %s for %s, which %s needs", who,
+                                vg_runtime_backend_name(rt), vg_op_name(ops[i]), vg_dtype_name(dt), needer);
+    return VG_OK;
+}
+
 int vgm_has_op(vg_runtime *rt, vg_op_id op, vg_dtype dt)
 {
     uint32_t dtypes = 0;

@@ -67,5 +67,9 @@ vg_status vgm_stage_reserve(vg_runtime *rt, void **stage, size_t *have, size_t b
 /* 1 when the device implements op for dtype dt (gather_rows and kv_store move bytes of any
  * dtype; an empty dtype set means the device did not say, and the core checks each call). */
 int vgm_has_op(vg_runtime *rt, vg_op_id op, vg_dtype dt);
+/* VG_OK when the device implements each of ops[0..n) for dt (vgm_has_op); else VG_ERR_UNSUPPORTED:
+ * "<who>: backend '<name>' has no <op> for <dtype>, which <needer> needs". */
+vg_status vgm_require_ops(vg_runtime *rt, const vg_op_id *ops, size_t n, vg_dtype dt, const char *who,
+                          const char *needer);
 
 #endif

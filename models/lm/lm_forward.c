@@ -51,7 +51,7 @@ static size_t es(const vg_lm *m) { return vg_dtype_size(m->dt); }
 #define gemm(m, s, rows, n, k, a, w, bias, c, dtype_c, residual) \
     vgm_gemm(LIN(m), s, rows, n, k, a, w, bias, c, dtype_c, residual, VG_ACT_NONE)
 
-static void layout(const vg_lm *m, int64_t tokens, lm_meta_layout *l)
+void lm_meta_layout_of(const vg_lm *m, int64_t tokens, lm_meta_layout *l)
 {
     lm_meta_layout_for(tokens, m->kv.max_seqs, m->kv.max_blocks, m->tp.size, l);
 }
@@ -64,7 +64,7 @@ static vg_status piece_embed(void *mp, vg_runner *r, const vg_piece *p, const vg
     vg_lm *m = mp;
     (void)p;
     lm_meta_layout l;
-    layout(m, d->num_tokens, &l);
+    lm_meta_layout_of(m, d->num_tokens, &l);
     return vg_op_gather_rows(s, m->dt, BUF(LB_H), m->w.embed, meta_at(r, l.tok), d->num_tokens,
                              m->cfg.hidden);
 }
@@ -77,7 +77,7 @@ static vg_status piece_attn_in(void *mp, vg_runner *r, const vg_piece *p, const 
     const lm_layer *L = &m->w.layers[p->arg];
     int64_t T = d->num_tokens, W = lm_qkv_width(c), qw = lm_q_width(c), kvw = lm_kv_width(c);
     lm_meta_layout l;
-    layout(m, T, &l);
+    lm_meta_layout_of(m, T, &l);
     char *qkv = BUF(LB_QKV), *k = qkv + (size_t)qw * es(m), *v = k + (size_t)kvw * es(m);
     TRY(proj(m, s, T, W, c->hidden, BUF(LB_H), c->hidden, L->in_norm, BUF(LB_N), L->qkv_w, L->qkv_b,
              qkv, m->dt, NULL, VG_GEMM_GATE_NONE));
@@ -104,7 +104,7 @@ static vg_status piece_attention(void *mp, vg_runner *r, const vg_piece *p, cons
     const lm_cfg *c = &m->cfg;
     int64_t T = d->num_tokens;
     lm_meta_layout l;
-    layout(m, T, &l);
+    lm_meta_layout_of(m, T, &l);
     return vg_op_paged_attention(s, m->dt, BUF(LB_QKV), lm_qkv_width(c), BUF(LB_ATT), lm_q_width(c),
                                  T, lm_k_cache(m, (int)p->arg), lm_v_cache(m, (int)p->arg),
                                  meta_at(r, l.btab), l.max_blocks, meta_at(r, l.ctx),
@@ -150,7 +150,7 @@ static vg_status piece_head(void *mp, vg_runner *r, const vg_piece *p, const vg_
     (void)p;
     const lm_cfg *c = &m->cfg;
     lm_meta_layout l;
-    layout(m, d->num_tokens, &l);
+    lm_meta_layout_of(m, d->num_tokens, &l);
     /* uniform steps (graphed): every sequence slot of the bucket; mixed steps (this piece runs
      * eagerly then, see head_graph_safe): only the step's sequences, so a long prefill does
      * not multiply the lm_head GEMM by its padded token count */
@@ -205,12 +205,7 @@ vg_status lm_pieces_init(vg_lm *m)
     const lm_cfg *c = &m->cfg;
     static const vg_op_id needed[] = {VG_OP_GEMM, VG_OP_GATHER_ROWS, VG_OP_RMSNORM, VG_OP_SILU_MUL,
                                       VG_OP_ROTARY, VG_OP_KV_STORE, VG_OP_PAGED_ATTENTION};
-    for (size_t i = 0; i < VGM_ARRAY_LEN(needed); i++)
-        if (!vgm_has_op(m->rt, needed[i], m->dt))
-            return vg_error_set(VG_ERR_UNSUPPORTED, "lm: backend '%s' has no %s for %s, which the "
-                                                    "language model needs",
-                                vg_runtime_backend_name(m->rt), vg_op_name(needed[i]),
-                                vg_dtype_name(m->dt));
+    TRY(vgm_require_ops(m->rt, needed, VGM_ARRAY_LEN(needed), m->dt, "lm", "the language model"));
     if (c->qk_norm && !vgm_has_op(m->rt, VG_OP_RMSNORM_HEADS, m->dt))
         return vg_error_set(VG_ERR_UNSUPPORTED, "lm: backend '%s' has no rmsnorm_heads for %s (Qwen3)",
                             vg_runtime_backend_name(m->rt), vg_dtype_name(m->dt));
@@ -274,7 +269,7 @@ vg_status lm_reserve(void *mp, vg_runner *r, const vg_batch_desc *d)
     const lm_cfg *c = &m->cfg;
     size_t T = (size_t)d->num_tokens, e = es(m), h = (size_t)c->hidden, Ip = (size_t)c->inter_pad;
     lm_meta_layout l;
-    layout(m, d->num_tokens, &l);
+    lm_meta_layout_of(m, d->num_tokens, &l);
     size_t S = (size_t)l.seqs, n = (size_t)m->tp.size, vs = (size_t)m->tp.vs;
     int tp = m->tp.size > 1;
     const size_t bytes[LB_COUNT_] = {
@@ -302,7 +297,7 @@ vg_status lm_prepare(void *mp, vg_runner *r, const vg_batch_desc *real, const vg
     (void)real;
     const lm_plan *p = inputs; /* NULL at warm-up: an all-padding call */
     lm_meta_layout l;
-    layout(m, padded->num_tokens, &l);
+    lm_meta_layout_of(m, padded->num_tokens, &l);
     /* warm-up prepares bucket after bucket without waiting: the previous upload may still
      * read the staging (vg_lm_step waits for its step, so steps never need this) */
     if (!p) TRY(vg_stream_sync(s));

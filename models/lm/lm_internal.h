@@ -206,6 +206,9 @@ vg_status lm_eos_read(const char *dir, const cJSON *config, const char *config_w
 
 /* lm_forward.c */
 vg_status lm_pieces_init(vg_lm *m);
+/* The metadata layout of m's calls padded to `tokens` (lm_meta_layout_for with m's cache and
+ * tensor-parallel size): the pieces, prepare and the device loop all read it so. */
+void lm_meta_layout_of(const vg_lm *m, int64_t tokens, lm_meta_layout *l);
 vg_status lm_reserve(void *model, vg_runner *r, const vg_batch_desc *padded);
 vg_status lm_prepare(void *model, vg_runner *r, const vg_batch_desc *real,
                      const vg_batch_desc *padded, vg_stream *s, const void *inputs);

@@ -87,7 +87,7 @@ static vg_status loop_tail(void *user, vg_runner *r, const vg_batch_desc *padded
     const vg_lm *m = c->m;
     const lm_loop *e = c->e;
     lm_meta_layout l;
-    lm_meta_layout_for(padded->num_tokens, m->kv.max_seqs, m->kv.max_blocks, m->tp.size, &l);
+    lm_meta_layout_of(m, padded->num_tokens, &l);
     int32_t *meta = vg_runner_buffer(r, LB_META), *d = e->dev;
     /* uniform steps: token row i is sequence slot i, and logits row i is its logits */
     vg_lm_advance_args a = {

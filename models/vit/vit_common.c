@@ -5,6 +5,7 @@
  * Every buffer is a runner buffer sized for the padded token count; per-call data (positions,
  * permutations, segment bounds, taps) sits in VB_META, uploaded by prepare before the graphs
  * run, so no graph ever holds request data. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "vit_common.h"
@@ -14,13 +15,9 @@
 
 vg_status vit_require_ops(const vg_vit *m, const vg_op_id *needed, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        if (!vgm_has_op(m->rt, needed[i], m->dt))
-            return vg_error_set(VG_ERR_UNSUPPORTED, "vit: backend '%s' has no %s for %s, which the "
-                                                    "%s vision encoder needs",
-                                vg_runtime_backend_name(m->rt), vg_op_name(needed[i]),
-                                vg_dtype_name(m->dt), m->tower->name);
-    return VG_OK;
+    char needer[96];
+    snprintf(needer, sizeof needer, "the %s vision encoder", m->tower->name);
+    return vgm_require_ops(m->rt, needed, n, m->dt, "vit", needer);
 }
 
 int32_t *vit_meta_at(vg_runner *r, size_t offset) { return (int32_t *)BUF(VB_META) + offset; }
