@@ -702,8 +702,9 @@ k_paged_split(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache
     if (tid == 0) *counter = 0; /* ready for the next launch */
 }
 
-/* Slices per row: when rows are few (decode), enough blocks for one wave over the GPU (three
- * blocks fit a multiprocessor: __launch_bounds__); one when they are many (prefill); at least
+/* Slices per row: when rows are few (decode), as many blocks as one wave over the GPU holds (three
+ * blocks fit a multiprocessor: __launch_bounds__; a second wave of a few blocks doubled the
+ * kernel's time); one when they are many (prefill); at least
  * PD_MIN_CHUNK positions each at the table's full reach; the partials must fit the stream's GEMM
  * workspace and the (row, head group) pairs its counters (HIP has neither: one slice). */
 static int pd_splits(const vg_bk_stream *s, int64_t rows, int heads, int kv_heads, int hchunks,
@@ -711,7 +712,7 @@ static int pd_splits(const vg_bk_stream *s, int64_t rows, int heads, int kv_head
 {
     int64_t items = rows * kv_heads * hchunks, target = 3 * (int64_t)s->dev->prop.multiProcessorCount;
     if (items >= target || !s->counters || items > VGC_COUNTERS - VGC_COUNTERS_ATTENTION) return 1;
-    int64_t n = (target + items - 1) / items;
+    int64_t n = target / items; /* rounded down: one wave */
     int64_t by_len = ((int64_t)max_blocks * block_size + PD_MIN_CHUNK - 1) / PD_MIN_CHUNK;
     if (n > by_len) n = by_len;
     if (n > PD_MAX_SPLIT) n = PD_MAX_SPLIT;
