@@ -106,11 +106,9 @@ template <typename T> __device__ __forceinline__ uint4 sk_scale(uint4 x, uint4 w
 
 /* MT: 8-row tiles of activations (m <= 8·MT); W: warps per block. half > 0: gated (n = 2·half):
  * a block owns 8 outputs, its fragment rows g the gate rows and g + 8 the matching up rows.
- * norm_w: A is rmsnorm'd (vg_ops.h, gemm's norm_w): the activations are multiplied by norm_w as
- * they load and the sums scaled by each row's 1/rms in the epilogue. Without split-K a block's
- * warps load the whole of k, so for more than 8 rows the rows' sums of squares come from the
- * fragments the products use; otherwise every block first takes them over the whole of k
- * (m <= 64 short rows, from L2), a chain of loads before the first product. */
+ * norm_w: A is rmsnorm'd (vg_ops.h, gemm's norm_w): every block takes each row's 1/rms over the
+ * whole of k first (m <= 64 short rows, from L2), multiplies the activations by norm_w as it loads
+ * them, and scales the sums by 1/rms in the epilogue. */
 template <typename T, typename TC, int MT, int W>
 __global__ void __launch_bounds__(32 * W)
 k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t ldc, const T *bias,
@@ -119,8 +117,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
 {
     constexpr int SK_WARPS = W, SK_THREADS = 32 * W, UNR = sk_shape<MT, W>::unroll;
     __shared__ float red[SK_WARPS][8 * MT][SK_ROWS + 1];
-    __shared__ float inv_row[8 * MT]; /* with norm_w and split-K: each row's 1/rms */
-    __shared__ float ss_warp[SK_WARPS][8 * MT]; /* with norm_w, no split-K: the warps' sums of squares */
+    __shared__ float inv_row[8 * MT]; /* with norm_w: each row's 1/rms */
     __shared__ int last_block;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
     const int r0 = blockIdx.x * SK_ROWS, o0 = blockIdx.x * (SK_ROWS / 2); /* o0: gated outputs */
@@ -143,10 +140,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
         if (row1) sk_prefetch_l2(w1 + c * SK_CHUNK);
     }
     vgk_grid_sync(); /* the activations (and residual) come from the previous kernel */
-    /* (not for one 8-row tile: there the prologue is one short chain, and the sums' registers
-     * would cost a block per multiprocessor, measured 13.2 -> 14.4 us at 1 x 9728 x 896) */
-    const bool ss_in_loop = MT > 1 && norm_w && ksplit == 1;
-    if (norm_w && !ss_in_loop) { /* read by the epilogue, after the __syncthreads before the reduction */
+    if (norm_w) { /* read by the epilogue, after the __syncthreads before the reduction */
         for (int t = warp; t < m; t += SK_WARPS) {
             const T *row = A + (int64_t)t * lda;
             float ss = 0.0f;
@@ -157,9 +151,9 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
     }
     const T *nw = norm_w ? norm_w + tk : nullptr;
 
-    float acc[MT][4], ss[MT];
+    float acc[MT][4];
 #pragma unroll
-    for (int j = 0; j < MT; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = ss[j] = 0.0f;
+    for (int j = 0; j < MT; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
     const uint4 zero = make_uint4(0, 0, 0, 0);
     /* UNR chunks per warp at a time: every load of a batch unconditional (addresses clamped,
      * values selected), all issued before the first mma waits for one */
@@ -181,9 +175,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
             const uint4 a0 = kin && row0 ? wa[u] : zero, a1 = kin && row1 ? wb[u] : zero;
 #pragma unroll
             for (int j = 0; j < MT; j++) {
-                const bool xin = kin && 8 * j + g < m;
-                if (ss_in_loop) ss[j] += xin ? sk_sumsq<T>(x[u][j]) : 0.0f;
-                const uint4 xv = xin ? (nw ? sk_scale<T>(x[u][j], nv[u]) : x[u][j]) : zero;
+                const uint4 xv = kin && 8 * j + g < m ? (nw ? sk_scale<T>(x[u][j], nv[u]) : x[u][j]) : zero;
                 sk_mma<T>(acc[j], a0.x, a1.x, a0.y, a1.y, xv.x, xv.y);
                 sk_mma<T>(acc[j], a0.z, a1.z, a0.w, a1.w, xv.z, xv.w);
             }
@@ -197,24 +189,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
         red[warp][8 * j + 2 * tq][g + 8] = acc[j][2];
         red[warp][8 * j + 2 * tq + 1][g + 8] = acc[j][3];
     }
-    if (ss_in_loop) { /* row 8j + g: the four lanes of its k columns, then the warps (below) */
-#pragma unroll
-        for (int j = 0; j < MT; j++) {
-            float v = ss[j] + __shfl_xor_sync(0xffffffffu, ss[j], 1);
-            v += __shfl_xor_sync(0xffffffffu, v, 2);
-            if (tq == 0) ss_warp[warp][8 * j + g] = v;
-        }
-    }
     __syncthreads();
-    /* the epilogue's scale of row tok */
-    auto row_scale = [&](int tok) {
-        if (!norm_w) return 1.0f;
-        if (!ss_in_loop) return inv_row[tok];
-        float v = 0.0f;
-#pragma unroll
-        for (int w = 0; w < SK_WARPS; w++) v += ss_warp[w][tok];
-        return rsqrtf(v / (float)k + norm_eps);
-    };
     const int items = m * SK_ROWS; /* m <= 8·MT */
     if (ksplit == 1 && half) {
         for (int e = threadIdx.x; e < m * 8; e += SK_THREADS) {
@@ -223,7 +198,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
             float vg = 0.0f, vu = 0.0f;
 #pragma unroll
             for (int w = 0; w < SK_WARPS; w++) vg += red[w][tok][r], vu += red[w][tok][r + 8];
-            const float sc = row_scale(tok);
+            const float sc = norm_w ? inv_row[tok] : 1.0f;
             sk_store_gated(C, ldc, bias, half, tok, o0 + r, vg * sc, vu * sc, alpha);
         }
         return;
@@ -235,7 +210,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
             float v = 0.0f;
 #pragma unroll
             for (int w = 0; w < SK_WARPS; w++) v += red[w][tok][r];
-            sk_store(C, ldc, bias, res, ldr, tok, col, v * row_scale(tok), alpha, act);
+            sk_store(C, ldc, bias, res, ldr, tok, col, norm_w ? v * inv_row[tok] : v, alpha, act);
         }
         return;
     }
@@ -263,7 +238,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
                 const float *ps = &part[((int64_t)s * m + tok) * n];
                 vg += __ldcg(ps + col), vu += __ldcg(ps + half + col);
             }
-            const float sc = row_scale(tok);
+            const float sc = norm_w ? inv_row[tok] : 1.0f;
             sk_store_gated(C, ldc, bias, half, tok, col, vg * sc, vu * sc, alpha);
         }
     }
@@ -273,7 +248,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
         float v = 0.0f;
 #pragma unroll 8 /* the loads in flight together, not a chain of round trips */
         for (int s = 0; s < ksplit; s++) v += __ldcg(&part[((int64_t)s * m + tok) * n + col]);
-        sk_store(C, ldc, bias, res, ldr, tok, col, v * row_scale(tok), alpha, act);
+        sk_store(C, ldc, bias, res, ldr, tok, col, norm_w ? v * inv_row[tok] : v, alpha, act);
     }
     if (threadIdx.x == 0) counters[blockIdx.x] = 0; /* ready for the next launch */
 }
