@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What the two tensor-core attention kernels share: attention_tc.cu (mma.sync, any GPU since
- * Ampere) and attention_wg.cu (wgmma, Hopper). Both keep scores and outputs in the accumulator
- * layout of an m16n8 MMA: a warp owns 16 rows of a tile, lane/4 and lane/4 + 8 of them, and in
- * each n-tile of 8 columns the two neighbouring columns (lane%4)·2 and (lane%4)·2 + 1. So the
- * masking, the online softmax and the output are written once, here, for one 16-row m-tile. */
+/* What the tensor-core attention kernels share: attention_tc.cu (mma.sync, any GPU since Ampere),
+ * attention_wg.cu (wgmma, Hopper) and decode_tc.cu (paged decode, mma.sync). All keep scores and
+ * outputs in the accumulator layout of an m16n8 MMA: a warp owns 16 rows of a tile, lane/4 and
+ * lane/4 + 8 of them, and in each n-tile of 8 columns the two neighbouring columns (lane%4)·2 and
+ * (lane%4)·2 + 1. So the MMA itself, the masking, the online softmax and the output are written
+ * once, here, for one 16-row m-tile. */
 #ifndef VG_CUDA_ATTENTION_TC_CUH
 #define VG_CUDA_ATTENTION_TC_CUH
 
@@ -39,6 +40,34 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+/* d += a·b for one m16n8k16 tile (row-major A, column-major B), fp32 accumulation. */
+template <typename T>
+__device__ __forceinline__ void mma16816(float c[4], const uint32_t a[4], const uint32_t b[2])
+{
+    if (mma_type<T>::bf16)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t r[4], const void *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
+}
 
 /* Segment of `row` (the last s with cu[s] <= row, as vgk_segment_of), searched by a whole warp:
  * 32 probes per step, so a capacity of n segments costs log32(n) dependent loads, not log2(n).

@@ -45,6 +45,7 @@ struct vg_bk_device {
     int gemm_tune;        /* VGC_TUNE_*, from VG_CUDA_GEMM_TUNE */
     int gemm_tiled;       /* VG_CUDA_GEMM=tiled: the portable kernel instead of cuBLASLt */
     int decode_heads;     /* VG_CUDA_DECODE_HEADS=1..8: query heads per paged-attention block (0: chosen per call) */
+    int decode_tc_off;    /* VG_CUDA_DECODE_TC=0: vg's CUDA-core split kernel for the decode the tensor-core one takes */
     int attention_rows;   /* VG_CUDA_ATTENTION_ROWS=64|128: rows per tensor-core attention block (0: chosen per call) */
     int pdl;              /* VGC_PDL_*: where kernels use programmatic dependent launch (VG_CUDA_PDL) */
     char gemm_choice[16]; /* VG_CUDA_GEMM, as given at open ("" when unset) */
@@ -166,6 +167,30 @@ vg_status vgc_attention_tc(vg_bk_stream *s, const vgc_attention_call *c);
  * whose q, k and v repacked fit the stream's GEMM workspace; prepare sets dev->wgmma_attention. */
 vg_status vgc_attention_wg_prepare(vg_bk_device *dev);
 vg_status vgc_attention_wg(vg_bk_stream *s, const vgc_attention_call *c);
+/* One paged_attention call, as the op table passes it (vg_ops.h has the contract). */
+typedef struct vgc_decode_call {
+    vg_dtype t;
+    const void *q;
+    int64_t ld_q;
+    void *out;
+    int64_t ld_out;
+    int64_t rows;
+    const void *k_cache, *v_cache;
+    const int32_t *block_tables;
+    int max_blocks;
+    const int32_t *context_lens, *query_start;
+    int num_seqs, heads, kv_heads, head_dim, block_size;
+    float scale;
+} vgc_decode_call;
+/* decode_tc.cu: paged decode attention on the tensor cores (BF16/F16, head_dim 64 or 128, up to
+ * 8 query heads per KV head); VG_ERR_UNSUPPORTED, with no message, for a call it does not take
+ * (the caller runs the CUDA-core kernel). */
+vg_status vgc_decode_tc_prepare(void);
+vg_status vgc_decode_tc(vg_bk_stream *s, const vgc_decode_call *c);
+/* ops_lm.cu: slices of each row's context for the split decode kernels (decode_split.cuh), per_sm
+ * blocks fitting a multiprocessor, at least min_chunk positions a slice at the table's reach. */
+int vgc_decode_splits(const vg_bk_stream *s, int64_t rows, int heads, int kv_heads, int hchunks, int head_dim,
+                      int max_blocks, int block_size, int per_sm, int min_chunk);
 vg_status vgc_op_silu_mul(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t,
                           void *, int64_t, int64_t, int64_t);
 vg_status vgc_op_convert(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, vg_dtype,

@@ -9,22 +9,6 @@
 
 #include "common.cuh"
 
-/* One paged_attention call, as the op table passes it (vg_ops.h has the contract). */
-typedef struct vgc_decode_call {
-    vg_dtype t;
-    const void *q;
-    int64_t ld_q;
-    void *out;
-    int64_t ld_out;
-    int64_t rows;
-    const void *k_cache, *v_cache;
-    const int32_t *block_tables;
-    int max_blocks;
-    const int32_t *context_lens, *query_start;
-    int num_seqs, heads, kv_heads, head_dim, block_size;
-    float scale;
-} vgc_decode_call;
-
 /* The library's name and version, for logs ("FlashInfer 0.7.2.post1"). */
 extern const char vgc_decode_lib_name[];
 /* Whether the library path can take this call: dtype, head_dim, group size, strides, alignment,

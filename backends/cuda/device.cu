@@ -112,9 +112,12 @@ extern "C" vg_status vgc_device_open(int index, vg_bk_device **out)
                : pdl && strcmp(pdl, "eager") == 0 ? VGC_PDL_EAGER : VGC_PDL_ALWAYS;
     const char *dheads = vgc_option("VG_CUDA_DECODE_HEADS");
     dev->decode_heads = dheads && atoi(dheads) >= 1 && atoi(dheads) <= 8 ? atoi(dheads) : 0;
+    const char *dtc = vgc_option("VG_CUDA_DECODE_TC");
+    dev->decode_tc_off = dtc && strcmp(dtc, "0") == 0;
     const char *arows = vgc_option("VG_CUDA_ATTENTION_ROWS");
     dev->attention_rows = arows && (strcmp(arows, "64") == 0 || strcmp(arows, "128") == 0) ? atoi(arows) : 0;
     st = vgc_attention_tc_prepare();
+    if (st == VG_OK) st = vgc_decode_tc_prepare();
     if (st == VG_OK) st = vgc_attention_wg_prepare(dev);
     if (st == VG_OK) st = vgc_gemm_device_init(dev);
     if (st != VG_OK) {

@@ -60,6 +60,19 @@ __device__ __forceinline__ float vgk_rotary_angle(const int32_t *pos, int64_t r,
  * (vgc_pdl_wait_release, vendor.h). */
 __device__ __forceinline__ void vgk_grid_sync() { vgc_pdl_wait_release(); }
 
+/* 32-lane groups (vendor.h: wave64 runs them as two halves). */
+__device__ __forceinline__ float vgk_warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float vgk_warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
 /* Grid size for a grid-stride loop over n items with 256-thread blocks. */
 static inline unsigned vgk_blocks(size_t n)
 {

@@ -12,7 +12,7 @@
 /* The knobs device.cu reads through vgc_option (named options or the environment). */
 const char *const vgc_option_names[] = {
     "VG_CUDA_DEVICE", "VG_CUDA_ATTENTION", "VG_CUDA_ATTENTION_ROWS", "VG_CUDA_GEMM",
-    "VG_CUDA_GEMM_TUNE", "VG_CUDA_PDL", "VG_CUDA_DECODE_HEADS", NULL,
+    "VG_CUDA_GEMM_TUNE", "VG_CUDA_PDL", "VG_CUDA_DECODE_HEADS", "VG_CUDA_DECODE_TC", NULL,
 };
 
 extern "C" vg_status vgc_native_device(vg_bk_device *dev, vg_native_device *out)

@@ -1,28 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Decoder-LM kernels of the op table (version 4): rotary, rmsnorm_heads, kv_store,
  * paged_attention, argmax, and version 6's rotary_kv_store (the first three in one launch), correct for every shape the catalogue allows, fp32 accumulation.
- * paged_attention is split over the context for decode (see k_paged_split); the others are one
+ * paged_attention is split over the context for decode (see k_paged_split; on NVIDIA, decode_tc.cu's
+ * tensor-core kernel takes the BF16/F16 shapes it covers, with the same merge); the others are one
  * block or warp per row or head, their loads batched before first use. The core has validated
  * every call (vg_ops.h); what lives in device memory (positions, slots, block tables, lengths,
  * query starts) is read when the kernel runs, so one capture serves any contents, and values no
  * op could follow (a query row beyond its table, say) are clamped or skipped, as kunlun_stub does. */
+#include "decode_split.cuh"
 #include "kernels.cuh"
 #ifdef VG_HAVE_KERNEL_LIBS
 #include "decode_lib.cuh"
 #endif
-
-/* 32-lane groups (vendor.h: wave64 runs them as two halves). */
-__device__ __forceinline__ float vgk_warp_sum(float v)
-{
-    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-    return v;
-}
-
-__device__ __forceinline__ float vgk_warp_max(float v)
-{
-    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-    return v;
-}
 
 /* Every thread of the block gets the block's sum (or max); red holds blockDim.x / 32 floats.
  * Every thread must call it; it synchronises twice. */
@@ -347,14 +336,8 @@ k_paged_attention(const T *q, int64_t ld_q, T *out, int64_t ld_out, int rows, co
  * max and sum to the partials (the stream's GEMM workspace), and the last block of the row and
  * head group to finish (a counter of the stream's, put back to zero by that block, so graphs
  * replay it) merges the slices into the output. */
-#define PD_THREADS 128
-#define PD_WARPS (PD_THREADS / 32)
-#define PD_GMAX 8       /* query heads of one KV group per block */
 #define PD_TILE 64      /* positions per tile: two per lane in the softmax step */
 #define PD_MIN_CHUNK 32 /* positions per slice, at least, at the table's full reach */
-#define PD_MAX_SPLIT 256
-#define PD_MERGE 4      /* the merge: outputs per thread at a time */
-#define PD_MERGE_S 8    /* the merge: slices per batch of loads */
 
 /* 8 consecutive elements: one 16-byte load (two for F32); the address is aligned to 8 elements. */
 template <typename T> struct alignas(sizeof(T) * 8) pd_vec8 { T v[8]; };
@@ -367,27 +350,6 @@ __device__ __forceinline__ void pd_load8(const T *p, float f[8])
     for (int e = 0; e < 8; e++) f[e] = vgk_to_f(a.v[e]);
 }
 
-/* The sequence owning `row` and the last position it attends to (-1: padding, or nothing to
- * attend to), clamped to what the block table can hold. */
-__device__ __forceinline__ int64_t pd_last(int row, const int32_t *context_lens,
-                                           const int32_t *query_start, int num_seqs, int max_blocks,
-                                           int block_size, int *seq_out)
-{
-    *seq_out = 0;
-    /* decode: row r is sequence r's only row, found with two independent loads */
-    int32_t lo = row < num_seqs ? query_start[row] : 0, hi = row < num_seqs ? query_start[row + 1] : 0;
-    int seq = row;
-    if (!(row < num_seqs && lo <= row && row < hi)) {
-        if (row < query_start[0] || row >= query_start[num_seqs]) return -1;
-        seq = vgk_segment_of(query_start, num_seqs, row);
-    }
-    int64_t n = (int64_t)query_start[seq + 1] - query_start[seq];
-    int64_t last = (int64_t)context_lens[seq] - n + (row - query_start[seq]);
-    int64_t reach = (int64_t)max_blocks * block_size;
-    *seq_out = seq;
-    return last < reach ? last : reach - 1;
-}
-
 /* Shared memory of one block. */
 struct pd_smem {
     alignas(16) float q[PD_GMAX][VG_ATTENTION_MAX_HEAD_DIM]; /* the heads' queries, pre-scaled */
@@ -395,16 +357,7 @@ struct pd_smem {
     int64_t slot[PD_TILE];                       /* the tile's cache slots */
     float m[PD_GMAX], l[PD_GMAX], corr[PD_GMAX]; /* running max and sum, this tile's rescale */
     float red[PD_WARPS][VG_ATTENTION_MAX_HEAD_DIM];
-    float wm[PD_GMAX][PD_MAX_SPLIT], wl[PD_GMAX][PD_MAX_SPLIT]; /* the merge: slices' max, sum */
-    float inv[PD_GMAX];
-    int last_block;
-};
-
-/* Where the partials of (row, head, slice) live: nsplit·D floats of output per (row, head), then
- * (max, sum) pairs. */
-struct pd_parts {
-    float *acc, *ml;
-    int nsplit;
+    pd_merge_smem merge;
 };
 
 /* One slice [p0, p1) of one row for the heads h0 .. h0 + nh - 1 of KV head kvh: the normalised
@@ -581,79 +534,6 @@ pd_slice(pd_smem &sm, const T *qr, T *orow, const T *k_cache, const T *v_cache, 
     }
 }
 
-/* The last block of a (row, head group): each head's output is the slices' outputs, each
- * weighted by 2^(its max - the overall max), over the same weighting of their sums. Slices that
- * held no position (max -inf) count for nothing; a row with none is zeros. The partials are
- * read from L2 (other blocks wrote them), every thread's loads in flight together: a chain of
- * dependent loads would cost a round trip each. */
-template <typename T>
-__device__ void pd_merge(pd_smem &sm, const pd_parts &pt, T *orow, int64_t row, int heads, int h0,
-                         int nh, int D)
-{
-    const int nsplit = pt.nsplit, tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-    const int64_t rh0 = row * heads + h0;
-    for (int i = tid; i < nh * nsplit; i += PD_THREADS) {
-        int g = i / nsplit, s = i - g * nsplit;
-        const float *ml = pt.ml + 2 * ((rh0 + g) * nsplit + s);
-        sm.wm[g][s] = vgc_load_coherent(ml);
-        sm.wl[g][s] = vgc_load_coherent(ml + 1);
-    }
-    __syncthreads();
-    for (int g = warp; g < nh; g += PD_WARPS) { /* a warp per head: the weights and 1 / sum */
-        float m = -INFINITY;
-        for (int s = lane; s < nsplit; s += 32) m = fmaxf(m, sm.wm[g][s]);
-        m = vgk_warp_max(m);
-        float l = 0.0f;
-        for (int s = lane; s < nsplit; s += 32) {
-            float ms = sm.wm[g][s], w = ms > -INFINITY ? exp2f(ms - m) : 0.0f;
-            sm.wm[g][s] = w;
-            l += w * sm.wl[g][s];
-        }
-        l = vgk_warp_sum(l);
-        if (lane == 0) sm.inv[g] = l > 0.0f ? 1.0f / l : 0.0f;
-    }
-    __syncthreads();
-    /* each thread PD_MERGE outputs at a time, their slices PD_MERGE_S at a time: every load of a
-     * batch unconditional (indices clamped, weights selected), so all are in flight together */
-    const int nout = nh * D;
-    for (int i0 = 0; i0 < nout; i0 += PD_MERGE * PD_THREADS) {
-        const float *src[PD_MERGE];
-        int gk[PD_MERGE];
-        float v[PD_MERGE];
-#pragma unroll
-        for (int k = 0; k < PD_MERGE; k++) {
-            int i = i0 + tid + k * PD_THREADS;
-            i = i < nout ? i : nout - 1;
-            gk[k] = i / D;
-            src[k] = pt.acc + (rh0 + gk[k]) * nsplit * D + (i - gk[k] * D);
-            v[k] = 0.0f;
-        }
-        for (int s0 = 0; s0 < nsplit; s0 += PD_MERGE_S) {
-            float x[PD_MERGE_S][PD_MERGE];
-#pragma unroll
-            for (int u = 0; u < PD_MERGE_S; u++) {
-                const int sc = s0 + u < nsplit ? s0 + u : nsplit - 1;
-#pragma unroll
-                for (int k = 0; k < PD_MERGE; k++) x[u][k] = vgc_load_coherent(src[k] + (int64_t)sc * D);
-            }
-#pragma unroll
-            for (int u = 0; u < PD_MERGE_S; u++) {
-                const int sc = s0 + u < nsplit ? s0 + u : nsplit - 1;
-#pragma unroll
-                for (int k = 0; k < PD_MERGE; k++) { /* an empty slice left no output (maybe NaN bits) */
-                    const float w = s0 + u < nsplit ? sm.wm[gk[k]][sc] : 0.0f;
-                    v[k] += w != 0.0f ? x[u][k] * w : 0.0f;
-                }
-            }
-        }
-#pragma unroll
-        for (int k = 0; k < PD_MERGE; k++) {
-            const int i = i0 + tid + k * PD_THREADS;
-            if (i < nout) orow[i] = vgk_from_f<T>(v[k] * sm.inv[gk[k]]);
-        }
-    }
-}
-
 /* grid: x = query row, y = KV head · hchunks + head chunk, z = slice. */
 template <typename T, int NVP>
 __global__ void __launch_bounds__(PD_THREADS, 3)
@@ -685,35 +565,24 @@ k_paged_split(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache
     } else if (nsplit == 1) { /* a padding row, or one with nothing to attend to: zeros */
         for (int i = tid; i < nh * D; i += PD_THREADS) orow[i] = vgk_from_f<T>(0.0f);
         return;
-    } else if (tid < nh) { /* an empty slice */
-        const int64_t at = 2 * (((int64_t)row * heads + h0 + tid) * nsplit + split);
-        pt.ml[at] = -INFINITY;
-        pt.ml[at + 1] = 0.0f;
+    } else {
+        pd_mark_empty(pt, row, heads, h0, nh, split);
     }
-    /* split: the last block of this (row, head group) to finish merges the slices */
-    unsigned *counter = counters + (int64_t)row * gridDim.y + blockIdx.y;
-    __threadfence(); /* this block's partials are visible before the count says so */
-    __syncthreads();
-    if (tid == 0) sm.last_block = atomicAdd(counter, 1u) == (unsigned)nsplit - 1;
-    __syncthreads();
-    if (!sm.last_block) return;
-    __threadfence();
-    pd_merge(sm, pt, orow, row, heads, h0, nh, D);
-    if (tid == 0) *counter = 0; /* ready for the next launch */
+    pd_join(sm.merge, pt, counters, orow, row, heads, h0, nh, D);
 }
 
-/* Slices per row: when rows are few (decode), as many blocks as one wave over the GPU holds (three
- * blocks fit a multiprocessor: __launch_bounds__; a second wave of a few blocks doubled the
- * kernel's time); one when they are many (prefill); at least
- * PD_MIN_CHUNK positions each at the table's full reach; the partials must fit the stream's GEMM
+/* Slices per row: when rows are few (decode), as many blocks as one wave over the GPU holds
+ * (per_sm blocks fit a multiprocessor: the kernel's __launch_bounds__ or shared memory; a second
+ * wave of a few blocks doubled the kernel's time); one when they are many (prefill); at least
+ * min_chunk positions each at the table's full reach; the partials must fit the stream's GEMM
  * workspace and the (row, head group) pairs its counters (HIP has neither: one slice). */
-static int pd_splits(const vg_bk_stream *s, int64_t rows, int heads, int kv_heads, int hchunks,
-                     int head_dim, int max_blocks, int block_size)
+int vgc_decode_splits(const vg_bk_stream *s, int64_t rows, int heads, int kv_heads, int hchunks, int head_dim,
+                      int max_blocks, int block_size, int per_sm, int min_chunk)
 {
-    int64_t items = rows * kv_heads * hchunks, target = 3 * (int64_t)s->dev->prop.multiProcessorCount;
+    int64_t items = rows * kv_heads * hchunks, target = per_sm * (int64_t)s->dev->prop.multiProcessorCount;
     if (items >= target || !s->counters || items > VGC_COUNTERS - VGC_COUNTERS_ATTENTION) return 1;
     int64_t n = target / items; /* rounded down: one wave */
-    int64_t by_len = ((int64_t)max_blocks * block_size + PD_MIN_CHUNK - 1) / PD_MIN_CHUNK;
+    int64_t by_len = ((int64_t)max_blocks * block_size + min_chunk - 1) / min_chunk;
     if (n > by_len) n = by_len;
     if (n > PD_MAX_SPLIT) n = PD_MAX_SPLIT;
     size_t per_split = (size_t)rows * (size_t)heads * (size_t)(head_dim + 2) * sizeof(float);
@@ -757,7 +626,9 @@ static vg_status pd_run(vg_bk_stream *s, const T *q, int64_t ld_q, T *out, int64
 {
     const int hpb = pd_heads_per_block(s, rows, heads, kv_heads);
     const int hchunks = (heads / kv_heads + hpb - 1) / hpb;
-    const int nsplit = pd_splits(s, rows, heads, kv_heads, hchunks, head_dim, max_blocks, block_size);
+    /* three blocks a multiprocessor: __launch_bounds__ */
+    const int nsplit = vgc_decode_splits(s, rows, heads, kv_heads, hchunks, head_dim, max_blocks, block_size, 3,
+                                         PD_MIN_CHUNK);
     float *part = nsplit > 1 ? (float *)s->gemm_workspace : nullptr;
     unsigned *counters = nsplit > 1 ? s->counters + VGC_COUNTERS_ATTENTION : nullptr;
     const float scale_log2 = scale * 1.4426950408889634f;
@@ -775,10 +646,12 @@ static vg_status pd_run(vg_bk_stream *s, const T *q, int64_t ld_q, T *out, int64
     return VG_OK;
 }
 
-#ifdef VG_HAVE_KERNEL_LIBS
-/* vg's split kernel for a call the kernel library could also take, for the timed choice */
-static vg_status pd_own(vg_bk_stream *s, const vgc_decode_call *c)
+/* vg's own kernels for a split-capable call (and the timed choice's candidate against the kernel
+ * library): the tensor-core kernel where it takes the shape, else the CUDA-core split kernel. */
+static vg_status decode_own(vg_bk_stream *s, const vgc_decode_call *c)
 {
+    const vg_status st = vgc_decode_tc(s, c);
+    if (st != VG_ERR_UNSUPPORTED) return st;
     VGK_FLOAT_DISPATCH(c->t, T, return pd_run<T>(s, (const T *)c->q, c->ld_q, (T *)c->out, c->ld_out, c->rows,
                                                  (const T *)c->k_cache, (const T *)c->v_cache,
                                                  c->block_tables, c->max_blocks, c->context_lens,
@@ -786,7 +659,6 @@ static vg_status pd_own(vg_bk_stream *s, const vgc_decode_call *c)
                                                  c->head_dim, c->block_size, c->scale));
     return VG_ERR_INTERNAL;
 }
-#endif
 
 vg_status vgc_op_paged_attention(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void *q,
                                  int64_t ld_q, void *out, int64_t ld_out, int64_t rows,
@@ -807,18 +679,14 @@ vg_status vgc_op_paged_attention(vg_bk_device *, vg_bk_stream *s, vg_dtype t, co
     size_t vec = 8 * (t == VG_DTYPE_F32 ? 4 : 2);
     int split_ok = !s->dev->simple_attention && ((uintptr_t)k_cache | (uintptr_t)v_cache) % vec == 0;
     if (split_ok) {
-#ifdef VG_HAVE_KERNEL_LIBS /* FlashInfer's batch decode where it was compiled and measures faster */
         const vgc_decode_call c = {t, q, ld_q, out, ld_out, rows, k_cache, v_cache, block_tables,
                                    max_blocks, context_lens, query_start, num_seqs, heads, kv_heads,
                                    head_dim, block_size, scale};
-        const int pick = vgc_decode_lib_takes(s, &c) ? vgc_decode_lib_pick(s, &c, pd_own) : 0;
+#ifdef VG_HAVE_KERNEL_LIBS /* FlashInfer's batch decode where it was compiled and measures faster */
+        const int pick = vgc_decode_lib_takes(s, &c) ? vgc_decode_lib_pick(s, &c, decode_own) : 0;
         if (pick) return vgc_decode_lib(s, &c, pick);
 #endif
-        VGK_FLOAT_DISPATCH(t, T, return pd_run<T>(s, (const T *)q, ld_q, (T *)out, ld_out, rows,
-                                                  (const T *)k_cache, (const T *)v_cache,
-                                                  block_tables, max_blocks, context_lens,
-                                                  query_start, num_seqs, heads, kv_heads, head_dim,
-                                                  block_size, scale));
+        return decode_own(s, &c);
     }
     dim3 grid((unsigned)rows, (unsigned)heads);
     VGK_FLOAT_DISPATCH(t, T, vgc_launch(s, k_paged_attention<T>, grid, PA_THREADS, 0, (const T *)q,

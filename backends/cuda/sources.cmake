@@ -25,5 +25,6 @@ set(VG_CUDA_PORTABLE_SOURCES
 set(VG_CUDA_NVIDIA_SOURCES
   ${VG_CUDA_SOURCE_DIR}/attention_tc.cu
   ${VG_CUDA_SOURCE_DIR}/attention_wg.cu
+  ${VG_CUDA_SOURCE_DIR}/decode_tc.cu
   ${VG_CUDA_SOURCE_DIR}/gemm.cu
   ${VG_CUDA_SOURCE_DIR}/gemm_skinny.cu)

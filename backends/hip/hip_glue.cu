@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the hip backend provides instead of the CUDA-only files of backends/cuda:
  *  - GEMM: the portable kernel of gemm_tiled.cu (Debian's ROCm has no hipBLAS or hipBLASLt);
- *  - attention: no tensor-core kernel yet (attention_tc.cu and attention_wg.cu are written with
- *    NVIDIA's mma.sync, wgmma, ldmatrix and cp.async), so attention.cu uses its portable kernel
- *    for every dtype.
+ *  - attention: no tensor-core kernel yet (attention_tc.cu, attention_wg.cu and decode_tc.cu are
+ *    written with NVIDIA's mma.sync, wgmma, ldmatrix and cp.async), so attention.cu and
+ *    paged_attention use their portable kernels for every dtype.
  * Everything else is the CUDA backend's source, compiled through vendor.h. */
 #include "common.cuh"
 
@@ -36,6 +36,13 @@ vg_status vgc_attention_tc_prepare(void) { return VG_OK; }
 vg_status vgc_attention_tc(vg_bk_stream *, const vgc_attention_call *)
 {
     return VG_ERR_UNSUPPORTED; /* the caller falls back to the portable kernel */
+}
+
+vg_status vgc_decode_tc_prepare(void) { return VG_OK; }
+
+vg_status vgc_decode_tc(vg_bk_stream *, const vgc_decode_call *)
+{
+    return VG_ERR_UNSUPPORTED; /* paged_attention runs its CUDA-core split kernel */
 }
 
 vg_status vgc_attention_wg_prepare(vg_bk_device *dev)

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Paged decode attention on the tensor cores (mma.sync m16n8k16, fp32 accumulation) for BF16 and
+ * F16 with head_dim 64 or 128 and up to PD_GMAX query heads per KV head: vg's own kernel for the
+ * calls that fit it; ops_lm.cu's CUDA-core split kernel takes the rest, and every call on HIP.
+ *
+ * A block takes what a block of the split kernel takes (decode_split.cuh): one query row, the
+ * query heads of one KV head, as the 16 rows of one m-tile (rows past the group are zeros), and
+ * one slice of the row's context; the same partials and last-block merge join the slices. Inside
+ * the block the four warps share only the queries: warp w walks the slice's tiles of 16
+ * positions w, w + 4, ... through two shared-memory stages of its own, the next tile's keys and
+ * values copied by cp.async while this one is used, so the loop needs no block barrier. Scores
+ * and outputs stay in registers with attention_tc.cuh's online softmax; the warps' four states
+ * are joined once, at the end, through shared memory. Where the CUDA-core kernel spends a dot
+ * product of head_dim per (head, position) on its lanes, here one m16n8k16 covers 16 heads,
+ * 8 positions and 16 dimensions. */
+#include "attention_tc.cuh"
+#include "decode_split.cuh"
+
+#define DT_WARPS 4
+#define DT_TK 16       /* positions per warp tile: the k-step of P·V */
+#define DT_PER_SM 3    /* blocks a multiprocessor holds (head_dim 128: shared memory), for the splits */
+#define DT_MIN_CHUNK 64 /* positions per slice, at least: a tile for each warp */
+
+static_assert(DT_WARPS * 32 == PD_THREADS, "the merge of decode_split.cuh runs on the whole block");
+
+template <int HD> struct dt_shape {
+    static constexpr int LDS = HD + 8;    /* padded shared row: conflict-free ldmatrix */
+    static constexpr int KS = HD / 16;    /* k-steps of Q·Kᵀ */
+    static constexpr int NT = HD / 8;     /* n-tiles of the output */
+    static constexpr int TILE = DT_TK * LDS; /* elements of one K or V tile */
+    static constexpr size_t q_bytes = 16 * LDS * 2;
+    static constexpr size_t stage_bytes = (size_t)DT_WARPS * 2 /* stages */ * 2 /* K, V */ * TILE * 2;
+    static constexpr size_t join_bytes = (size_t)DT_WARPS * 16 * (HD + 2) * 4; /* o, m, l */
+    static constexpr size_t area = stage_bytes > join_bytes ? stage_bytes : join_bytes;
+    static constexpr size_t smem = q_bytes + (area > sizeof(pd_merge_smem) ? area : sizeof(pd_merge_smem));
+};
+
+template <typename T, int HD>
+__global__ void __launch_bounds__(DT_WARPS * 32)
+k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, const T *v_cache,
+            const int32_t *block_tables, int max_blocks, const int32_t *context_lens,
+            const int32_t *query_start, int num_seqs, int heads, int kv_heads, int block_size,
+            float scale_log2, int nsplit, float *part, unsigned *counters)
+{
+    using S = dt_shape<HD>;
+    constexpr int LDS = S::LDS, KS = S::KS, NT = S::NT;
+    extern __shared__ __align__(16) unsigned char dt_smem[];
+    T *qs = (T *)dt_smem;
+    unsigned char *area = dt_smem + S::q_bytes; /* the warps' stages, then the join, then the merge */
+    const int row = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int group = heads / kv_heads, h0 = kvh * group;
+    const int64_t rows = gridDim.x;
+    const pd_parts pt = {part, part ? part + rows * heads * (int64_t)nsplit * HD : nullptr, nsplit};
+    T *orow = out + (int64_t)row * ld_out + (int64_t)h0 * HD;
+    vgk_grid_sync();
+
+    int seq;
+    const int64_t npos = pd_last(row, context_lens, query_start, num_seqs, max_blocks, block_size, &seq) + 1;
+    const int64_t chunk = (npos + nsplit - 1) / nsplit;
+    const int64_t b0 = (int64_t)split * chunk, b1 = b0 + chunk < npos ? b0 + chunk : npos;
+    if (b0 >= b1) {
+        if (nsplit == 1) { /* a padding row, or one with nothing to attend to: zeros */
+            for (int i = threadIdx.x; i < group * HD; i += DT_WARPS * 32) orow[i] = vgk_from_f<T>(0.0f);
+            return;
+        }
+        pd_mark_empty(pt, row, heads, h0, group, split);
+        pd_join(*(pd_merge_smem *)area, pt, counters, orow, row, heads, h0, group, HD);
+        return;
+    }
+    const int p0 = (int)b0, p1 = (int)b1; /* positions are int: the lengths are */
+
+    /* the group's queries (consecutive heads of the row), rows past the group zero */
+    const T *qr = q + (int64_t)row * ld_q + (int64_t)h0 * HD;
+    for (int i = threadIdx.x; i < 16 * (HD / 8); i += DT_WARPS * 32) {
+        const int r = i / (HD / 8), v = i % (HD / 8);
+        cp_async16(qs + r * LDS + v * 8, r < group ? qr + r * HD + v * 8 : qr, r < group ? 16 : 0);
+    }
+    cp_async_commit();
+
+    T *wst = (T *)area + (size_t)warp * 2 * 2 * S::TILE; /* this warp's two [K, V] stages */
+    const int32_t *table = block_tables + (int64_t)seq * max_blocks;
+    const int64_t cache_ld = (int64_t)kv_heads * HD, ko = (int64_t)kvh * HD;
+    auto issue = [&](int t0, int st) { /* positions past the slice: zeros */
+        T *kd = wst + st * 2 * S::TILE, *vd = kd + S::TILE;
+        /* lane r finds position t0 + r's cache row once (a table read, a division); the lanes
+         * copying that row's vectors take it by shuffle */
+        const int pr = t0 + lane % DT_TK;
+        const int64_t row_at =
+            pr < p1 ? ((int64_t)table[pr / block_size] * block_size + pr % block_size) * cache_ld + ko : 0;
+#pragma unroll
+        for (int i = lane; i < DT_TK * (HD / 8); i += 32) {
+            const int r = i / (HD / 8), v = i % (HD / 8);
+            const bool in = t0 + r < p1;
+            const int64_t at = __shfl_sync(0xffffffffu, row_at, r) + v * 8;
+            cp_async16(kd + r * LDS + v * 8, k_cache + (in ? at : 0), in ? 16 : 0);
+            cp_async16(vd + r * LDS + v * 8, v_cache + (in ? at : 0), in ? 16 : 0);
+        }
+        cp_async_commit();
+    };
+    const int ntiles = (p1 - p0 + DT_TK - 1) / DT_TK;
+    int t = warp;
+    if (t < ntiles) {
+        issue(p0 + t * DT_TK, 0);
+        cp_async_wait<1>(); /* the queries' group is done; the first tile may fly */
+    } else {
+        cp_async_wait<0>();
+    }
+    __syncthreads();
+    uint32_t qf[KS][4];
+#pragma unroll
+    for (int k = 0; k < KS; k++) ldmatrix_x4(qf[k], qs + (lane % 16) * LDS + k * 16 + (lane / 16) * 8);
+
+    float o[NT][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int n = 0; n < NT; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+    for (int st = 0; t < ntiles; t += DT_WARPS, st ^= 1) {
+        const int t0 = p0 + t * DT_TK;
+        if (t + DT_WARPS < ntiles) { /* the warp's next tile into the other stage */
+            issue(t0 + DT_WARPS * DT_TK, st ^ 1);
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncwarp(); /* every lane's copies of this tile have landed */
+        const T *ks = wst + st * 2 * S::TILE, *vs = ks + S::TILE;
+        float s[2][4] = {};
+#pragma unroll
+        for (int k = 0; k < KS; k++) {
+            uint32_t b[4]; /* Kᵀ as the col-major B operand of position n-tiles 0 and 1 */
+            ldmatrix_x4(b, ks + ((lane / 16) * 8 + lane % 8) * LDS + k * 16 + ((lane / 8) % 2) * 8);
+            mma16816<T>(s[0], qf[k], b);
+            mma16816<T>(s[1], qf[k], b + 2);
+        }
+        if (t0 + DT_TK > p1) /* the slice's last tile: positions past it score -inf */
+#pragma unroll
+            for (int n = 0; n < 2; n++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    if (t0 + n * 8 + (lane % 4) * 2 + (e % 2) >= p1) s[n][e] = -INFINITY;
+        uint32_t pf[1][4];
+        float corr[2];
+        softmax_scores<T>(s, m, l, pf, corr, scale_log2);
+        rescale_rows(o, corr);
+#pragma unroll
+        for (int np = 0; np < NT / 2; np++) {
+            uint32_t b[4]; /* V [position][d] as the B operand, transposed on load */
+            ldmatrix_x4_trans(b, vs + (lane % 16) * LDS + np * 16 + (lane / 16) * 8);
+            mma16816<T>(o[2 * np], pf[0], b);
+            mma16816<T>(o[2 * np + 1], pf[0], b + 2);
+        }
+        __syncwarp(); /* this stage is refilled by the issue two tiles from now */
+    }
+
+    /* the join: each warp's output, max (raw score units) and sum of its rows lane / 4 and + 8 */
+#pragma unroll
+    for (int i = 0; i < 2; i++) {
+        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+        l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+    }
+    __syncthreads(); /* every warp is done with its stages */
+    float *jo = (float *)area, *jm = jo + DT_WARPS * 16 * HD, *jl = jm + DT_WARPS * 16;
+#pragma unroll
+    for (int n = 0; n < NT; n++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            jo[(warp * 16 + lane / 4 + 8 * (e / 2)) * HD + n * 8 + (lane % 4) * 2 + (e % 2)] = o[n][e];
+    if (lane % 4 == 0)
+#pragma unroll
+        for (int i = 0; i < 2; i++) jm[warp * 16 + lane / 4 + 8 * i] = m[i], jl[warp * 16 + lane / 4 + 8 * i] = l[i];
+    __syncthreads();
+    for (int i = threadIdx.x; i < group * HD; i += DT_WARPS * 32) {
+        const int r = i / HD, d = i % HD;
+        float mx = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < DT_WARPS; w++) mx = fmaxf(mx, jm[w * 16 + r]);
+        float sum = 0.0f, acc = 0.0f; /* a warp without positions (max -inf) weighs nothing */
+#pragma unroll
+        for (int w = 0; w < DT_WARPS; w++) {
+            const float mw = jm[w * 16 + r], c = mw == -INFINITY ? 0.0f : ex2((mw - mx) * scale_log2);
+            sum += c * jl[w * 16 + r];
+            acc += c * jo[(w * 16 + r) * HD + d];
+        }
+        if (nsplit == 1) {
+            orow[r * HD + d] = vgk_from_f<T>(sum > 0.0f ? acc / sum : 0.0f);
+        } else { /* the partials as the split kernel leaves them: max in scaled units */
+            const int64_t at = ((int64_t)row * heads + h0 + r) * nsplit + split;
+            pt.acc[at * HD + d] = acc;
+            if (d == 0) pt.ml[2 * at] = mx * scale_log2, pt.ml[2 * at + 1] = sum;
+        }
+    }
+    if (nsplit == 1) return;
+    __syncthreads(); /* the join's shared memory becomes the merge's */
+    pd_join(*(pd_merge_smem *)area, pt, counters, orow, row, heads, h0, group, HD);
+}
+
+template <typename T, int HD>
+static cudaError_t dt_prepare_one()
+{
+    return cudaFuncSetAttribute(k_decode_tc<T, HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                (int)dt_shape<HD>::smem);
+}
+
+vg_status vgc_decode_tc_prepare(void)
+{
+    cudaError_t e = dt_prepare_one<vgc_bf16, 64>();
+    if (e == cudaSuccess) e = dt_prepare_one<vgc_bf16, 128>();
+    if (e == cudaSuccess) e = dt_prepare_one<vgc_f16, 64>();
+    if (e == cudaSuccess) e = dt_prepare_one<vgc_f16, 128>();
+    VGC_CHECK(e);
+    return VG_OK;
+}
+
+template <typename T, int HD>
+static void dt_launch(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
+{
+    float *part = nsplit > 1 ? (float *)s->gemm_workspace : nullptr;
+    unsigned *counters = nsplit > 1 ? s->counters + VGC_COUNTERS_ATTENTION : nullptr;
+    dim3 grid((unsigned)c->rows, (unsigned)c->kv_heads, (unsigned)nsplit);
+    vgc_launch(s, k_decode_tc<T, HD>, grid, DT_WARPS * 32, dt_shape<HD>::smem, (const T *)c->q, c->ld_q,
+               (T *)c->out, c->ld_out, (const T *)c->k_cache, (const T *)c->v_cache, c->block_tables,
+               c->max_blocks, c->context_lens, c->query_start, c->num_seqs, c->heads, c->kv_heads,
+               c->block_size, c->scale * 1.4426950408889634f, nsplit, part, counters);
+}
+
+vg_status vgc_decode_tc(vg_bk_stream *s, const vgc_decode_call *c)
+{
+    const int hd = c->head_dim, group = c->heads / c->kv_heads;
+    const bool b16 = c->t == VG_DTYPE_BF16 || c->t == VG_DTYPE_F16;
+    /* 16-byte copies of the queries, keys and values: their buffers and strides in whole vectors */
+    const uintptr_t addr = (uintptr_t)c->q | (uintptr_t)c->k_cache | (uintptr_t)c->v_cache;
+    if (s->dev->decode_tc_off || !b16 || (hd != 64 && hd != 128) || group > PD_GMAX || addr % 16 ||
+        c->ld_q % 8 || s->dev->prop.major < 8)
+        return VG_ERR_UNSUPPORTED;
+    const int nsplit = vgc_decode_splits(s, c->rows, c->heads, c->kv_heads, 1, hd, c->max_blocks, c->block_size,
+                                         DT_PER_SM, DT_MIN_CHUNK);
+    if (hd == 64) {
+        if (c->t == VG_DTYPE_BF16) dt_launch<vgc_bf16, 64>(s, c, nsplit);
+        else dt_launch<vgc_f16, 64>(s, c, nsplit);
+    } else {
+        if (c->t == VG_DTYPE_BF16) dt_launch<vgc_bf16, 128>(s, c, nsplit);
+        else dt_launch<vgc_f16, 128>(s, c, nsplit);
+    }
+    VGC_CHECK_LAUNCH("paged_attention (tensor cores)");
+    return VG_OK;
+}
