@@ -306,9 +306,18 @@ static int own_candidate(const vg_bk_stream *s, const vg_gemm_args *a)
     return s->gemm_cache->own == OWN_TUNED && s->dev->gemm_tune != VGC_TUNE_OFF && vgc_skinny_fits(a);
 }
 
+/* Beyond one 8-row tile, the margin by which the skinny kernel must beat cuBLASLt's cold time.
+ * The timings are eager, while the step runs in a graph, and there a near tie at 16 rows went
+ * the other way: Qwen3-0.6B's gate|up (16 x 6144 x 1024, norm and gate fused) 7% faster than
+ * cuBLASLt with its norm and silu_mul launches when timed cold made the step 4.7% slower on an
+ * H100 (docs/performance.md, 2026-11-26, fifth session). One row keeps no margin: there the
+ * skinny kernel's wins are 20% and more, and its fusions measured faster in the step too. */
+#define OWN_MARGIN_ROWS 8
+#define OWN_MARGIN 0.85f
+
 /* Time the skinny kernel in a few configurations (block shape, split-K); if one beats cuBLASLt's
- * best (lt_ms), the plan takes it. Logs both, with the bandwidth each reaches on the call's
- * bytes, and every configuration's time. */
+ * best (lt_ms), by OWN_MARGIN beyond OWN_MARGIN_ROWS rows, the plan takes it. Logs both, with the
+ * bandwidth each reaches on the call's bytes, and every configuration's time. */
 static void tune_own(tune_ctx *t, float lt_ms)
 {
     const vg_gemm_args *a = t->a;
@@ -333,14 +342,15 @@ static void tune_own(tune_ctx *t, float lt_ms)
             if (w > 0 && len + (size_t)w < sizeof each) len += (size_t)w;
             if (ms < best) best = ms, best_cfg = c;
         }
+    const float bar = a->m > OWN_MARGIN_ROWS ? lt_ms * OWN_MARGIN : lt_ms;
     size_t eab = a->dtype_ab == VG_DTYPE_F32 ? 4 : 2, ec = a->dtype_c == VG_DTYPE_F32 ? 4 : 2;
     double bytes = (double)a->n * (double)a->k * (double)eab + (double)a->m * (double)a->k * (double)eab +
                    (double)a->m * (double)a->n * (double)ec * (a->residual ? 2.0 : 1.0);
     vgc_host->log(VG_LOG_DEBUG, "cuda: gemm m=%lld n=%lld k=%lld: cuBLASLt %.1f us cold (%.0f GB/s), vg "
                   "skinny %.1f us (%.0f GB/s; us per warps x split: %s): %s", (long long)a->m,
                   (long long)a->n, (long long)a->k, lt_ms * 1e3, bytes / (lt_ms * 1e6), best * 1e3,
-                  bytes / (best * 1e6), each, best < lt_ms ? "skinny" : "cuBLASLt");
-    if (best < lt_ms) t->p->own = best_cfg;
+                  bytes / (best * 1e6), each, best < bar ? "skinny" : "cuBLASLt");
+    if (best < bar) t->p->own = best_cfg;
 }
 
 /* Time each candidate (one warm-up, then the best of three cold runs) into a scratch output
