@@ -54,7 +54,7 @@ for name, us in step:
             pass
         elif "rmsnorm" in n:
             role = {"embed": "qkv", "down": "qkv", "o_proj": "gate_up", "head_gather": "lm_head"}.get(role, role)
-        elif "paged" in n.lower() or "MergeStates" in n:  # vg's kernel; FlashInfer's decode, its merge
+        elif "paged" in n.lower() or "decode_tc" in n or "MergeStates" in n:  # vg's kernels; FlashInfer's decode, its merge
             role = "o_proj"
         elif "silu" in n:
             role = "down"

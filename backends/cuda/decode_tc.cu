@@ -28,9 +28,10 @@ template <int HD> struct dt_shape {
     static constexpr int KS = HD / 16;    /* k-steps of Q·Kᵀ */
     static constexpr int NT = HD / 8;     /* n-tiles of the output */
     static constexpr int TILE = DT_TK * LDS; /* elements of one K or V tile */
+    static constexpr int JS = HD + 8;        /* the join's row stride: its float2 stores conflict-free */
     static constexpr size_t q_bytes = 16 * LDS * 2;
     static constexpr size_t stage_bytes = (size_t)DT_WARPS * 2 /* stages */ * 2 /* K, V */ * TILE * 2;
-    static constexpr size_t join_bytes = (size_t)DT_WARPS * 16 * (HD + 2) * 4; /* o, m, l */
+    static constexpr size_t join_bytes = (size_t)DT_WARPS * 16 * (JS + 2) * 4; /* o, m, l */
     static constexpr size_t area = stage_bytes > join_bytes ? stage_bytes : join_bytes;
     static constexpr size_t smem = q_bytes + (area > sizeof(pd_merge_smem) ? area : sizeof(pd_merge_smem));
 };
@@ -159,12 +160,14 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
         l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
     }
     __syncthreads(); /* every warp is done with its stages */
-    float *jo = (float *)area, *jm = jo + DT_WARPS * 16 * HD, *jl = jm + DT_WARPS * 16;
+    constexpr int JS = S::JS;
+    float *jo = (float *)area, *jm = jo + DT_WARPS * 16 * JS, *jl = jm + DT_WARPS * 16;
 #pragma unroll
     for (int n = 0; n < NT; n++)
 #pragma unroll
-        for (int e = 0; e < 4; e++)
-            jo[(warp * 16 + lane / 4 + 8 * (e / 2)) * HD + n * 8 + (lane % 4) * 2 + (e % 2)] = o[n][e];
+        for (int i = 0; i < 2; i++)
+            *(float2 *)&jo[(warp * 16 + lane / 4 + 8 * i) * JS + n * 8 + (lane % 4) * 2] =
+                make_float2(o[n][2 * i], o[n][2 * i + 1]);
     if (lane % 4 == 0)
 #pragma unroll
         for (int i = 0; i < 2; i++) jm[warp * 16 + lane / 4 + 8 * i] = m[i], jl[warp * 16 + lane / 4 + 8 * i] = l[i];
@@ -179,7 +182,7 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
         for (int w = 0; w < DT_WARPS; w++) {
             const float mw = jm[w * 16 + r], c = mw == -INFINITY ? 0.0f : ex2((mw - mx) * scale_log2);
             sum += c * jl[w * 16 + r];
-            acc += c * jo[(w * 16 + r) * HD + d];
+            acc += c * jo[(w * 16 + r) * JS + d];
         }
         if (nsplit == 1) {
             orow[r * HD + d] = vgk_from_f<T>(sum > 0.0f ? acc / sum : 0.0f);
