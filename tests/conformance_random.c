@@ -472,6 +472,7 @@ static void generate(tcase *c, rng *r)
         int64_t hidden = (int64_t)c->heads * c->hd, width = (int64_t)c->kv_heads * c->hd;
         c->ld = hidden + pad(r), c->ld2 = hidden + pad(r);
         c->scale = (float)(runif(r, 0.5, 2.0) / sqrt((double)c->hd));
+        if (rchance(r, 0.1)) c->scale = -c->scale; /* a kernel's running maximum must be of scaled scores */
         if (lib_shaped) c->ld = hidden + 8 * rint_in(r, 0, 2), c->ld2 = hidden;
         add_buf(c, r, "q", c->t, (size_t)((c->rows - 1) * c->ld + hidden));
         add_buf(c, r, "k_cache", c->t, (size_t)((int64_t)c->nslots * width));

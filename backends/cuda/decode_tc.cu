@@ -230,10 +230,12 @@ vg_status vgc_decode_tc(vg_bk_stream *s, const vgc_decode_call *c)
 {
     const int hd = c->head_dim, group = c->heads / c->kv_heads;
     const bool b16 = c->t == VG_DTYPE_BF16 || c->t == VG_DTYPE_F16;
-    /* 16-byte copies of the queries, keys and values: their buffers and strides in whole vectors */
+    /* 16-byte copies of the queries, keys and values: their buffers and strides in whole vectors;
+     * the softmax tracks maxima of raw scores, which needs scale > 0 (the CUDA-core kernel scales
+     * the queries first) */
     const uintptr_t addr = (uintptr_t)c->q | (uintptr_t)c->k_cache | (uintptr_t)c->v_cache;
     if (s->dev->decode_tc_off || !b16 || (hd != 64 && hd != 128) || group > PD_GMAX || addr % 16 ||
-        c->ld_q % 8 || s->dev->prop.major < 8)
+        c->ld_q % 8 || !(c->scale > 0.0f) || s->dev->prop.major < 8)
         return VG_ERR_UNSUPPORTED;
     const int nsplit = vgc_decode_splits(s, c->rows, c->heads, c->kv_heads, 1, hd, c->max_blocks, c->block_size,
                                          DT_PER_SM, DT_MIN_CHUNK);
