@@ -39,6 +39,18 @@ __device__ __forceinline__ int64_t pd_last(int row, const int32_t *context_lens,
     return last < reach ? last : reach - 1;
 }
 
+/* Block `split`'s slice [*p0, *p1) of query row `row`'s context (empty when *p0 >= *p1) and the
+ * row's sequence: the row's positions cut into nsplit equal slices as the kernel runs. */
+__device__ __forceinline__ void pd_slice_range(int row, const int32_t *context_lens, const int32_t *query_start,
+                                               int num_seqs, int max_blocks, int block_size, int nsplit,
+                                               int split, int *seq, int64_t *p0, int64_t *p1)
+{
+    const int64_t npos = pd_last(row, context_lens, query_start, num_seqs, max_blocks, block_size, seq) + 1;
+    const int64_t chunk = (npos + nsplit - 1) / nsplit;
+    *p0 = (int64_t)split * chunk;
+    *p1 = *p0 + chunk < npos ? *p0 + chunk : npos;
+}
+
 /* Where the partials of (row, head, slice) live: nsplit·D floats of output per (row, head), then
  * (max, sum) pairs. */
 struct pd_parts {
@@ -127,17 +139,6 @@ __device__ void pd_merge(pd_merge_smem &sm, const pd_parts &pt, T *orow, int64_t
 }
 
 
-/* A slice that holds no position: a max of -inf, so the merge gives it no weight. */
-__device__ __forceinline__ void pd_mark_empty(const pd_parts &pt, int64_t row, int heads, int h0, int nh,
-                                              int split)
-{
-    if ((int)threadIdx.x < nh) {
-        const int64_t at = 2 * ((row * heads + h0 + threadIdx.x) * pt.nsplit + split);
-        pt.ml[at] = -INFINITY;
-        pt.ml[at + 1] = 0.0f;
-    }
-}
-
 /* After a block of a split call left its partials (or marked its slice empty): the last block of
  * the (row, head group), grid y, to finish merges the slices. */
 template <typename T>
@@ -153,6 +154,25 @@ __device__ void pd_join(pd_merge_smem &sm, const pd_parts &pt, unsigned *counter
     __threadfence();
     pd_merge(sm, pt, orow, row, heads, h0, nh, D);
     if (threadIdx.x == 0) *counter = 0; /* ready for the next launch */
+}
+
+/* A block whose slice holds no position: with one slice its row (padding, or one with nothing
+ * to attend to) is zeros; otherwise the slice gets a max of -inf, so the merge gives it no
+ * weight, and the merge may be this block's. */
+template <typename T>
+__device__ void pd_empty_slice(pd_merge_smem &sm, const pd_parts &pt, unsigned *counters, T *orow, int64_t row,
+                               int heads, int h0, int nh, int D, int split)
+{
+    if (pt.nsplit == 1) {
+        for (int i = threadIdx.x; i < nh * D; i += PD_THREADS) orow[i] = vgk_from_f<T>(0.0f);
+        return;
+    }
+    if ((int)threadIdx.x < nh) {
+        const int64_t at = 2 * ((row * heads + h0 + threadIdx.x) * pt.nsplit + split);
+        pt.ml[at] = -INFINITY;
+        pt.ml[at + 1] = 0.0f;
+    }
+    pd_join(sm, pt, counters, orow, row, heads, h0, nh, D);
 }
 
 #endif

@@ -57,16 +57,10 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
     vgk_grid_sync();
 
     int seq;
-    const int64_t npos = pd_last(row, context_lens, query_start, num_seqs, max_blocks, block_size, &seq) + 1;
-    const int64_t chunk = (npos + nsplit - 1) / nsplit;
-    const int64_t b0 = (int64_t)split * chunk, b1 = b0 + chunk < npos ? b0 + chunk : npos;
+    int64_t b0, b1;
+    pd_slice_range(row, context_lens, query_start, num_seqs, max_blocks, block_size, nsplit, split, &seq, &b0, &b1);
     if (b0 >= b1) {
-        if (nsplit == 1) { /* a padding row, or one with nothing to attend to: zeros */
-            for (int i = threadIdx.x; i < group * HD; i += DT_WARPS * 32) orow[i] = vgk_from_f<T>(0.0f);
-            return;
-        }
-        pd_mark_empty(pt, row, heads, h0, group, split);
-        pd_join(*(pd_merge_smem *)area, pt, counters, orow, row, heads, h0, group, HD);
+        pd_empty_slice(*(pd_merge_smem *)area, pt, counters, orow, row, heads, h0, group, HD, split);
         return;
     }
     const int p0 = (int)b0, p1 = (int)b1; /* positions are int: the lengths are */
@@ -100,6 +94,7 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
         cp_async_commit();
     };
     const int ntiles = (p1 - p0 + DT_TK - 1) / DT_TK;
+    const int slice_lo[2] = {p0, p0}, slice_hi[2] = {p1, p1}; /* both of a lane's rows: the slice */
     int t = warp;
     if (t < ntiles) {
         issue(p0 + t * DT_TK, 0);
@@ -133,12 +128,7 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
             mma16816<T>(s[0], qf[k], b);
             mma16816<T>(s[1], qf[k], b + 2);
         }
-        if (t0 + DT_TK > p1) /* the slice's last tile: positions past it score -inf */
-#pragma unroll
-            for (int n = 0; n < 2; n++)
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    if (t0 + n * 8 + (lane % 4) * 2 + (e % 2) >= p1) s[n][e] = -INFINITY;
+        if (t0 + DT_TK > p1) mask_keys(s, t0, slice_lo, slice_hi); /* the slice's last tile */
         uint32_t pf[1][4];
         float corr[2];
         softmax_scores<T>(s, m, l, pf, corr, scale_log2);

@@ -338,6 +338,7 @@ k_paged_attention(const T *q, int64_t ld_q, T *out, int64_t ld_out, int rows, co
  * replay it) merges the slices into the output. */
 #define PD_TILE 64      /* positions per tile: two per lane in the softmax step */
 #define PD_MIN_CHUNK 32 /* positions per slice, at least, at the table's full reach */
+#define PD_PER_SM 3     /* blocks a multiprocessor holds (registers), for the slice count */
 
 /* 8 consecutive elements: one 16-byte load (two for F32); the address is aligned to 8 elements. */
 template <typename T> struct alignas(sizeof(T) * 8) pd_vec8 { T v[8]; };
@@ -536,7 +537,7 @@ pd_slice(pd_smem &sm, const T *qr, T *orow, const T *k_cache, const T *v_cache, 
 
 /* grid: x = query row, y = KV head · hchunks + head chunk, z = slice. */
 template <typename T, int NVP>
-__global__ void __launch_bounds__(PD_THREADS, 3)
+__global__ void __launch_bounds__(PD_THREADS, PD_PER_SM)
 k_paged_split(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, const T *v_cache,
               const int32_t *block_tables, int max_blocks, const int32_t *context_lens,
               const int32_t *query_start, int num_seqs, int heads, int kv_heads, int head_dim,
@@ -545,7 +546,7 @@ k_paged_split(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache
 {
     vgk_grid_sync();
     __shared__ pd_smem sm;
-    const int row = blockIdx.x, tid = threadIdx.x, D = head_dim, split = blockIdx.z;
+    const int row = blockIdx.x, D = head_dim, split = blockIdx.z;
     const int group = heads / kv_heads, kvh = (int)blockIdx.y / hchunks, hc = (int)blockIdx.y % hchunks;
     const int h0 = kvh * group + hc * hpb;
     const int nh = group - hc * hpb < hpb ? group - hc * hpb : hpb;
@@ -554,21 +555,16 @@ k_paged_split(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache
     T *orow = out + (int64_t)row * ld_out + (int64_t)h0 * D;
 
     int seq;
-    const int64_t npos = pd_last(row, context_lens, query_start, num_seqs, max_blocks, block_size, &seq) + 1;
-    const int64_t chunk = (npos + nsplit - 1) / nsplit;
-    const int64_t p0 = (int64_t)split * chunk, p1 = p0 + chunk < npos ? p0 + chunk : npos;
-    if (p0 < p1) {
-        pd_slice<T, NVP>(sm, q + (int64_t)row * ld_q + (int64_t)h0 * D, orow, k_cache, v_cache,
-                         block_tables + (int64_t)seq * max_blocks, kv_heads, kvh, h0, nh, D, block_size,
-                         scale_log2, p0, p1, pt, row, heads, split);
-        if (nsplit == 1) return;
-    } else if (nsplit == 1) { /* a padding row, or one with nothing to attend to: zeros */
-        for (int i = tid; i < nh * D; i += PD_THREADS) orow[i] = vgk_from_f<T>(0.0f);
+    int64_t p0, p1;
+    pd_slice_range(row, context_lens, query_start, num_seqs, max_blocks, block_size, nsplit, split, &seq, &p0, &p1);
+    if (p0 >= p1) {
+        pd_empty_slice(sm.merge, pt, counters, orow, row, heads, h0, nh, D, split);
         return;
-    } else {
-        pd_mark_empty(pt, row, heads, h0, nh, split);
     }
-    pd_join(sm.merge, pt, counters, orow, row, heads, h0, nh, D);
+    pd_slice<T, NVP>(sm, q + (int64_t)row * ld_q + (int64_t)h0 * D, orow, k_cache, v_cache,
+                     block_tables + (int64_t)seq * max_blocks, kv_heads, kvh, h0, nh, D, block_size, scale_log2,
+                     p0, p1, pt, row, heads, split);
+    if (nsplit > 1) pd_join(sm.merge, pt, counters, orow, row, heads, h0, nh, D);
 }
 
 /* Slices per row: when rows are few (decode), as many blocks as one wave over the GPU holds
@@ -626,9 +622,8 @@ static vg_status pd_run(vg_bk_stream *s, const T *q, int64_t ld_q, T *out, int64
 {
     const int hpb = pd_heads_per_block(s, rows, heads, kv_heads);
     const int hchunks = (heads / kv_heads + hpb - 1) / hpb;
-    /* three blocks a multiprocessor: __launch_bounds__ */
-    const int nsplit = vgc_decode_splits(s, rows, heads, kv_heads, hchunks, head_dim, max_blocks, block_size, 3,
-                                         PD_MIN_CHUNK);
+    const int nsplit = vgc_decode_splits(s, rows, heads, kv_heads, hchunks, head_dim, max_blocks, block_size,
+                                         PD_PER_SM, PD_MIN_CHUNK);
     float *part = nsplit > 1 ? (float *)s->gemm_workspace : nullptr;
     unsigned *counters = nsplit > 1 ? s->counters + VGC_COUNTERS_ATTENTION : nullptr;
     const float scale_log2 = scale * 1.4426950408889634f;
