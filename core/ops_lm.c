@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The core device API's ops, part 3: op table version 4, the ops of a decoder language model
- * with a paged KV cache (rotary, rmsnorm_heads, kv_store, paged_attention, argmax), and version
- * 6's rotary_kv_store (the three between qkv and attention in one). Same pattern
+ * with a paged KV cache (rotary, rmsnorm_heads, kv_store, paged_attention, argmax), version 6's
+ * rotary_kv_store (the three between qkv and attention in one) and version 8's
+ * rotary_paged_attention (that and paged_attention in one, or the two where the backend has no
+ * fused kernel). Same pattern
  * as ops.c and ops_nn.c: the preconditions of vg_ops.h once, then what the device offers and
  * capture state, then one call into the plugin. */
 #include "op_check.h"
@@ -66,12 +68,12 @@ vg_status vg_op_kv_store(vg_stream *s, vg_dtype dtype, const void *k, int64_t ld
                    head_dim);
 }
 
-vg_status vg_op_paged_attention(vg_stream *s, vg_dtype dtype, const void *q, int64_t ld_q,
-                                void *out, int64_t ld_out, int64_t rows, const void *k_cache,
-                                const void *v_cache, const int32_t *block_tables, int max_blocks,
-                                const int32_t *context_lens, const int32_t *query_start,
-                                int num_seqs, int heads, int kv_heads, int head_dim,
-                                int block_size, float scale)
+/* paged_attention's preconditions (vg_ops.h), for it and for rotary_paged_attention. */
+static vg_status paged_attention_check(const vg_stream *s, vg_dtype dtype, const void *q, int64_t ld_q,
+                                       const void *out, int64_t ld_out, int64_t rows, const void *k_cache,
+                                       const void *v_cache, const int32_t *block_tables, int max_blocks,
+                                       const int32_t *context_lens, const int32_t *query_start,
+                                       int num_seqs, int heads, int kv_heads, int head_dim, int block_size)
 {
     REQUIRE_STREAM("paged_attention", s);
     REQUIRE_DTYPE("paged_attention", "dtype", dtype, VG_DTYPES_FLOAT, DTYPES_FLOAT_TEXT);
@@ -104,6 +106,20 @@ vg_status vg_op_paged_attention(vg_stream *s, vg_dtype dtype, const void *q, int
     REQUIRE_ALIGNED("paged_attention", "block_tables", block_tables, 4);
     REQUIRE_ALIGNED("paged_attention", "context_lens", context_lens, 4);
     REQUIRE_ALIGNED("paged_attention", "query_start", query_start, 4);
+    return VG_OK;
+}
+
+vg_status vg_op_paged_attention(vg_stream *s, vg_dtype dtype, const void *q, int64_t ld_q,
+                                void *out, int64_t ld_out, int64_t rows, const void *k_cache,
+                                const void *v_cache, const int32_t *block_tables, int max_blocks,
+                                const int32_t *context_lens, const int32_t *query_start,
+                                int num_seqs, int heads, int kv_heads, int head_dim,
+                                int block_size, float scale)
+{
+    vg_status st = paged_attention_check(s, dtype, q, ld_q, out, ld_out, rows, k_cache, v_cache, block_tables,
+                                         max_blocks, context_lens, query_start, num_seqs, heads, kv_heads,
+                                         head_dim, block_size);
+    if (st != VG_OK) return st;
     OP_GATE(s, VG_OP_PAGED_ATTENTION, VG_DTYPE_BIT(dtype));
     if (!rows) return VG_OK;
     return OP_CALL(s, paged_attention, dtype, q, ld_q, out, ld_out, rows, k_cache, v_cache,
@@ -138,10 +154,12 @@ static int disjoint(const void *a, size_t a_bytes, const void *b, size_t b_bytes
 }
 
 #define OP "rotary_kv_store"
-vg_status vg_op_rotary_kv_store(vg_stream *s, vg_dtype dtype, void *qkv, int64_t ld, int64_t rows,
-                                int heads, int kv_heads, int head_dim, const void *q_norm,
-                                const void *k_norm, float eps, const int32_t *pos, float theta,
-                                void *k_cache, void *v_cache, const int32_t *slots)
+/* rotary_kv_store's preconditions (vg_ops.h), for it and for rotary_paged_attention. */
+static vg_status rotary_kv_store_check(const vg_stream *s, vg_dtype dtype, const void *qkv, int64_t ld,
+                                       int64_t rows, int heads, int kv_heads, int head_dim,
+                                       const void *q_norm, const void *k_norm, float eps, const int32_t *pos,
+                                       float theta, const void *k_cache, const void *v_cache,
+                                       const int32_t *slots)
 {
     REQUIRE_STREAM(OP, s);
     REQUIRE_PTR(OP, "qkv", qkv, rows);
@@ -172,9 +190,64 @@ vg_status vg_op_rotary_kv_store(vg_stream *s, vg_dtype dtype, void *qkv, int64_t
                     disjoint(qkv, qkv_bytes, v_cache, (size_t)width * es),
                 "rotary_kv_store: a cache overlaps qkv");
     }
+    return VG_OK;
+}
+
+vg_status vg_op_rotary_kv_store(vg_stream *s, vg_dtype dtype, void *qkv, int64_t ld, int64_t rows,
+                                int heads, int kv_heads, int head_dim, const void *q_norm,
+                                const void *k_norm, float eps, const int32_t *pos, float theta,
+                                void *k_cache, void *v_cache, const int32_t *slots)
+{
+    vg_status st = rotary_kv_store_check(s, dtype, qkv, ld, rows, heads, kv_heads, head_dim, q_norm, k_norm,
+                                         eps, pos, theta, k_cache, v_cache, slots);
+    if (st != VG_OK) return st;
     OP_GATE(s, VG_OP_ROTARY_KV_STORE, VG_DTYPE_BIT(dtype));
     if (!rows) return VG_OK;
     return OP_CALL(s, rotary_kv_store, dtype, qkv, ld, rows, heads, kv_heads, head_dim, q_norm,
                    k_norm, eps, pos, theta, k_cache, v_cache, slots);
+}
+#undef OP
+
+/* ---- op table version 8 ---------------------------------------------------------------------- */
+
+#define OP "rotary_paged_attention"
+vg_status vg_op_rotary_paged_attention(vg_stream *s, const vg_rotary_paged_args *args)
+{
+    REQUIRE_STREAM(OP, s);
+    REQUIRE(args, OP ": args is NULL");
+    REQUIRE(args->struct_size >= sizeof *args, OP ": args.struct_size %u < %zu", args->struct_size,
+            sizeof *args);
+    const vg_rotary_paged_args *a = args;
+    vg_status st = rotary_kv_store_check(s, a->dtype, a->qkv, a->ld, a->rows, a->heads, a->kv_heads, a->head_dim,
+                                         a->q_norm, a->k_norm, a->eps, a->pos, a->theta, a->k_cache,
+                                         a->v_cache, a->slots);
+    if (st != VG_OK) return st;
+    st = paged_attention_check(s, a->dtype, a->qkv, a->ld, a->out, a->ld_out, a->rows, a->k_cache, a->v_cache,
+                               a->block_tables, a->max_blocks, a->context_lens, a->query_start, a->num_seqs,
+                               a->heads, a->kv_heads, a->head_dim, a->block_size);
+    if (st != VG_OK) return st;
+    if (a->rows) { /* out is written while qkv and the caches are read */
+        size_t es = op_dtype_size(a->dtype), width = (size_t)a->heads * (size_t)a->head_dim;
+        size_t qkv_bytes = ((size_t)(a->rows - 1) * (size_t)a->ld + width + 2 * (size_t)a->kv_heads * (size_t)a->head_dim) * es;
+        size_t out_bytes = ((size_t)(a->rows - 1) * (size_t)a->ld_out + width) * es;
+        size_t slot_bytes = (size_t)a->kv_heads * (size_t)a->head_dim * es;
+        REQUIRE(disjoint(a->out, out_bytes, a->qkv, qkv_bytes) && disjoint(a->out, out_bytes, a->k_cache, slot_bytes) &&
+                    disjoint(a->out, out_bytes, a->v_cache, slot_bytes),
+                OP ": out overlaps qkv or a cache");
+    }
+    const uint32_t bit = VG_DTYPE_BIT(a->dtype);
+    const vg_op_entry *e = &s->rt->op[VG_OP_ROTARY_PAGED_ATTENTION];
+    if ((e->flags & VG_OP_SUPPORTED) && (bit & e->dtypes)) {
+        OP_GATE(s, VG_OP_ROTARY_PAGED_ATTENTION, bit); /* capture state */
+        if (!a->rows) return VG_OK;
+        return OP_CALL(s, rotary_paged_attention, a);
+    }
+    /* the backend has no fused kernel: the two ops */
+    st = vg_op_rotary_kv_store(s, a->dtype, a->qkv, a->ld, a->rows, a->heads, a->kv_heads, a->head_dim, a->q_norm,
+                               a->k_norm, a->eps, a->pos, a->theta, a->k_cache, a->v_cache, a->slots);
+    if (st != VG_OK) return st;
+    return vg_op_paged_attention(s, a->dtype, a->qkv, a->ld, a->out, a->ld_out, a->rows, a->k_cache, a->v_cache,
+                                 a->block_tables, a->max_blocks, a->context_lens, a->query_start, a->num_seqs,
+                                 a->heads, a->kv_heads, a->head_dim, a->block_size, a->scale);
 }
 #undef OP

@@ -490,6 +490,49 @@ static void generate(tcase *c, rng *r)
                  c->max_blocks, nblocks, (long long)c->ld, (long long)c->ld2, c->scale);
         break;
     }
+    case VG_OP_ROTARY_PAGED_ATTENTION: {
+        /* one allocation: qkv rows, out rows, k_cache, v_cache; half the cases shaped as decoders
+         * are (aligned regions, common group sizes and head_dims): what a fused kernel may take */
+        static const int groups[] = {1, 2, 3, 4, 6, 7, 8};
+        const int lib_shaped = rchance(r, 0.5);
+        c->kv_heads = (int)rint_in(r, 1, 4);
+        c->heads = c->kv_heads * (lib_shaped ? groups[rint_in(r, 0, 6)] : (int)rint_in(r, 1, 4));
+        c->hd = lib_shaped ? (rchance(r, 0.5) ? 64 : 128)
+                           : 8 * (rchance(r, 0.5) ? (int)rint_in(r, 1, 32) : (int)(2 * rint_in(r, 1, 8)));
+        c->block_size = rchance(r, 0.5) ? (int)rint_in(r, 1, 9) : rchance(r, 0.5) ? 16 : 32;
+        c->nseg = (int)rint_in(r, 1, 5); /* num_seqs */
+        c->rows = c->nseg + rint_in(r, 0, rchance(r, 0.3) ? 40 : 4);
+        int64_t ctx_max = c->rows + rint_in(r, 0, rchance(r, 0.2) ? 400 : 60);
+        c->max_blocks = (int)((ctx_max + c->block_size - 1) / c->block_size) + (int)rint_in(r, 0, 2);
+        c->nslots = (c->nseg * c->max_blocks + (int)rint_in(r, 0, 4)) * c->block_size;
+        int64_t hidden = (int64_t)c->heads * c->hd, width = (int64_t)c->kv_heads * c->hd;
+        c->ld = (int64_t)(c->heads + 2 * c->kv_heads) * c->hd + (lib_shaped ? 8 * rint_in(r, 0, 1) : pad(r));
+        c->ld2 = lib_shaped ? hidden : hidden + pad(r);
+        c->scale = (float)(runif(r, 0.5, 2.0) / sqrt((double)c->hd));
+        if (rchance(r, 0.1)) c->scale = -c->scale;
+        c->bias = rchance(r, 0.5); /* q/k norms (Qwen3) */
+        c->eps = rchance(r, 0.5) ? 1e-6 : 1e-5;
+        c->theta = rchance(r, 0.6) ? 10000.0 : 1000000.0;
+        /* where out (count) and the caches (cols) start: 16-byte aligned when lib_shaped */
+        c->count = up8((c->rows - 1) * c->ld + (int64_t)(c->heads + 2 * c->kv_heads) * c->hd, lib_shaped);
+        c->cols = up8(c->count + (c->rows - 1) * c->ld2 + hidden, lib_shaped);
+        add_buf(c, r, "qkv,out,k_cache,v_cache", c->t, (size_t)(c->cols + 2 * (int64_t)c->nslots * width));
+        add_buf(c, r, "pos", VG_DTYPE_I32, (size_t)c->rows);
+        add_buf(c, r, "slots", VG_DTYPE_I32, (size_t)c->rows);
+        add_buf(c, r, "q_norm,k_norm", c->t, (size_t)(2 * c->hd));
+        add_buf(c, r, "block_tables", VG_DTYPE_I32, (size_t)c->nseg * (size_t)c->max_blocks);
+        add_buf(c, r, "context_lens", VG_DTYPE_I32, (size_t)c->nseg);
+        add_buf(c, r, "query_start", VG_DTYPE_I32, (size_t)c->nseg + 1);
+        c->out = 0;
+        align_bufs(c, lib_shaped);
+        snprintf(c->shape, sizeof c->shape, "rows=%lld num_seqs=%d heads=%d kv_heads=%d head_dim=%d "
+                 "block_size=%d max_blocks=%d slots=%d ld=%lld ld_out=%lld scale=%.9g norms=%s eps=%g "
+                 "theta=%g (out at %lld, the caches at %lld)", (long long)c->rows, c->nseg, c->heads,
+                 c->kv_heads, c->hd, c->block_size, c->max_blocks, c->nslots, (long long)c->ld,
+                 (long long)c->ld2, c->scale, c->bias ? "yes" : "no", c->eps, c->theta, (long long)c->count,
+                 (long long)c->cols);
+        break;
+    }
     case VG_OP_ARGMAX:
         c->rows = small_rows(r, 24);
         c->cols = rchance(r, 0.3) ? rint_in(r, 1000, 40000) : rint_in(r, 1, 300);
@@ -600,6 +643,44 @@ static void randomise(tcase *c, rng *r)
             int64_t reach = (int64_t)c->max_blocks * c->block_size;
             cl->h[cl->off + (size_t)s] = (double)(n + rint_in(r, 0, reach - n));
         }
+        break;
+    }
+    case VG_OP_ROTARY_PAGED_ATTENTION: {
+        /* rows split among the sequences as for paged_attention; every (sequence, block) its own
+         * block, each new token's slot where its table puts its position, padding rows with no
+         * slot or one no sequence owns; rotary positions the cache positions or shifted */
+        buf *pos = &c->b[1], *sl = &c->b[2], *bt = &c->b[4], *cl = &c->b[5], *qs = &c->b[6];
+        const int bs = c->block_size, nblocks = c->nslots / bs, owned = c->nseg * c->max_blocks;
+        int32_t *perm = xcalloc((size_t)nblocks, sizeof *perm);
+        permutation(r, perm, nblocks);
+        fill_ints(bt, r, 0, nblocks - 1);
+        for (int i = 0; i < owned; i++) bt->h[bt->off + (size_t)i] = perm[i];
+        fill_ints(cl, r, 0, 1000);
+        fill_ints(qs, r, 0, c->rows);
+        fill_ints(pos, r, 0, 500);
+        fill_ints(sl, r, -5, -1);
+        const int64_t shift = rchance(r, 0.5) ? 0 : rint_in(r, 1, 500);
+        int64_t used = rint_in(r, c->nseg, c->rows), left = used, spare = (int64_t)owned * bs;
+        double *q = qs->h + qs->off;
+        q[0] = 0;
+        for (int sq = 0; sq < c->nseg; sq++) {
+            int64_t n = sq == c->nseg - 1 ? left : rint_in(r, 1, left - (c->nseg - 1 - sq));
+            q[sq + 1] = q[sq] + (double)n;
+            left -= n;
+            int64_t reach = (int64_t)c->max_blocks * bs, ctx = n + rint_in(r, 0, reach - n);
+            cl->h[cl->off + (size_t)sq] = (double)ctx;
+            for (int64_t j = 0; j < n; j++) {
+                int64_t p = ctx - n + j, row = (int64_t)q[sq] + j;
+                sl->h[sl->off + (size_t)row] = (double)(perm[sq * c->max_blocks + p / bs] * bs + p % bs);
+                pos->h[pos->off + (size_t)row] = (double)(p + shift);
+            }
+        }
+        for (int64_t row = used; row < c->rows; row++) /* padding: a slot of the spare blocks, or none */
+            if (spare < (int64_t)c->nslots && rchance(r, 0.3)) {
+                int64_t at = spare++;
+                sl->h[sl->off + (size_t)row] = (double)(perm[at / bs] * bs + at % bs);
+            }
+        free(perm);
         break;
     }
     case VG_OP_ARGMAX: /* ties: the largest value a float input holds, more than once in a row */
@@ -785,6 +866,26 @@ static void reference(tcase *c)
         free(bt), free(cl), free(qs);
         break;
     }
+    case VG_OP_ROTARY_PAGED_ATTENTION: {
+        int32_t *pos = ints_of(&b[1]), *slots = ints_of(&b[2]), *bt = ints_of(&b[4]);
+        int32_t *cl = ints_of(&b[5]), *qs = ints_of(&b[6]);
+        int64_t width = (int64_t)c->kv_heads * c->hd, kc = c->cols, vc = kc + (int64_t)c->nslots * width;
+        const double *norm = b[3].h + b[3].off;
+        ref_rotary_kv_store(c->t, w, c->ld, c->rows, c->heads, c->kv_heads, c->hd, c->bias ? norm : NULL,
+                            c->bias ? norm + c->hd : NULL, c->eps, pos, c->theta, w + kc, w + vc, slots);
+        ref_paged_attention(w, c->ld, w + c->count, c->ld2, c->rows, w + kc, w + vc, bt, c->max_blocks, cl, qs,
+                            c->nseg, c->heads, c->kv_heads, c->hd, c->block_size, c->scale);
+        for (int64_t i = 0; i < c->rows; i++) { /* q and k heads: rotated or not, the device's choice */
+            memset(o->mask + o->off + (size_t)(i * c->ld), 2, (size_t)(c->heads + c->kv_heads) * (size_t)c->hd);
+            memset(o->mask + o->off + (size_t)(c->count + i * c->ld2), 1, (size_t)c->heads * (size_t)c->hd);
+            if (slots[i] >= 0) {
+                memset(o->mask + o->off + (size_t)(kc + slots[i] * width), 1, (size_t)width);
+                memset(o->mask + o->off + (size_t)(vc + slots[i] * width), 1, (size_t)width);
+            }
+        }
+        free(pos), free(slots), free(bt), free(cl), free(qs);
+        break;
+    }
     case VG_OP_LAYERNORM:
         ref_layernorm(c->inplace ? w : b[0].h + b[0].off, b[1].h + b[1].off,
                       c->bias ? b[2].h + b[2].off : NULL, w, c->rows, c->cols, c->eps);
@@ -887,6 +988,20 @@ static vg_status enqueue(const tcase *c)
         return vg_op_paged_attention(s, c->t, b[0].d, c->ld, b[6].d, c->ld2, c->rows, b[1].d, b[2].d,
                                      b[3].d, c->max_blocks, b[4].d, b[5].d, c->nseg, c->heads,
                                      c->kv_heads, c->hd, c->block_size, (float)c->scale);
+    case VG_OP_ROTARY_PAGED_ATTENTION: {
+        char *base = b[0].d;
+        size_t es = esize(c->t), width = (size_t)c->kv_heads * (size_t)c->hd;
+        vg_rotary_paged_args a = {
+            .struct_size = sizeof a, .dtype = c->t, .qkv = base, .ld = c->ld, .rows = c->rows,
+            .heads = c->heads, .kv_heads = c->kv_heads, .head_dim = c->hd, .eps = (float)c->eps,
+            .q_norm = c->bias ? b[3].d : NULL, .k_norm = c->bias ? (char *)b[3].d + (size_t)c->hd * es : NULL,
+            .pos = b[1].d, .theta = theta, .scale = (float)c->scale, .k_cache = base + (size_t)c->cols * es,
+            .v_cache = base + ((size_t)c->cols + (size_t)c->nslots * width) * es, .slots = b[2].d,
+            .out = base + (size_t)c->count * es, .ld_out = c->ld2, .block_tables = b[4].d,
+            .context_lens = b[5].d, .query_start = b[6].d, .max_blocks = c->max_blocks, .num_seqs = c->nseg,
+            .block_size = c->block_size};
+        return vg_op_rotary_paged_attention(s, &a);
+    }
     case VG_OP_ARGMAX:
         return vg_op_argmax(s, c->t, b[0].d, c->ld, c->rows, c->cols, b[1].d);
     case VG_OP_LAYERNORM:
@@ -924,11 +1039,11 @@ static void tolerance(const tcase *c, double *atol, double *rtol)
         return;
     }
     int attention = c->op == VG_OP_ATTENTION || c->op == VG_OP_ATTENTION_ROTARY ||
-                    c->op == VG_OP_PAGED_ATTENTION;
+                    c->op == VG_OP_PAGED_ATTENTION || c->op == VG_OP_ROTARY_PAGED_ATTENTION;
     switch (t) {
     case VG_DTYPE_F32:
         *atol = c->op == VG_OP_ROTARY_2D || c->op == VG_OP_ATTENTION_ROTARY || c->op == VG_OP_ROTARY ||
-                        c->op == VG_OP_ROTARY_KV_STORE
+                        c->op == VG_OP_ROTARY_KV_STORE || c->op == VG_OP_ROTARY_PAGED_ATTENTION
                     ? 1e-4
                     : 2e-5;
         *rtol = 1e-5;

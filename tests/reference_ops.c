@@ -33,7 +33,8 @@ uint32_t ref_catalogue_dtypes(vg_op_id op)
     case VG_OP_ARGMAX:
     case VG_OP_LAYERNORM:
     case VG_OP_GATHER_WEIGHTED:
-    case VG_OP_ROTARY_KV_STORE: return FLOATS;
+    case VG_OP_ROTARY_KV_STORE:
+    case VG_OP_ROTARY_PAGED_ATTENTION: return FLOATS;
     case VG_OP_LM_ADVANCE: return VG_DTYPE_BIT(VG_DTYPE_I32);
     default: return 0;
     }

@@ -540,6 +540,56 @@ static void test_op_table_v6_plugin(void **state)
     }
 }
 
+/* A version 7 op table (built before rotary_paged_attention): the core does not offer it, yet
+ * vg_op_rotary_paged_attention still runs there, as rotary_kv_store then paged_attention, and
+ * leaves what the stub's own member (version 8) leaves: the same output and caches. */
+static void test_op_table_v7_plugin(void **state)
+{
+    (void)state;
+    enum { ROWS = 3, HEADS = 2, HD = 8, LD = (HEADS + 2) * HD, SLOTS = 16 };
+    float qkv[ROWS * LD], norm[2 * HD], got[2][ROWS * HEADS * HD + 2 * SLOTS * HD];
+    for (int i = 0; i < ROWS * LD; i++) qkv[i] = (float)((i * 37) % 23) / 11.0f - 1.0f;
+    for (int i = 0; i < 2 * HD; i++) norm[i] = 0.5f + (float)i / 16.0f;
+    /* one sequence of 3 new tokens at positions 5..7 of block 0 (16 slots) */
+    const int32_t meta[] = {5, 6, 7, /* pos */ 5, 6, 7, /* slots */ 0, /* table */ 8, /* ctx */ 0, 3};
+    for (int v = 0; v < 2; v++) {
+        vg_backend_iface copy = *stub_table();
+        vg_op_table v7 = *copy.ops;
+        if (v == 1) v7.version = 7, copy.ops = &v7;
+        vg_runtime *rt = NULL;
+        VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+        assert_int_equal(vg_runtime_op_support(rt, VG_OP_ROTARY_PAGED_ATTENTION, NULL) != 0, v == 0);
+        vg_stream *s = NULL;
+        VG_CHECK(vg_stream_create(rt, &s));
+        float *dq = NULL, *dn = NULL, *dout = NULL;
+        int32_t *dm = NULL;
+        VG_CHECK(vg_mem_alloc(rt, sizeof qkv, (void **)&dq));
+        VG_CHECK(vg_mem_alloc(rt, sizeof norm, (void **)&dn));
+        VG_CHECK(vg_mem_alloc(rt, sizeof got[0], (void **)&dout));
+        VG_CHECK(vg_mem_alloc(rt, sizeof meta, (void **)&dm));
+        VG_CHECK(vg_mem_copy_h2d(s, dq, qkv, sizeof qkv));
+        VG_CHECK(vg_mem_copy_h2d(s, dn, norm, sizeof norm));
+        VG_CHECK(vg_mem_copy_h2d(s, dm, meta, sizeof meta));
+        VG_CHECK(vg_op_fill(s, dout, VG_DTYPE_F32, (int64_t)(sizeof got[0] / 4), 0.25));
+        float *kc = dout + ROWS * HEADS * HD, *vc = kc + SLOTS * HD;
+        const vg_rotary_paged_args a = {
+            .struct_size = sizeof a, .dtype = VG_DTYPE_F32, .qkv = dq, .ld = LD, .rows = ROWS, .heads = HEADS,
+            .kv_heads = 1, .head_dim = HD, .eps = 1e-6f, .q_norm = dn, .k_norm = dn + HD, .pos = dm,
+            .theta = 1e4f, .scale = 0.35f, .k_cache = kc, .v_cache = vc, .slots = dm + 3, .out = dout,
+            .ld_out = HEADS * HD, .block_tables = dm + 6, .context_lens = dm + 7, .query_start = dm + 8,
+            .max_blocks = 1, .num_seqs = 1, .block_size = SLOTS};
+        VG_CHECK(vg_op_rotary_paged_attention(s, &a));
+        VG_CHECK(vg_mem_copy_d2h(s, got[v], dout, sizeof got[v]));
+        VG_CHECK(vg_stream_sync(s));
+        void *bufs[4] = {dq, dn, dout, dm};
+        for (int i = 0; i < 4; i++) VG_CHECK(vg_mem_free(rt, bufs[i]));
+        VG_CHECK(vg_stream_destroy(s));
+        VG_CHECK(vg_runtime_close(rt));
+    }
+    assert_memory_equal(got[0], got[1], sizeof got[0]);
+    assert_true(got[0][ROWS * HEADS * HD + 5 * HD] != 0.25f); /* the new key of position 5 is stored */
+}
+
 /* The op table's version is checked like the interface table's (docs/plugin-abi.md): version 0
  * and a struct_size below the declared version's size are refused; members past the declared
  * version are not the plugin's, whatever its struct_size says (never called, their ops not
@@ -920,6 +970,7 @@ static void test_op_list_ids_and_names(void **state)
     assert_int_equal(VG_OP_GATHER_WEIGHTED, 16);
     assert_int_equal(VG_OP_GEMM_RMSNORM_A, 19);
     assert_int_equal(VG_OP_LM_ADVANCE, 20);
+    assert_int_equal(VG_OP_ROTARY_PAGED_ATTENTION, 21);
     for (int op = 0; op < VG_OP_COUNT_; op++) {
         const char *name = vg_op_name((vg_op_id)op);
         assert_non_null(name);
@@ -1008,6 +1059,7 @@ int main(void)
         cmocka_unit_test_setup(test_op_table_v4_plugin, reset_env),
         cmocka_unit_test_setup(test_op_table_v5_plugin, reset_env),
         cmocka_unit_test_setup(test_op_table_v6_plugin, reset_env),
+        cmocka_unit_test_setup(test_op_table_v7_plugin, reset_env),
         cmocka_unit_test_setup(test_op_table_version_is_checked, reset_env),
         cmocka_unit_test_setup(test_ipc_claimed_by_old_plugins, reset_env),
         cmocka_unit_test_setup(test_ipc_members_missing, reset_env),

@@ -1602,6 +1602,120 @@ static void test_paged_attention(void **state)
     paged_case_run(VG_DTYPE_F16, &paged_cases[2]);
 }
 
+/* rotary_paged_attention on a paged_case's batch: qkv rows unrotated (with a stride gap), each new
+ * token's slot where the table puts its position, padding rows with slot -1; against the
+ * reference (rotary_kv_store, then paged_attention on the rotated rows) and against the two ops
+ * run separately on the same device. Captured where the device has graphs. A device without the
+ * fused op runs it as the two ops (the core's fallback): the same checks hold. */
+typedef struct rpa_call {
+    vg_rotary_paged_args a;
+} rpa_call;
+
+static void enqueue_rpa(void *arg) { VG_CHECK(vg_op_rotary_paged_attention(g.s, &((rpa_call *)arg)->a)); }
+
+static void rotary_paged_case_run(vg_dtype t, const paged_case *pc, int norms)
+{
+    const int hd = pc->hd, bs = pc->block_size, width = pc->kv_heads * hd, hidden = pc->heads * hd;
+    int32_t qs[5] = {0}, cl[4];
+    int maxb = 1;
+    for (int sq = 0; sq < pc->num_seqs; sq++) {
+        qs[sq + 1] = qs[sq] + pc->newq[sq];
+        cl[sq] = pc->ctx[sq];
+        int nb = (pc->ctx[sq] + bs - 1) / bs;
+        if (nb + 1 > maxb) maxb = nb + 1;
+    }
+    const int rows = qs[pc->num_seqs] + pc->pad_rows, nblocks = pc->num_seqs * maxb + 3, nslots = nblocks * bs;
+    const int64_t ld = hidden + 2 * width + 8, ld_out = pc->tight ? hidden : hidden + 4;
+    size_t n = (size_t)rows * (size_t)ld, nout = (size_t)rows * (size_t)ld_out, nc = (size_t)nslots * (size_t)width;
+    int32_t *bt = malloc((size_t)pc->num_seqs * (size_t)maxb * 4), *pos = malloc((size_t)rows * 4);
+    int32_t *slots = malloc((size_t)rows * 4);
+    float *x = malloc(n * 4), *w = malloc((size_t)(2 * hd) * 4), *kc = malloc(nc * 4), *vc = malloc(nc * 4);
+    float *out0 = malloc(nout * 4), *got = malloc(nout * 4), *sep = malloc(nout * 4), *gotc = malloc(nc * 4);
+    assert_true(bt && pos && slots && x && w && kc && vc && out0 && got && sep && gotc);
+    for (int i = 0; i < pc->num_seqs * maxb; i++) bt[i] = (int32_t)((i * 7 + 3) % nblocks);
+    for (int r = 0; r < rows; r++) pos[r] = 0, slots[r] = -1; /* padding */
+    for (int sq = 0; sq < pc->num_seqs; sq++)
+        for (int j = 0; j < pc->newq[sq]; j++) { /* the new tokens at the end of their contexts */
+            const int p = cl[sq] - pc->newq[sq] + j, r = qs[sq] + j;
+            pos[r] = p;
+            slots[r] = bt[sq * maxb + p / bs] * bs + p % bs;
+        }
+    fill_random(x, n, 201 + (unsigned)hd);
+    fill_random(w, (size_t)(2 * hd), 202);
+    fill_random(kc, nc, 203);
+    fill_random(vc, nc, 204);
+    for (size_t i = 0; i < nout; i++) out0[i] = 7.0f;
+    const size_t es = esize(t);
+    void *dw = upload_as(t, w, (size_t)(2 * hd));
+    void *dx = upload_as(t, x, n), *dk = upload_as(t, kc, nc), *dv = upload_as(t, vc, nc), *dout = upload_as(t, out0, nout);
+    void *sx = upload_as(t, x, n), *sk = upload_as(t, kc, nc), *sv = upload_as(t, vc, nc), *sout = upload_as(t, out0, nout);
+    int32_t *dbt = dalloc((size_t)pc->num_seqs * (size_t)maxb * 4), *dcl = dalloc(sizeof cl), *dqs = dalloc(sizeof qs);
+    int32_t *dpos = dalloc((size_t)rows * 4), *dslots = dalloc((size_t)rows * 4);
+    upload(dbt, bt, (size_t)pc->num_seqs * (size_t)maxb * 4);
+    upload(dcl, cl, sizeof cl);
+    upload(dqs, qs, sizeof qs);
+    upload(dpos, pos, (size_t)rows * 4);
+    upload(dslots, slots, (size_t)rows * 4);
+    const void *qn = norms ? dw : NULL, *kn = norms ? (char *)dw + (size_t)hd * es : NULL;
+    const float scale = (float)(1.0 / sqrt((double)hd)), theta = 1e6f;
+    rpa_call c = {{.struct_size = sizeof c.a, .dtype = t, .qkv = dx, .ld = ld, .rows = rows, .heads = pc->heads,
+                   .kv_heads = pc->kv_heads, .head_dim = hd, .eps = 1e-6f, .q_norm = qn, .k_norm = kn,
+                   .pos = dpos, .theta = theta, .scale = scale, .k_cache = dk, .v_cache = dv, .slots = dslots,
+                   .out = dout, .ld_out = ld_out, .block_tables = dbt, .context_lens = dcl, .query_start = dqs,
+                   .max_blocks = maxb, .num_seqs = pc->num_seqs, .block_size = bs}};
+    vg_graph_exec *exec = has_graphs() ? capture(enqueue_rpa, &c) : NULL;
+    if (exec) {
+        VG_CHECK(vg_graph_exec_launch(exec, g.s));
+        VG_CHECK(vg_graph_exec_destroy(exec));
+    } else {
+        enqueue_rpa(&c);
+    }
+    /* the two ops, separately, on copies */
+    VG_CHECK(vg_op_rotary_kv_store(g.s, t, sx, ld, rows, pc->heads, pc->kv_heads, hd, qn, kn, 1e-6f, dpos, theta,
+                                   sk, sv, dslots));
+    VG_CHECK(vg_op_paged_attention(g.s, t, sx, ld, sout, ld_out, rows, sk, sv, dbt, maxb, dcl, dqs, pc->num_seqs,
+                                   pc->heads, pc->kv_heads, hd, bs, scale));
+    double *xd = to_double(x, n), *wd = to_double(w, (size_t)(2 * hd)), *kd = to_double(kc, nc);
+    double *vd = to_double(vc, nc), *want = to_double(out0, nout);
+    ref_rotary_kv_store(t, xd, ld, rows, pc->heads, pc->kv_heads, hd, norms ? wd : NULL, norms ? wd + hd : NULL,
+                        1e-6, pos, theta, kd, vd, slots);
+    ref_paged_attention(xd, ld, want, ld_out, rows, kd, vd, bt, maxb, cl, qs, pc->num_seqs, pc->heads,
+                        pc->kv_heads, hd, bs, scale);
+    char what[128];
+    snprintf(what, sizeof what, "rotary_paged_attention %s heads %d/%d head_dim %d block %d%s", vg_dtype_name(t),
+             pc->heads, pc->kv_heads, hd, bs, norms ? " q/k norms" : "");
+    const double tol = t == VG_DTYPE_F32 ? 3e-4 : 2e-2;
+    download_as(t, got, dout, nout);
+    download_as(t, sep, sout, nout);
+    check_close(what, got, want, nout, tol);
+    check_close(what, sep, want, nout, tol);
+    for (int r = qs[pc->num_seqs]; r < rows; r++)
+        for (int e = 0; e < hidden; e++) assert_true(got[(size_t)r * ld_out + e] == 0.0f);
+    void *caches[2] = {dk, dv};
+    double *cw[2] = {kd, vd};
+    for (int k = 0; k < 2; k++) { /* the new entries stored, the other slots as they were */
+        download_as(t, gotc, caches[k], nc);
+        check_close(what, gotc, cw[k], nc, tol);
+    }
+    free(bt), free(pos), free(slots), free(x), free(w), free(kc), free(vc), free(out0), free(got), free(sep), free(gotc);
+    free(xd), free(wd), free(kd), free(vd), free(want);
+    void *bufs[14] = {dw, dx, dk, dv, dout, sx, sk, sv, sout, dbt, dcl, dqs, dpos, dslots};
+    for (int i = 0; i < 14; i++) VG_CHECK(vg_mem_free(g.rt, bufs[i]));
+}
+
+static void test_rotary_paged_attention(void **state)
+{
+    (void)state;
+    if (!supports(VG_OP_ROTARY_KV_STORE) || !supports(VG_OP_PAGED_ATTENTION)) skip();
+    for (size_t i = 0; i < sizeof paged_cases / sizeof paged_cases[0]; i++) {
+        if (paged_cases[i].hd % 2) continue; /* rotary pairs */
+        rotary_paged_case_run(VG_DTYPE_BF16, &paged_cases[i], (int)(i % 2));
+        rotary_paged_case_run(VG_DTYPE_F32, &paged_cases[i], (int)((i + 1) % 2));
+    }
+    rotary_paged_case_run(VG_DTYPE_F16, &paged_cases[6], 1);
+    rotary_paged_case_run(VG_DTYPE_F16, &paged_cases[5], 0);
+}
+
 /* argmax over vocabularies that are not multiples of 64, with ties (the smallest index wins),
  * the maximum in the first and the last column, a constant row and all-negative rows. */
 static void argmax_case(vg_dtype t, int rows, int cols, int64_t ld)
@@ -1820,6 +1934,7 @@ int main(void)
         cmocka_unit_test_teardown(test_rmsnorm_heads, end_stray_capture),
         cmocka_unit_test_teardown(test_kv_store, end_stray_capture),
         cmocka_unit_test_teardown(test_rotary_kv_store, end_stray_capture),
+        cmocka_unit_test_teardown(test_rotary_paged_attention, end_stray_capture),
         cmocka_unit_test_teardown(test_paged_attention, end_stray_capture),
         cmocka_unit_test_teardown(test_argmax, end_stray_capture),
         cmocka_unit_test_teardown(test_layernorm, end_stray_capture),

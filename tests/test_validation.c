@@ -89,6 +89,19 @@ static vg_gemm_args gemm_args(void)
     return a;
 }
 
+/* A valid rotary_paged_attention: qkv rows of 2 + 2·1 heads in c, every row to slot 0 of the caches
+ * (a, and b's second half), one sequence of ROWS new tokens in block 0, out in b's first half. */
+static vg_rotary_paged_args rotary_paged_args(void)
+{
+    vg_rotary_paged_args a = {
+        .struct_size = sizeof a, .dtype = VG_DTYPE_F32, .qkv = g.c, .ld = 2 * HIDDEN, .rows = ROWS,
+        .heads = HEADS, .kv_heads = 1, .head_dim = HD, .eps = 1e-6f, .q_norm = g.b, .k_norm = g.b,
+        .pos = g.pos, .theta = 1e4f, .scale = 0.25f, .k_cache = g.a, .v_cache = g.b + BYTES / 2,
+        .slots = g.idx, .out = g.b + 256, .ld_out = HIDDEN, .block_tables = g.idx, .context_lens = g.cu + 1,
+        .query_start = g.cu, .max_blocks = 1, .num_seqs = 1, .block_size = ROWS};
+    return a;
+}
+
 static vg_status valid_call(vg_stream *s, vg_op_id op)
 {
     vg_gemm_args ga = gemm_args();
@@ -130,6 +143,10 @@ static vg_status valid_call(vg_stream *s, vg_op_id op)
     case VG_OP_ROTARY_KV_STORE: /* qkv rows of 2 + 2·1 heads in c; every row to slot 0 of a and b */
         return vg_op_rotary_kv_store(s, VG_DTYPE_F32, g.c, 2 * HIDDEN, ROWS, HEADS, 1, HD, g.b, g.b,
                                      1e-6f, g.pos, 1e4f, g.a, g.b + BYTES / 2, g.idx);
+    case VG_OP_ROTARY_PAGED_ATTENTION: { /* rotary_kv_store's call above, then attention into b */
+        vg_rotary_paged_args ra = rotary_paged_args();
+        return vg_op_rotary_paged_attention(s, &ra);
+    }
     case VG_OP_LM_ADVANCE: { /* one row, done at once (its limit is 0): token and state into c */
         int32_t *c = (int32_t *)g.c;
         vg_lm_advance_args la = {.struct_size = sizeof la, .rows = 1, .block_size = 16, .max_blocks = 1,
@@ -531,6 +548,39 @@ static void test_kv_store(void **state)
                        VG_ERR_INVALID_ARG, "kv_store", "U8");
     assert_zero(g.c, 256);
     VG_CHECK(vg_op_kv_store(g.s, VG_DTYPE_F16, g.a, HIDDEN, g.b, HIDDEN, kc, vc, g.idx, 0, HEADS, HD));
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
+static void test_rotary_paged_attention(void **state)
+{
+    (void)state;
+    const char *op = "rotary_paged_attention";
+    VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(g.s, NULL), VG_ERR_INVALID_ARG, op, "args is NULL");
+    VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(NULL, NULL), VG_ERR_INVALID_ARG, op, "stream is NULL");
+    vg_rotary_paged_args a = rotary_paged_args();
+    a.struct_size = 8;
+    VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(g.s, &a), VG_ERR_INVALID_ARG, op, "struct_size", "8");
+    /* each of the two ops' checks, then the op's own */
+    a = rotary_paged_args(), a.pos = NULL;
+    VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(g.s, &a), VG_ERR_INVALID_ARG, "rotary_kv_store", "pos is NULL");
+    a = rotary_paged_args(), a.k_norm = NULL;
+    VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(g.s, &a), VG_ERR_INVALID_ARG, "q_norm and k_norm");
+    a = rotary_paged_args(), a.num_seqs = 0;
+    VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(g.s, &a), VG_ERR_INVALID_ARG, "paged_attention", "num_seqs", "0");
+    a = rotary_paged_args(), a.heads = 3;
+    VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(g.s, &a), VG_ERR_INVALID_ARG, "ld");
+    a = rotary_paged_args(), a.ld_out = HIDDEN - 1;
+    VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(g.s, &a), VG_ERR_INVALID_ARG, "paged_attention", "ld_out");
+    a = rotary_paged_args(), a.out = g.c + 8;
+    VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(g.s, &a), VG_ERR_INVALID_ARG, op, "out overlaps");
+    a = rotary_paged_args(), a.out = (char *)a.k_cache;
+    VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(g.s, &a), VG_ERR_INVALID_ARG, op, "out overlaps");
+    a = rotary_paged_args(), a.dtype = VG_DTYPE_I32;
+    VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(g.s, &a), VG_ERR_INVALID_ARG, "I32");
+    assert_zero(g.c, 256);
+    /* within the rules: no rows */
+    a = rotary_paged_args(), a.rows = 0;
+    VG_CHECK(vg_op_rotary_paged_attention(g.s, &a));
     VG_CHECK(vg_stream_sync(g.s));
 }
 
@@ -1064,6 +1114,7 @@ int main(void)
         cmocka_unit_test_setup(test_layernorm, clear),
         cmocka_unit_test_setup(test_gather_weighted, clear),
         cmocka_unit_test_setup(test_rotary_kv_store, clear),
+        cmocka_unit_test_setup(test_rotary_paged_attention, clear),
         cmocka_unit_test_setup(test_sync_during_capture_refused, clear),
         cmocka_unit_test_setup(test_unsafe_calls_during_capture_refused, clear),
         cmocka_unit_test_setup(test_more_calls_during_capture_refused, clear),

@@ -181,7 +181,14 @@ typedef struct vgc_decode_call {
     const int32_t *context_lens, *query_start;
     int num_seqs, heads, kv_heads, head_dim, block_size;
     float scale;
+    /* rotary_paged_attention: q is its qkv, and rotary_kv_store's work comes first (decode_tc.cu
+     * does it inside its kernel, every other path launches it: vgc_decode_rope_first); NULL for
+     * paged_attention */
+    const vg_rotary_paged_args *rope;
 } vgc_decode_call;
+/* ops_lm.cu: a rotary_paged_attention call's rotary_kv_store, as its own launch (VG_OK and nothing
+ * for a plain paged_attention call). */
+vg_status vgc_decode_rope_first(vg_bk_stream *s, const vgc_decode_call *c);
 /* decode_tc.cu: paged decode attention on the tensor cores (BF16/F16, head_dim 64 or 128, up to
  * 8 query heads per KV head); VG_ERR_UNSUPPORTED, with no message, for a call it does not take
  * (the caller runs the CUDA-core kernel). */
@@ -222,6 +229,8 @@ vg_status vgc_op_gather_weighted(vg_bk_device *, vg_bk_stream *, vg_dtype, void 
  * runtime and the driver have WHILE nodes (CUDA 12.4), else 0 (HIP: always 0) */
 vg_status vgc_op_lm_advance(vg_bk_device *, vg_bk_stream *, const vg_lm_advance_args *);
 uint64_t vgc_loop_caps(void);
+/* ops_lm.cu: op table version 8 */
+vg_status vgc_op_rotary_paged_attention(vg_bk_device *, vg_bk_stream *, const vg_rotary_paged_args *);
 
 /* comm.cu: communicators (ABI 1.5) over NCCL (RCCL on HIP), dlopen()ed at the first device_info.
  * vgc_comm_caps: VG_CAP_COMM (and VG_CAP_COMM_CAPTURE) when the library loaded. Every

@@ -20,8 +20,10 @@ vg_status vgc_decode_lib(vg_bk_stream *s, const vgc_decode_call *c, int pick);
 /* Whether to take the library for this call (0: vg's kernel), with how many splits and which of
  * its kernel's variants: the measured choice for its shape, timing `own` (vg's kernel) and the
  * library at a few split counts and variants on the call's operands, each as a replayed graph
- * runs it after an L2 clearing, the first time a shape comes outside capture; vg's kernel while a
- * shape is unmeasured.
+ * runs it after an L2 clearing, the first time a shape comes outside capture (vg's kernel must be
+ * 5% faster: near ties went the other way in the step); vg's kernel while a shape is unmeasured.
+ * A rotary_paged_attention call (c->rope) is its own shape: vg's kernel does the rotary inside,
+ * the library's candidates are timed with rotary_kv_store's launch before them.
  * VG_CUDA_DECODE=vg|flashinfer|flashinfer_deep fixes the choice (the library at its default
  * split count, in its own shape or the deeper one); flashinfer_whole and flashinfer_deep_whole
  * take the library without splits. */

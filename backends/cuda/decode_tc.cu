@@ -12,7 +12,17 @@
  * and outputs stay in registers with attention_tc.cuh's online softmax; the warps' four states
  * are joined once, at the end, through shared memory. Where the CUDA-core kernel spends a dot
  * product of head_dim per (head, position) on its lanes, here one m16n8k16 covers 16 heads,
- * 8 positions and 16 dimensions. */
+ * 8 positions and 16 dimensions.
+ *
+ * With ROPE the kernel is rotary_paged_attention's (vg_ops.h): q, keys and values come unrotated
+ * in the qkv rows, and rotary_kv_store's work is done where they are read. The queries are
+ * normalised and rotated in shared memory before the first tile; the new tokens' positions
+ * (those of the row's sequence from context_len - its query rows on) are copied from qkv instead
+ * of the cache, and their keys normalised and rotated in the warp's stage; and the blocks of slice
+ * 0 store their row's new key and value in the cache for the calls after this one (no block of
+ * this call reads them there). */
+#include <limits.h>
+
 #include "attention_tc.cuh"
 #include "decode_split.cuh"
 
@@ -34,14 +44,62 @@ template <int HD> struct dt_shape {
     static constexpr size_t join_bytes = (size_t)DT_WARPS * 16 * (JS + 2) * 4; /* o, m, l */
     static constexpr size_t area = stage_bytes > join_bytes ? stage_bytes : join_bytes;
     static constexpr size_t smem = q_bytes + (area > sizeof(pd_merge_smem) ? area : sizeof(pd_merge_smem));
+    /* with ROPE, after the rest: the q and k norms' weights and the row's angles, as floats */
+    static constexpr size_t rope_bytes = (2 * HD + 2 * (HD / 2)) * 4;
 };
 
+/* rotary_kv_store's arguments, for the kernel with ROPE. */
+template <typename T> struct dt_rope {
+    const T *q_norm, *k_norm; /* both or neither */
+    float eps, log2_theta;
+    const int32_t *pos, *slots;
+    T *k_cache, *v_cache; /* the caches, written */
+};
+
+/* What the kernel with ROPE keeps in shared memory from before its grid wait (none of it comes
+ * from the previous kernel): the norms' weights and the cosine and sine of each pair at the row's
+ * position. */
+template <int HD> struct dt_rope_smem {
+    float qw[HD], kw[HD], c[HD / 2], s[HD / 2];
+};
+
+/* rotary_kv_store's norm and rotation of one head (x, to y: may be x), by one warp, lane l taking
+ * the elements l + 32·i: the statistics in the order k_rotary_kv_store (ops_lm.cu) takes them,
+ * each pair by vgk_norm_rotate, so the results are that kernel's. w: the norm's weights (null:
+ * none); c, s: the angles of the pairs (c null: computed at p). */
 template <typename T, int HD>
+__device__ __forceinline__ void dt_rope_head(const T *x, T *y, const float *w, float eps, const float *c,
+                                             const float *s, float p, float log2_theta)
+{
+    const int lane = threadIdx.x % 32;
+    T v[HD / 32];
+#pragma unroll
+    for (int i = 0; i < HD / 32; i++) v[i] = x[lane + 32 * i];
+    float inv = 1.0f;
+    if (w) {
+        float ss = 0.0f;
+#pragma unroll
+        for (int i = 0; i < HD / 32; i++) ss += vgk_to_f(v[i]) * vgk_to_f(v[i]);
+        inv = rsqrtf(vgk_warp_sum(ss) / (float)HD + eps);
+    }
+#pragma unroll
+    for (int i = 0; i < HD / 64; i++) {
+        const int j = lane + 32 * i;
+        float cj, sj;
+        if (c) cj = c[j], sj = s[j];
+        else vgk_rotary_cs(j, HD, p, log2_theta, &cj, &sj);
+        vgk_norm_rotate(v[i], v[i + HD / 64], w != nullptr, w ? w[j] : 0.0f, w ? w[j + HD / 2] : 0.0f, inv, cj, sj);
+    }
+#pragma unroll
+    for (int i = 0; i < HD / 32; i++) y[lane + 32 * i] = v[i];
+}
+
+template <typename T, int HD, bool ROPE>
 __global__ void __launch_bounds__(DT_WARPS * 32)
 k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, const T *v_cache,
             const int32_t *block_tables, int max_blocks, const int32_t *context_lens,
             const int32_t *query_start, int num_seqs, int heads, int kv_heads, int block_size,
-            float scale_log2, int nsplit, float *part, unsigned *counters)
+            float scale_log2, int nsplit, float *part, unsigned *counters, dt_rope<T> rope)
 {
     using S = dt_shape<HD>;
     constexpr int LDS = S::LDS, KS = S::KS, NT = S::NT;
@@ -54,12 +112,36 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
     const int64_t rows = gridDim.x;
     const pd_parts pt = {part, part ? part + rows * heads * (int64_t)nsplit * HD : nullptr, nsplit};
     T *orow = out + (int64_t)row * ld_out + (int64_t)h0 * HD;
+    dt_rope_smem<HD> &rs = *(dt_rope_smem<HD> *)(dt_smem + S::smem);
+    float prow = 0.0f; /* the row's rotary position */
+    int32_t slot = -1;  /* and its new entries' slot */
+    if (ROPE) { /* step metadata and weights, written before the previous kernel began: ahead of the wait */
+        prow = (float)rope.pos[row], slot = rope.slots[row];
+        for (int i = threadIdx.x; i < HD; i += DT_WARPS * 32) {
+            rs.qw[i] = rope.q_norm ? vgk_to_f(rope.q_norm[i]) : 0.0f;
+            rs.kw[i] = rope.k_norm ? vgk_to_f(rope.k_norm[i]) : 0.0f;
+            if (i < HD / 2) vgk_rotary_cs(i, HD, prow, rope.log2_theta, &rs.c[i], &rs.s[i]);
+        }
+    }
     vgk_grid_sync();
+    const int64_t cache_ld = (int64_t)kv_heads * HD, ko = (int64_t)kvh * HD;
+    /* with ROPE, by slice 0 once its work is done: the row's new key (warp 0, normalised and rotated)
+     * and value (warp 1) to its slot, for the calls after this one */
+    auto store_new = [&]() {
+        if (!ROPE || split != 0 || warp >= 2 || slot < 0) return;
+        const T *src = q + (int64_t)row * ld_q + (int64_t)(heads + warp * kv_heads) * HD + ko;
+        T *dst = (warp == 0 ? rope.k_cache : rope.v_cache) + (int64_t)slot * cache_ld + ko;
+        if (warp == 0) dt_rope_head<T, HD>(src, dst, rope.k_norm ? rs.kw : nullptr, rope.eps, rs.c, rs.s, prow, rope.log2_theta);
+        else
+            for (int i = lane; i < HD; i += 32) dst[i] = src[i];
+    };
 
     int seq;
     int64_t b0, b1;
     pd_slice_range(row, context_lens, query_start, num_seqs, max_blocks, block_size, nsplit, split, &seq, &b0, &b1);
     if (b0 >= b1) {
+        if (ROPE) __syncthreads(); /* the weights and angles */
+        store_new();
         pd_empty_slice(*(pd_merge_smem *)area, pt, counters, orow, row, heads, h0, group, HD, split);
         return;
     }
@@ -75,21 +157,30 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
 
     T *wst = (T *)area + (size_t)warp * 2 * 2 * S::TILE; /* this warp's two [K, V] stages */
     const int32_t *table = block_tables + (int64_t)seq * max_blocks;
-    const int64_t cache_ld = (int64_t)kv_heads * HD, ko = (int64_t)kvh * HD;
+    /* with ROPE: positions from new0 on are the sequence's new tokens, qkv rows from qs0 on */
+    const int qs0 = ROPE ? query_start[seq] : 0;
+    const int new0 = ROPE ? context_lens[seq] - (query_start[seq + 1] - qs0) : INT_MAX;
     auto issue = [&](int t0, int st) { /* positions past the slice: zeros */
         T *kd = wst + st * 2 * S::TILE, *vd = kd + S::TILE;
-        /* lane r finds position t0 + r's cache row once (a table read, a division); the lanes
-         * copying that row's vectors take it by shuffle */
+        /* lane r finds position t0 + r's key and value once (a table read, a division); the lanes
+         * copying that row's vectors take them by shuffle */
         const int pr = t0 + lane % DT_TK;
-        const int64_t row_at =
-            pr < p1 ? ((int64_t)table[pr / block_size] * block_size + pr % block_size) * cache_ld + ko : 0;
+        const T *kr = k_cache, *vr = v_cache;
+        if (ROPE && pr >= new0 && pr < p1) {
+            kr = q + (int64_t)(qs0 + pr - new0) * ld_q + (int64_t)heads * HD + ko;
+            vr = kr + cache_ld;
+        } else if (pr < p1) {
+            const int64_t at = ((int64_t)table[pr / block_size] * block_size + pr % block_size) * cache_ld + ko;
+            kr += at, vr += at;
+        }
 #pragma unroll
         for (int i = lane; i < DT_TK * (HD / 8); i += 32) {
             const int r = i / (HD / 8), v = i % (HD / 8);
             const bool in = t0 + r < p1;
-            const int64_t at = __shfl_sync(0xffffffffu, row_at, r) + v * 8;
-            cp_async16(kd + r * LDS + v * 8, k_cache + (in ? at : 0), in ? 16 : 0);
-            cp_async16(vd + r * LDS + v * 8, v_cache + (in ? at : 0), in ? 16 : 0);
+            const T *ks = (const T *)__shfl_sync(0xffffffffu, (unsigned long long)kr, r) + v * 8;
+            const T *vs = (const T *)__shfl_sync(0xffffffffu, (unsigned long long)vr, r) + v * 8;
+            cp_async16(kd + r * LDS + v * 8, in ? ks : k_cache, in ? 16 : 0);
+            cp_async16(vd + r * LDS + v * 8, in ? vs : v_cache, in ? 16 : 0);
         }
         cp_async_commit();
     };
@@ -103,6 +194,12 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
         cp_async_wait<0>();
     }
     __syncthreads();
+    if (ROPE) { /* the group's queries normalised and rotated at the row's position, a warp a head */
+        for (int r = warp; r < group; r += DT_WARPS)
+            dt_rope_head<T, HD>(qs + r * LDS, qs + r * LDS, rope.q_norm ? rs.qw : nullptr, rope.eps, rs.c, rs.s,
+                                prow, rope.log2_theta);
+        __syncthreads();
+    }
     uint32_t qf[KS][4];
 #pragma unroll
     for (int k = 0; k < KS; k++) ldmatrix_x4(qf[k], qs + (lane % 16) * LDS + k * 16 + (lane / 16) * 8);
@@ -119,6 +216,15 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
             cp_async_wait<0>();
         }
         __syncwarp(); /* every lane's copies of this tile have landed */
+        if (ROPE && t0 + DT_TK > new0) { /* the new tokens' keys, as rotary_kv_store leaves them */
+            T *kt = wst + st * 2 * S::TILE;
+            for (int r = new0 > t0 ? new0 - t0 : 0; r < DT_TK && t0 + r < p1; r++) {
+                const int src = qs0 + t0 + r - new0; /* its qkv row: this row's angles, or its own */
+                dt_rope_head<T, HD>(kt + r * LDS, kt + r * LDS, rope.k_norm ? rs.kw : nullptr, rope.eps,
+                                    src == row ? rs.c : nullptr, rs.s, (float)rope.pos[src], rope.log2_theta);
+            }
+            __syncwarp();
+        }
         const T *ks = wst + st * 2 * S::TILE, *vs = ks + S::TILE;
         float s[2][4] = {};
 #pragma unroll
@@ -143,6 +249,7 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
         __syncwarp(); /* this stage is refilled by the issue two tiles from now */
     }
 
+    store_new();
     /* the join: each warp's output, max (raw score units) and sum of its rows lane / 4 and + 8 */
 #pragma unroll
     for (int i = 0; i < 2; i++) {
@@ -190,8 +297,12 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
 template <typename T, int HD>
 static cudaError_t dt_prepare_one()
 {
-    return cudaFuncSetAttribute(k_decode_tc<T, HD>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                (int)dt_shape<HD>::smem);
+    cudaError_t e = cudaFuncSetAttribute(k_decode_tc<T, HD, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)dt_shape<HD>::smem);
+    if (e == cudaSuccess)
+        e = cudaFuncSetAttribute(k_decode_tc<T, HD, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)(dt_shape<HD>::smem + dt_shape<HD>::rope_bytes));
+    return e;
 }
 
 vg_status vgc_decode_tc_prepare(void)
@@ -210,10 +321,17 @@ static void dt_launch(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
     float *part = nsplit > 1 ? (float *)s->gemm_workspace : nullptr;
     unsigned *counters = nsplit > 1 ? s->counters + VGC_COUNTERS_ATTENTION : nullptr;
     dim3 grid((unsigned)c->rows, (unsigned)c->kv_heads, (unsigned)nsplit);
-    vgc_launch(s, k_decode_tc<T, HD>, grid, DT_WARPS * 32, dt_shape<HD>::smem, (const T *)c->q, c->ld_q,
-               (T *)c->out, c->ld_out, (const T *)c->k_cache, (const T *)c->v_cache, c->block_tables,
-               c->max_blocks, c->context_lens, c->query_start, c->num_seqs, c->heads, c->kv_heads,
-               c->block_size, c->scale * 1.4426950408889634f, nsplit, part, counters);
+    const vg_rotary_paged_args *a = c->rope;
+    const dt_rope<T> rope = {a ? (const T *)a->q_norm : nullptr, a ? (const T *)a->k_norm : nullptr,
+                             a ? a->eps : 0.0f, a ? log2f(a->theta) : 0.0f, a ? a->pos : nullptr,
+                             a ? a->slots : nullptr, a ? (T *)a->k_cache : nullptr, a ? (T *)a->v_cache : nullptr};
+#define DT_ARGS (const T *)c->q, c->ld_q, (T *)c->out, c->ld_out, (const T *)c->k_cache, (const T *)c->v_cache, \
+                c->block_tables, c->max_blocks, c->context_lens, c->query_start, c->num_seqs, c->heads, c->kv_heads, \
+                c->block_size, c->scale * 1.4426950408889634f, nsplit, part, counters, rope
+    if (a) vgc_launch(s, k_decode_tc<T, HD, true>, grid, DT_WARPS * 32, dt_shape<HD>::smem + dt_shape<HD>::rope_bytes,
+                      DT_ARGS);
+    else vgc_launch(s, k_decode_tc<T, HD, false>, grid, DT_WARPS * 32, dt_shape<HD>::smem, DT_ARGS);
+#undef DT_ARGS
 }
 
 vg_status vgc_decode_tc(vg_bk_stream *s, const vgc_decode_call *c)

@@ -54,6 +54,30 @@ __device__ __forceinline__ float vgk_rotary_angle(const int32_t *pos, int64_t r,
     return (float)pos[2 * r + (i < half / 2 ? 0 : 1)] * vgk_rotary_freq(i, half, log2_theta);
 }
 
+/* rotary_kv_store's rotation (vg_ops.h) of pair (j, j + head_dim/2) of a head at position p: the
+ * angle's cosine and sine. */
+__device__ __forceinline__ void vgk_rotary_cs(int j, int head_dim, float p, float log2_theta, float *c, float *s)
+{
+    sincosf(p * exp2f(-log2_theta * (float)(2 * j) / (float)head_dim), s, c);
+}
+
+/* One pair of a query or key head as rotary_kv_store leaves it: normalised by inv with the norm's
+ * weights (w0, w1) where `norm` (rounded to T, as rmsnorm_heads leaves it), then rotated by the
+ * angle of cosine c and sine s; x0 and x1 in, rounded results out. Shared by rotary_kv_store's
+ * kernel and the tensor-core decode kernel that does its work in place. */
+template <typename T>
+__device__ __forceinline__ void vgk_norm_rotate(T &x0t, T &x1t, bool norm, float w0, float w1, float inv, float c,
+                                                float s)
+{
+    float x0 = vgk_to_f(x0t), x1 = vgk_to_f(x1t);
+    if (norm) {
+        x0 = vgk_to_f(vgk_from_f<T>(w0 * (x0 * inv)));
+        x1 = vgk_to_f(vgk_from_f<T>(w1 * (x1 * inv)));
+    }
+    x0t = vgk_from_f<T>(x0 * c - x1 * s);
+    x1t = vgk_from_f<T>(x1 * c + x0 * s);
+}
+
 /* First statement of every kernel (see vgc_launch): wait until the kernel before this one on the
  * stream has completed and its writes are visible, then allow the next kernel to be scheduled
  * (it waits the same way). A no-op before sm_90, on HIP, and without a programmatic launch

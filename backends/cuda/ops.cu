@@ -132,4 +132,5 @@ vg_op_table vgc_ops = {
     vgc_op_gather_weighted,
     vgc_op_rotary_kv_store,
     vgc_op_lm_advance,
+    vgc_op_rotary_paged_attention,
 };

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Decoder-LM kernels of the op table (version 4): rotary, rmsnorm_heads, kv_store,
- * paged_attention, argmax, and version 6's rotary_kv_store (the first three in one launch), correct for every shape the catalogue allows, fp32 accumulation.
+ * paged_attention, argmax, version 6's rotary_kv_store (the first three in one launch) and
+ * version 8's rotary_paged_attention (that and paged_attention: in one kernel where decode_tc.cu
+ * takes the call, else two launches), correct for every shape the catalogue allows, fp32
+ * accumulation.
  * paged_attention is split over the context for decode (see k_paged_split; on NVIDIA, decode_tc.cu's
  * tensor-core kernel takes the BF16/F16 shapes it covers, with the same merge); the others are one
  * block or warp per row or head, their loads batched before first use. The core has validated
@@ -196,14 +199,11 @@ __global__ void k_rotary_kv_store(T *x, int64_t ld, int rows, int heads, int kv_
                     ? k_cache + (int64_t)slot * width + (int64_t)(h - heads) * head_dim
                     : nullptr;
         for (int j = lane; j < half; j += 32) {
-            float x0 = vgk_to_f(base[j]), x1 = vgk_to_f(base[j + half]);
-            if (w) {
-                x0 = vgk_to_f(vgk_from_f<T>(vgk_to_f(w[j]) * (x0 * inv)));
-                x1 = vgk_to_f(vgk_from_f<T>(vgk_to_f(w[j + half]) * (x1 * inv)));
-            }
+            T y0 = base[j], y1 = base[j + half];
             float c, sn;
-            sincosf(p * exp2f(-log2_theta * (float)(2 * j) / (float)head_dim), &sn, &c);
-            const T y0 = vgk_from_f<T>(x0 * c - x1 * sn), y1 = vgk_from_f<T>(x1 * c + x0 * sn);
+            vgk_rotary_cs(j, head_dim, p, log2_theta, &c, &sn);
+            vgk_norm_rotate(y0, y1, w != nullptr, w ? vgk_to_f(w[j]) : 0.0f, w ? vgk_to_f(w[j + half]) : 0.0f, inv,
+                            c, sn);
             base[j] = y0;
             base[j + half] = y1;
             if (kd) {
@@ -641,18 +641,65 @@ static vg_status pd_run(vg_bk_stream *s, const T *q, int64_t ld_q, T *out, int64
     return VG_OK;
 }
 
+vg_status vgc_decode_rope_first(vg_bk_stream *s, const vgc_decode_call *c)
+{
+    const vg_rotary_paged_args *a = c->rope;
+    if (!a) return VG_OK;
+    return vgc_op_rotary_kv_store(s->dev, s, a->dtype, a->qkv, a->ld, a->rows, a->heads, a->kv_heads,
+                                  a->head_dim, a->q_norm, a->k_norm, a->eps, a->pos, a->theta, a->k_cache,
+                                  a->v_cache, a->slots);
+}
+
 /* vg's own kernels for a split-capable call (and the timed choice's candidate against the kernel
- * library): the tensor-core kernel where it takes the shape, else the CUDA-core split kernel. */
+ * library): the tensor-core kernel where it takes the shape (with rotary_kv_store's work inside
+ * it), else the CUDA-core split kernel (after that work's own launch). */
 static vg_status decode_own(vg_bk_stream *s, const vgc_decode_call *c)
 {
-    const vg_status st = vgc_decode_tc(s, c);
+    vg_status st = vgc_decode_tc(s, c);
     if (st != VG_ERR_UNSUPPORTED) return st;
+    st = vgc_decode_rope_first(s, c);
+    if (st != VG_OK) return st;
     VGK_FLOAT_DISPATCH(c->t, T, return pd_run<T>(s, (const T *)c->q, c->ld_q, (T *)c->out, c->ld_out, c->rows,
                                                  (const T *)c->k_cache, (const T *)c->v_cache,
                                                  c->block_tables, c->max_blocks, c->context_lens,
                                                  c->query_start, c->num_seqs, c->heads, c->kv_heads,
                                                  c->head_dim, c->block_size, c->scale));
     return VG_ERR_INTERNAL;
+}
+
+/* paged_attention, or rotary_paged_attention with c->rope: the library or vg's kernels where the
+ * split kernels can take the call, as measured, else the first kernel. */
+static vg_status paged_run(vg_bk_stream *s, const vgc_decode_call *c)
+{
+    const vg_dtype t = c->t;
+    const int64_t rows = c->rows;
+    const int heads = c->heads;
+    if (heads > 65535)
+        return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": paged_attention: heads %d > 65535",
+                       heads);
+    if (rows > 0x7fffffffLL)
+        return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": paged_attention: %lld rows exceed the grid",
+                       (long long)rows);
+    /* the split kernel reads keys and values 8 elements at a time */
+    size_t vec = 8 * (t == VG_DTYPE_F32 ? 4 : 2);
+    int split_ok = !s->dev->simple_attention && ((uintptr_t)c->k_cache | (uintptr_t)c->v_cache) % vec == 0;
+    if (split_ok) {
+#ifdef VG_HAVE_KERNEL_LIBS /* FlashInfer's batch decode where it was compiled and measures faster */
+        const int pick = vgc_decode_lib_takes(s, c) ? vgc_decode_lib_pick(s, c, decode_own) : 0;
+        if (pick) return vgc_decode_lib(s, c, pick);
+#endif
+        return decode_own(s, c);
+    }
+    vg_status st = vgc_decode_rope_first(s, c);
+    if (st != VG_OK) return st;
+    dim3 grid((unsigned)rows, (unsigned)heads);
+    VGK_FLOAT_DISPATCH(t, T, vgc_launch(s, k_paged_attention<T>, grid, PA_THREADS, 0, (const T *)c->q, c->ld_q,
+                                        (T *)c->out, c->ld_out, (int)rows, (const T *)c->k_cache,
+                                        (const T *)c->v_cache, c->block_tables, c->max_blocks, c->context_lens,
+                                        c->query_start, c->num_seqs, heads, c->kv_heads, c->head_dim,
+                                        c->block_size, c->scale));
+    VGC_CHECK_LAUNCH("paged_attention");
+    return VG_OK;
 }
 
 vg_status vgc_op_paged_attention(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void *q,
@@ -664,33 +711,20 @@ vg_status vgc_op_paged_attention(vg_bk_device *, vg_bk_stream *s, vg_dtype t, co
                                  int block_size, float scale)
 {
     if (!rows) return VG_OK;
-    if (heads > 65535)
-        return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": paged_attention: heads %d > 65535",
-                       heads);
-    if (rows > 0x7fffffffLL)
-        return VGC_ERR(VG_ERR_UNSUPPORTED, VG_VENDOR_NAME ": paged_attention: %lld rows exceed the grid",
-                       (long long)rows);
-    /* the split kernel reads keys and values 8 elements at a time */
-    size_t vec = 8 * (t == VG_DTYPE_F32 ? 4 : 2);
-    int split_ok = !s->dev->simple_attention && ((uintptr_t)k_cache | (uintptr_t)v_cache) % vec == 0;
-    if (split_ok) {
-        const vgc_decode_call c = {t, q, ld_q, out, ld_out, rows, k_cache, v_cache, block_tables,
-                                   max_blocks, context_lens, query_start, num_seqs, heads, kv_heads,
-                                   head_dim, block_size, scale};
-#ifdef VG_HAVE_KERNEL_LIBS /* FlashInfer's batch decode where it was compiled and measures faster */
-        const int pick = vgc_decode_lib_takes(s, &c) ? vgc_decode_lib_pick(s, &c, decode_own) : 0;
-        if (pick) return vgc_decode_lib(s, &c, pick);
-#endif
-        return decode_own(s, &c);
-    }
-    dim3 grid((unsigned)rows, (unsigned)heads);
-    VGK_FLOAT_DISPATCH(t, T, vgc_launch(s, k_paged_attention<T>, grid, PA_THREADS, 0, (const T *)q,
-                                        ld_q, (T *)out, ld_out, (int)rows, (const T *)k_cache,
-                                        (const T *)v_cache, block_tables, max_blocks,
-                                        context_lens, query_start, num_seqs, heads, kv_heads,
-                                        head_dim, block_size, scale));
-    VGC_CHECK_LAUNCH("paged_attention");
-    return VG_OK;
+    const vgc_decode_call c = {t, q, ld_q, out, ld_out, rows, k_cache, v_cache, block_tables,
+                               max_blocks, context_lens, query_start, num_seqs, heads, kv_heads,
+                               head_dim, block_size, scale, nullptr};
+    return paged_run(s, &c);
+}
+
+/* ---- rotary_paged_attention (op table version 8) ---------------------------------------------- */
+
+vg_status vgc_op_rotary_paged_attention(vg_bk_device *, vg_bk_stream *s, const vg_rotary_paged_args *a)
+{
+    const vgc_decode_call c = {a->dtype, a->qkv, a->ld, a->out, a->ld_out, a->rows, a->k_cache, a->v_cache,
+                               a->block_tables, a->max_blocks, a->context_lens, a->query_start, a->num_seqs,
+                               a->heads, a->kv_heads, a->head_dim, a->block_size, a->scale, a};
+    return paged_run(s, &c);
 }
 
 /* ---- argmax --------------------------------------------------------------------------------------- */

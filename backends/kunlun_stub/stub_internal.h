@@ -55,10 +55,10 @@ typedef struct stub_import {
     size_t bytes;
 } stub_import;
 
-/* The ops this stub implements: VG_OP_FILL up to VG_OP_LM_ADVANCE (op table version 7).
+/* The ops this stub implements: VG_OP_FILL up to VG_OP_ROTARY_PAGED_ATTENTION (op table version 8).
  * Not VG_OP_COUNT_: an op appended to the catalogue is not implemented here until someone writes
  * it. */
-#define STUB_OP_COUNT (VG_OP_LM_ADVANCE + 1)
+#define STUB_OP_COUNT (VG_OP_ROTARY_PAGED_ATTENTION + 1)
 
 /* Caller-owned memory registered with mem_register (ABI 1.3): host memory on this device. */
 typedef struct stub_region {
@@ -97,7 +97,7 @@ struct vg_bk_device {
 };
 
 /* One enqueued unit of work: a function and a private copy of its arguments. */
-#define STUB_CMD_ARGS 160
+#define STUB_CMD_ARGS 192
 typedef struct stub_cmd {
     void (*run)(struct vg_bk_stream *s, const void *args);
     int op; /* vg_op_id, or STUB_NOT_AN_OP for copies and memset (always capturable) */
@@ -258,6 +258,7 @@ vg_status stub_op_paged_attention(vg_bk_device *, vg_bk_stream *, vg_dtype, cons
                                   int, int, int, float);
 vg_status stub_op_argmax(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, int64_t, int64_t,
                          int64_t, int32_t *);
+vg_status stub_op_rotary_paged_attention(vg_bk_device *, vg_bk_stream *, const vg_rotary_paged_args *);
 /* stub_ops_vision.c */
 vg_status stub_op_layernorm(vg_bk_device *, vg_bk_stream *, vg_dtype, const void *, const void *,
                             const void *, void *, int64_t, int64_t, float);

@@ -180,4 +180,5 @@ const vg_op_table stub_ops = {
     .gather_weighted = stub_op_gather_weighted,
     .rotary_kv_store = stub_op_rotary_kv_store,
     .lm_advance = stub_op_lm_advance,
+    .rotary_paged_attention = stub_op_rotary_paged_attention,
 };

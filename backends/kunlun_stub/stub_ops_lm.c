@@ -257,6 +257,31 @@ vg_status stub_op_paged_attention(vg_bk_device *dev, vg_bk_stream *s, vg_dtype d
                        sizeof a);
 }
 
+/* ---- rotary_paged_attention (op table version 8) ------------------------------------------------ */
+
+/* One command: the two ops' work in order (a host has nothing to gain from fusing them; what a
+ * vendor's device gains is saving the launch between them and the round trip of the keys). */
+static void run_rotary_paged_attention(vg_bk_stream *s, const void *p)
+{
+    const vg_rotary_paged_args *a = p;
+    const rotary_kv_store_args rk = {a->dtype, a->qkv, a->ld, a->rows, a->heads, a->kv_heads, a->head_dim,
+                                     a->eps, a->theta, a->q_norm, a->k_norm, a->pos, a->slots, a->k_cache,
+                                     a->v_cache};
+    const paged_args pa = {a->dtype, a->qkv, a->ld, a->out, a->ld_out, a->rows, a->k_cache, a->v_cache,
+                           a->block_tables, a->max_blocks, a->context_lens, a->query_start, a->num_seqs,
+                           a->heads, a->kv_heads, a->head_dim, a->block_size, a->scale};
+    run_rotary_kv_store(s, &rk);
+    run_paged_attention(s, &pa);
+}
+
+vg_status stub_op_rotary_paged_attention(vg_bk_device *dev, vg_bk_stream *s, const vg_rotary_paged_args *a)
+{
+    (void)dev;
+    _Static_assert(sizeof *a <= STUB_CMD_ARGS, "rotary_paged_attention's arguments fit a command");
+    return stub_submit(s, VG_OP_ROTARY_PAGED_ATTENTION, "rotary_paged_attention", run_rotary_paged_attention, a,
+                       sizeof *a);
+}
+
 /* ---- argmax ------------------------------------------------------------------------------------ */
 
 typedef struct argmax_args {

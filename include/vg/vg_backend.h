@@ -172,9 +172,16 @@ typedef struct vg_op_table {
 
     vg_status (*lm_advance)(vg_bk_device *dev, vg_bk_stream *stream,
                             const vg_lm_advance_args *args);
+
+    /* ---- version 8: the new tokens' rotary and store inside paged attention ---- */
+
+    /* args: checked by the core (struct_size at least this version's), rows >= 1. Where the table
+     * has no such member the core runs rotary_kv_store and then paged_attention. */
+    vg_status (*rotary_paged_attention)(vg_bk_device *dev, vg_bk_stream *stream,
+                                        const vg_rotary_paged_args *args);
 } vg_op_table;
 
-#define VG_OP_TABLE_VERSION 7
+#define VG_OP_TABLE_VERSION 8
 
 /* What comm_create (ABI 1.5) receives. The core sets struct_size to sizeof(vg_bk_comm_args) and
  * has checked every field: 1 <= nranks, 0 <= rank < nranks, timeout_ms >= 1, and `id` holds the

@@ -151,6 +151,10 @@ VG_API vg_status vg_op_rotary_kv_store(vg_stream *s, vg_dtype dtype, void *qkv, 
 
 /* op table version 7 */
 VG_API vg_status vg_op_lm_advance(vg_stream *s, const vg_lm_advance_args *args);
+/* op table version 8 (vg_ops.h): rotary_kv_store and paged_attention in one op. Every device runs
+ * it: where the backend has no fused kernel the core makes the two calls (so the op is
+ * "supported" only where the backend fuses it: a model asks before moving work into it). */
+VG_API vg_status vg_op_rotary_paged_attention(vg_stream *s, const vg_rotary_paged_args *args);
 
 #ifdef __cplusplus
 }

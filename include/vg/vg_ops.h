@@ -179,6 +179,20 @@ typedef enum vg_activation {
  *               rotated, the value heads untouched. head_dim even; heads, kv_heads >= 1;
  *               eps >= 0; theta > 0. The caches must not overlap qkv.
  *
+ * rotary_paged_attention
+ *               rotary_kv_store followed by paged_attention with q = qkv (ld_q = ld), in one op
+ *               (vg_rotary_paged_args): the step between a decoder's qkv projection and its
+ *               attention output, where a device can rotate each new key in the kernel that reads
+ *               it instead of in a launch of its own. The preconditions of both ops, and three
+ *               more: out overlaps neither qkv nor a cache; every row of a sequence is a new token
+ *               whose slot is where block_tables puts its position (query row j of sequence s, of
+ *               n, at position context_lens[s] - n + j, goes to that position's slot), so a device
+ *               may take the new keys and values from qkv instead of reading them back from the
+ *               cache; and no new token's slot holds a position of the history another row reads.
+ *               The caches hold the new keys and values afterwards, as rotary_kv_store leaves
+ *               them; qkv's query and key heads are left either untouched or as rotary_kv_store
+ *               leaves them (the device's choice), its value heads untouched.
+ *
  * lm_advance    one step of a greedy generation loop, over `rows` sequences (vg_lm_advance_args;
  *               every array is I32 in device memory unless said otherwise, read when the op
  *               runs, so one capture serves every step of a device-side loop). state holds
@@ -242,6 +256,30 @@ typedef struct vg_lm_advance_args {
     const float *logits;          /* [rows, vocab], with logits_out */
     float *logits_out;            /* optional: [rows, ld_out, vocab] */
 } vg_lm_advance_args;
+
+/* Arguments of rotary_paged_attention (vg_ops.h, above; op table version 8): rotary_kv_store's,
+ * then paged_attention's without q. Members are only appended; struct_size is the caller's
+ * sizeof. */
+typedef struct vg_rotary_paged_args {
+    uint32_t struct_size; /* sizeof(vg_rotary_paged_args) */
+    vg_dtype dtype;
+    void *qkv;            /* [rows, ld]: heads query heads, kv_heads key heads, kv_heads value heads */
+    int64_t ld, rows;
+    int32_t heads, kv_heads, head_dim;
+    float eps;                   /* the q / k norms' */
+    const void *q_norm, *k_norm; /* optional, both or neither: [head_dim] */
+    const int32_t *pos;          /* [rows] */
+    float theta;
+    float scale;                 /* the softmax's */
+    void *k_cache, *v_cache;     /* [num_slots, kv_heads·head_dim] */
+    const int32_t *slots;        /* [rows] */
+    void *out;                   /* [rows, ld_out] */
+    int64_t ld_out;
+    const int32_t *block_tables; /* [num_seqs, max_blocks] */
+    const int32_t *context_lens; /* [num_seqs] */
+    const int32_t *query_start;  /* [num_seqs + 1] */
+    int32_t max_blocks, num_seqs, block_size;
+} vg_rotary_paged_args;
 
 /* The highest head_dim attention accepts. */
 #define VG_ATTENTION_MAX_HEAD_DIM 256
