@@ -6,7 +6,9 @@
  *                    normalises A: gemm_rmsnorm_a), per-head rmsnorm of q and k (Qwen3),
  *                    rotary on q and k, kv_store of k and v into the paged cache (the last
  *                    three as one rotary_kv_store where the device has it)
- *   layer i: attn    paged attention (the splitting piece: graph-safe for uniform steps only)
+ *   layer i: attn    paged attention (the splitting piece: graph-safe for uniform steps only);
+ *                    where the device has rotary_paged_attention, the attention does the
+ *                    rotary and the store too, and layer i: in ends with the qkv GEMM
  *   layer i: out     o-proj GEMM + residual, rmsnorm, gate|up GEMM, silu·mul, down GEMM +
  *                    residual (the rmsnorm and silu·mul inside the gate|up GEMM where the device
  *                    has gemm_rmsnorm_a and gemm_silu_gate)
@@ -81,6 +83,7 @@ static vg_status piece_attn_in(void *mp, vg_runner *r, const vg_piece *p, const 
     char *qkv = BUF(LB_QKV), *k = qkv + (size_t)qw * es(m), *v = k + (size_t)kvw * es(m);
     TRY(proj(m, s, T, W, c->hidden, BUF(LB_H), c->hidden, L->in_norm, BUF(LB_N), L->qkv_w, L->qkv_b,
              qkv, m->dt, NULL, VG_GEMM_GATE_NONE));
+    if (m->fused_attn) return VG_OK; /* the attention piece rotates and stores */
     if (m->fused_qkv)
         return vg_op_rotary_kv_store(s, m->dt, qkv, W, T, c->heads, c->kv_heads, c->head_dim,
                                      c->qk_norm ? L->q_norm : NULL, c->qk_norm ? L->k_norm : NULL,
@@ -105,6 +108,20 @@ static vg_status piece_attention(void *mp, vg_runner *r, const vg_piece *p, cons
     int64_t T = d->num_tokens;
     lm_meta_layout l;
     lm_meta_layout_of(m, T, &l);
+    if (m->fused_attn) {
+        const lm_layer *L = &m->w.layers[p->arg];
+        const vg_rotary_paged_args a = {
+            .struct_size = sizeof a, .dtype = m->dt, .qkv = BUF(LB_QKV), .ld = lm_qkv_width(c), .rows = T,
+            .heads = c->heads, .kv_heads = c->kv_heads, .head_dim = c->head_dim, .eps = c->eps,
+            .q_norm = c->qk_norm ? L->q_norm : NULL, .k_norm = c->qk_norm ? L->k_norm : NULL,
+            .pos = meta_at(r, l.pos), .theta = c->theta, .scale = 1.0f / sqrtf((float)c->head_dim),
+            .k_cache = lm_k_cache(m, (int)p->arg), .v_cache = lm_v_cache(m, (int)p->arg),
+            .slots = meta_at(r, l.slots), .out = BUF(LB_ATT), .ld_out = lm_q_width(c),
+            .block_tables = meta_at(r, l.btab), .context_lens = meta_at(r, l.ctx),
+            .query_start = meta_at(r, l.qstart), .max_blocks = l.max_blocks, .num_seqs = l.seqs,
+            .block_size = m->kv.block_size};
+        return vg_op_rotary_paged_attention(s, &a);
+    }
     return vg_op_paged_attention(s, m->dt, BUF(LB_QKV), lm_qkv_width(c), BUF(LB_ATT), lm_q_width(c),
                                  T, lm_k_cache(m, (int)p->arg), lm_v_cache(m, (int)p->arg),
                                  meta_at(r, l.btab), l.max_blocks, meta_at(r, l.ctx),
@@ -193,7 +210,6 @@ static int attention_graph_safe(void *mp, const vg_batch_desc *d)
 }
 
 static const vg_op_id k_ops_embed[] = {VG_OP_GATHER_ROWS};
-static const vg_op_id k_ops_attention[] = {VG_OP_PAGED_ATTENTION};
 
 #define OPS(list) .ops_used = (list), .num_ops_used = (int)VGM_ARRAY_LEN(list)
 #define OPS_N(list, n) .ops_used = (list), .num_ops_used = (n)
@@ -216,12 +232,15 @@ vg_status lm_pieces_init(vg_lm *m)
     m->fused_qkv = vgm_has_op(m->rt, VG_OP_ROTARY_KV_STORE, m->dt);
     m->gated_gu = vgm_has_op(m->rt, VG_OP_GEMM_SILU_GATE, m->dt);
     m->norm_gemm = vgm_has_op(m->rt, VG_OP_GEMM_RMSNORM_A, m->dt);
+    /* and version 8's: the new tokens' rotary and store inside the attention */
+    m->fused_attn = vgm_has_op(m->rt, VG_OP_ROTARY_PAGED_ATTENTION, m->dt);
+    m->op_attention = m->fused_attn ? VG_OP_ROTARY_PAGED_ATTENTION : VG_OP_PAGED_ATTENTION;
     vg_op_id norm = m->norm_gemm ? VG_OP_GEMM_RMSNORM_A : VG_OP_RMSNORM;
     int a = 0, b = 0, h = 0;
     m->ops_in[a++] = VG_OP_GEMM, m->ops_in[a++] = norm;
-    if (m->fused_qkv) {
+    if (m->fused_qkv && !m->fused_attn) {
         m->ops_in[a++] = VG_OP_ROTARY_KV_STORE;
-    } else {
+    } else if (!m->fused_attn) {
         m->ops_in[a++] = VG_OP_ROTARY, m->ops_in[a++] = VG_OP_KV_STORE;
         if (c->qk_norm) m->ops_in[a++] = VG_OP_RMSNORM_HEADS;
     }
@@ -240,7 +259,7 @@ vg_status lm_pieces_init(vg_lm *m)
                                     OPS_N(m->ops_in, m->nops_in)};
         m->pieces[k++] = (vg_piece){.name = "attention", .run = piece_attention,
                                     .flags = VG_PIECE_SPLITTING, .arg = i,
-                                    .graph_safe = attention_graph_safe, OPS(k_ops_attention)};
+                                    .graph_safe = attention_graph_safe, OPS_N(&m->op_attention, 1)};
         m->pieces[k++] = (vg_piece){.name = "attn_out_mlp", .run = piece_attn_out, .arg = i,
                                     .graph_safe = tp_graph_safe, OPS_N(m->ops_out, m->nops_out)};
     }

@@ -169,6 +169,8 @@ struct vg_lm {
     int fused_qkv;     /* the device has rotary_kv_store: one op after the qkv GEMM */
     int gated_gu;      /* the device gates a GEMM (gemm_silu_gate): no silu_mul op */
     int norm_gemm;     /* the device normalises a GEMM's A (gemm_rmsnorm_a): no rmsnorm op */
+    int fused_attn;    /* the device has rotary_paged_attention: rotary and store in the attention */
+    vg_op_id op_attention; /* the attention piece's op */
     vg_op_id ops_in[6], ops_out[4], ops_head[4]; /* the ops each piece runs, for its capture */
     int nops_in, nops_out, nops_head;
     void *meta_stage;  /* host staging of the per-step metadata */
