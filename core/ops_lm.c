@@ -6,6 +6,8 @@
  * fused kernel). Same pattern
  * as ops.c and ops_nn.c: the preconditions of vg_ops.h once, then what the device offers and
  * capture state, then one call into the plugin. */
+#include <string.h>
+
 #include "op_check.h"
 
 vg_status vg_op_rotary(vg_stream *s, vg_dtype dtype, void *x, int64_t ld, int64_t rows,
@@ -146,6 +148,12 @@ vg_status vg_op_argmax(vg_stream *s, vg_dtype dtype, const void *x, int64_t ld, 
 
 /* ---- op table version 6 ---------------------------------------------------------------------- */
 
+/* Bytes from the start of rows x (stride ld) to the end of its last row of `width` elements. */
+static size_t rows_span(int64_t rows, int64_t ld, int64_t width, size_t es)
+{
+    return ((size_t)(rows - 1) * (size_t)ld + (size_t)width) * es;
+}
+
 /* [a, a + a_bytes) and [b, b + b_bytes) share no byte. */
 static int disjoint(const void *a, size_t a_bytes, const void *b, size_t b_bytes)
 {
@@ -185,7 +193,7 @@ static vg_status rotary_kv_store_check(const vg_stream *s, vg_dtype dtype, const
     REQUIRE_ALIGNED(OP, "v_cache", v_cache, es);
     REQUIRE_ALIGNED(OP, "slots", slots, 4);
     if (rows) { /* the caches' extent is not known; their first slot's row must not be in qkv */
-        size_t qkv_bytes = ((size_t)(rows - 1) * (size_t)ld + (size_t)(heads + 2 * kv_heads) * (size_t)head_dim) * es;
+        size_t qkv_bytes = rows_span(rows, ld, (int64_t)(heads + 2 * kv_heads) * head_dim, es);
         REQUIRE(disjoint(qkv, qkv_bytes, k_cache, (size_t)width * es) &&
                     disjoint(qkv, qkv_bytes, v_cache, (size_t)width * es),
                 "rotary_kv_store: a cache overlaps qkv");
@@ -215,9 +223,13 @@ vg_status vg_op_rotary_paged_attention(vg_stream *s, const vg_rotary_paged_args 
 {
     REQUIRE_STREAM(OP, s);
     REQUIRE(args, OP ": args is NULL");
-    REQUIRE(args->struct_size >= sizeof *args, OP ": args.struct_size %u < %zu", args->struct_size,
-            sizeof *args);
-    const vg_rotary_paged_args *a = args;
+    REQUIRE(args->struct_size >= VG_ROTARY_PAGED_ARGS_SIZE_8, OP ": args.struct_size %u < %zu", args->struct_size,
+            (size_t)VG_ROTARY_PAGED_ARGS_SIZE_8);
+    vg_rotary_paged_args full; /* what the plugin reads: every member this core knows, zero past the caller's */
+    memset(&full, 0, sizeof full);
+    memcpy(&full, args, args->struct_size < sizeof full ? args->struct_size : sizeof full);
+    full.struct_size = sizeof full;
+    const vg_rotary_paged_args *a = &full;
     vg_status st = rotary_kv_store_check(s, a->dtype, a->qkv, a->ld, a->rows, a->heads, a->kv_heads, a->head_dim,
                                          a->q_norm, a->k_norm, a->eps, a->pos, a->theta, a->k_cache,
                                          a->v_cache, a->slots);
@@ -226,28 +238,39 @@ vg_status vg_op_rotary_paged_attention(vg_stream *s, const vg_rotary_paged_args 
                                a->block_tables, a->max_blocks, a->context_lens, a->query_start, a->num_seqs,
                                a->heads, a->kv_heads, a->head_dim, a->block_size);
     if (st != VG_OK) return st;
-    if (a->rows) { /* out is written while qkv and the caches are read */
-        size_t es = op_dtype_size(a->dtype), width = (size_t)a->heads * (size_t)a->head_dim;
-        size_t qkv_bytes = ((size_t)(a->rows - 1) * (size_t)a->ld + width + 2 * (size_t)a->kv_heads * (size_t)a->head_dim) * es;
-        size_t out_bytes = ((size_t)(a->rows - 1) * (size_t)a->ld_out + width) * es;
-        size_t slot_bytes = (size_t)a->kv_heads * (size_t)a->head_dim * es;
-        REQUIRE(disjoint(a->out, out_bytes, a->qkv, qkv_bytes) && disjoint(a->out, out_bytes, a->k_cache, slot_bytes) &&
-                    disjoint(a->out, out_bytes, a->v_cache, slot_bytes),
+    const size_t es = op_dtype_size(a->dtype);
+    const int64_t width = (int64_t)a->kv_heads * a->head_dim, hidden = (int64_t)a->heads * a->head_dim;
+    REQUIRE(a->num_slots >= 1 && a->num_slots <= (int64_t)(SIZE_MAX / 4 / es) / width,
+            OP ": num_slots %lld is not in [1, %lld]", (long long)a->num_slots,
+            (long long)((int64_t)(SIZE_MAX / 4 / es) / width));
+    if (a->rows) { /* out is written while qkv and the caches are read; qkv and the caches apart */
+        const size_t qkv_bytes = rows_span(a->rows, a->ld, hidden + 2 * width, es);
+        const size_t out_bytes = rows_span(a->rows, a->ld_out, hidden, es);
+        const size_t cache_bytes = (size_t)a->num_slots * (size_t)width * es;
+        REQUIRE(disjoint(a->out, out_bytes, a->qkv, qkv_bytes) && disjoint(a->out, out_bytes, a->k_cache, cache_bytes) &&
+                    disjoint(a->out, out_bytes, a->v_cache, cache_bytes),
                 OP ": out overlaps qkv or a cache");
+        REQUIRE(disjoint(a->qkv, qkv_bytes, a->k_cache, cache_bytes) && disjoint(a->qkv, qkv_bytes, a->v_cache, cache_bytes),
+                OP ": a cache overlaps qkv");
     }
+    /* the device's fused op where it has one (and can capture it, when capturing) ... */
     const uint32_t bit = VG_DTYPE_BIT(a->dtype);
+    const uint32_t need = VG_OP_SUPPORTED | (s->capturing ? VG_OP_CAPTURABLE : 0u);
     const vg_op_entry *e = &s->rt->op[VG_OP_ROTARY_PAGED_ATTENTION];
-    if ((e->flags & VG_OP_SUPPORTED) && (bit & e->dtypes)) {
-        OP_GATE(s, VG_OP_ROTARY_PAGED_ATTENTION, bit); /* capture state */
+    if ((e->flags & need) == need && (bit & e->dtypes)) {
         if (!a->rows) return VG_OK;
         return OP_CALL(s, rotary_paged_attention, a);
     }
-    /* the backend has no fused kernel: the two ops */
-    st = vg_op_rotary_kv_store(s, a->dtype, a->qkv, a->ld, a->rows, a->heads, a->kv_heads, a->head_dim, a->q_norm,
-                               a->k_norm, a->eps, a->pos, a->theta, a->k_cache, a->v_cache, a->slots);
+    /* ... else its two ops, both offered before the first runs (a refusal leaves nothing changed);
+     * where they are not either, the refusal names this op */
+    if (vg_op_gate(s, VG_OP_ROTARY_KV_STORE, bit) != VG_OK || vg_op_gate(s, VG_OP_PAGED_ATTENTION, bit) != VG_OK)
+        return vg_op_refuse(s, VG_OP_ROTARY_PAGED_ATTENTION, bit);
+    if (!a->rows) return VG_OK;
+    st = OP_CALL(s, rotary_kv_store, a->dtype, a->qkv, a->ld, a->rows, a->heads, a->kv_heads, a->head_dim, a->q_norm,
+                 a->k_norm, a->eps, a->pos, a->theta, a->k_cache, a->v_cache, a->slots);
     if (st != VG_OK) return st;
-    return vg_op_paged_attention(s, a->dtype, a->qkv, a->ld, a->out, a->ld_out, a->rows, a->k_cache, a->v_cache,
-                                 a->block_tables, a->max_blocks, a->context_lens, a->query_start, a->num_seqs,
-                                 a->heads, a->kv_heads, a->head_dim, a->block_size, a->scale);
+    return OP_CALL(s, paged_attention, a->dtype, a->qkv, a->ld, a->out, a->ld_out, a->rows, a->k_cache, a->v_cache,
+                   a->block_tables, a->max_blocks, a->context_lens, a->query_start, a->num_seqs, a->heads,
+                   a->kv_heads, a->head_dim, a->block_size, a->scale);
 }
 #undef OP

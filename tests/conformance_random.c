@@ -996,7 +996,7 @@ static vg_status enqueue(const tcase *c)
             .heads = c->heads, .kv_heads = c->kv_heads, .head_dim = c->hd, .eps = (float)c->eps,
             .q_norm = c->bias ? b[3].d : NULL, .k_norm = c->bias ? (char *)b[3].d + (size_t)c->hd * es : NULL,
             .pos = b[1].d, .theta = theta, .scale = (float)c->scale, .k_cache = base + (size_t)c->cols * es,
-            .v_cache = base + ((size_t)c->cols + (size_t)c->nslots * width) * es, .slots = b[2].d,
+            .v_cache = base + ((size_t)c->cols + (size_t)c->nslots * width) * es, .num_slots = c->nslots, .slots = b[2].d,
             .out = base + (size_t)c->count * es, .ld_out = c->ld2, .block_tables = b[4].d,
             .context_lens = b[5].d, .query_start = b[6].d, .max_blocks = c->max_blocks, .num_seqs = c->nseg,
             .block_size = c->block_size};

@@ -541,8 +541,9 @@ static void test_op_table_v6_plugin(void **state)
 }
 
 /* A version 7 op table (built before rotary_paged_attention): the core does not offer it, yet
- * vg_op_rotary_paged_attention still runs there, as rotary_kv_store then paged_attention, and
- * leaves what the stub's own member (version 8) leaves: the same output and caches. */
+ * vg_op_rotary_paged_attention still runs there, as rotary_kv_store then paged_attention (here
+ * captured in a graph and replayed), and leaves what the stub's own member (version 8, run
+ * eagerly) leaves: the same output and caches. */
 static void test_op_table_v7_plugin(void **state)
 {
     (void)state;
@@ -575,10 +576,23 @@ static void test_op_table_v7_plugin(void **state)
         const vg_rotary_paged_args a = {
             .struct_size = sizeof a, .dtype = VG_DTYPE_F32, .qkv = dq, .ld = LD, .rows = ROWS, .heads = HEADS,
             .kv_heads = 1, .head_dim = HD, .eps = 1e-6f, .q_norm = dn, .k_norm = dn + HD, .pos = dm,
-            .theta = 1e4f, .scale = 0.35f, .k_cache = kc, .v_cache = vc, .slots = dm + 3, .out = dout,
+            .theta = 1e4f, .scale = 0.35f, .k_cache = kc, .v_cache = vc, .num_slots = SLOTS, .slots = dm + 3, .out = dout,
             .ld_out = HEADS * HD, .block_tables = dm + 6, .context_lens = dm + 7, .query_start = dm + 8,
             .max_blocks = 1, .num_seqs = 1, .block_size = SLOTS};
-        VG_CHECK(vg_op_rotary_paged_attention(s, &a));
+        if (v == 0) {
+            VG_CHECK(vg_op_rotary_paged_attention(s, &a));
+        } else { /* the fallback's two ops, captured and replayed */
+            vg_graph *graph = NULL;
+            vg_graph_exec *exec = NULL;
+            VG_CHECK(vg_graph_capture_begin(s));
+            VG_CHECK(vg_op_rotary_paged_attention(s, &a));
+            VG_CHECK(vg_graph_capture_end(s, &graph));
+            VG_CHECK(vg_graph_instantiate(graph, &exec));
+            VG_CHECK(vg_graph_destroy(graph));
+            VG_CHECK(vg_graph_exec_launch(exec, s));
+            VG_CHECK(vg_stream_sync(s));
+            VG_CHECK(vg_graph_exec_destroy(exec));
+        }
         VG_CHECK(vg_mem_copy_d2h(s, got[v], dout, sizeof got[v]));
         VG_CHECK(vg_stream_sync(s));
         void *bufs[4] = {dq, dn, dout, dm};

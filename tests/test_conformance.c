@@ -1509,22 +1509,44 @@ static void enqueue_paged(void *arg)
                                    c->pc->kv_heads, c->pc->hd, c->pc->block_size, c->scale));
 }
 
+/* A paged_case's batch: query starts, context lengths, table width (a spare entry: tables are
+ * wider than needed), rows with the padding, blocks (three no sequence owns) and the block tables,
+ * entry i block (i·stride + 3) mod nblocks for a stride coprime to nblocks: a permutation, so the
+ * blocks are scattered and no two entries share one. */
+typedef struct paged_batch {
+    int32_t qs[5], cl[4];
+    int maxb, rows, nblocks, nslots;
+    int32_t *bt; /* [num_seqs · maxb], malloc'ed */
+} paged_batch;
+
+static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
+
+static void paged_batch_make(const paged_case *pc, paged_batch *b)
+{
+    memset(b, 0, sizeof *b);
+    b->maxb = 1;
+    for (int s = 0; s < pc->num_seqs; s++) {
+        b->qs[s + 1] = b->qs[s] + pc->newq[s];
+        b->cl[s] = pc->ctx[s];
+        int nb = (pc->ctx[s] + pc->block_size - 1) / pc->block_size;
+        if (nb + 1 > b->maxb) b->maxb = nb + 1;
+    }
+    b->rows = b->qs[pc->num_seqs] + pc->pad_rows;
+    b->nblocks = pc->num_seqs * b->maxb + 3, b->nslots = b->nblocks * pc->block_size;
+    b->bt = malloc((size_t)pc->num_seqs * (size_t)b->maxb * sizeof(int32_t));
+    assert_non_null(b->bt);
+    int stride = 7;
+    while (gcd(stride, b->nblocks) != 1) stride += 2;
+    for (int i = 0; i < pc->num_seqs * b->maxb; i++) b->bt[i] = (int32_t)(((int64_t)i * stride + 3) % b->nblocks);
+}
+
 static void paged_case_run(vg_dtype t, const paged_case *pc)
 {
     int hidden = pc->heads * pc->hd, width = pc->kv_heads * pc->hd, bs = pc->block_size;
-    int32_t qs[5] = {0}, cl[4];
-    int maxb = 1, rows;
-    for (int s = 0; s < pc->num_seqs; s++) {
-        qs[s + 1] = qs[s] + pc->newq[s];
-        cl[s] = pc->ctx[s];
-        int nb = (pc->ctx[s] + bs - 1) / bs;
-        if (nb + 1 > maxb) maxb = nb + 1; /* a spare entry: tables are wider than needed */
-    }
-    rows = qs[pc->num_seqs] + pc->pad_rows;
-    int nblocks = pc->num_seqs * maxb + 3, nslots = nblocks * bs;
-    int32_t *bt = malloc((size_t)pc->num_seqs * (size_t)maxb * sizeof(int32_t));
-    assert_non_null(bt);
-    for (int i = 0; i < pc->num_seqs * maxb; i++) bt[i] = (int32_t)((i * 7 + 3) % nblocks); /* a permutation */
+    paged_batch pb;
+    paged_batch_make(pc, &pb);
+    int32_t *qs = pb.qs, *cl = pb.cl, *bt = pb.bt;
+    const int maxb = pb.maxb, rows = pb.rows, nslots = pb.nslots;
     int64_t ld_q = hidden + 8, ld_out = pc->tight ? hidden : hidden + 4;
     size_t nq = (size_t)rows * (size_t)ld_q, nout = (size_t)rows * (size_t)ld_out;
     size_t ncache = (size_t)nslots * (size_t)width;
@@ -1538,10 +1560,10 @@ static void paged_case_run(vg_dtype t, const paged_case *pc)
     void *dq = upload_as(t, q, nq), *dk = upload_as(t, kc, ncache), *dv = upload_as(t, vc, ncache);
     void *dout = upload_as(t, out0, nout);
     int32_t *dbt = dalloc((size_t)pc->num_seqs * (size_t)maxb * sizeof(int32_t));
-    int32_t *dcl = dalloc(sizeof cl), *dqs = dalloc(sizeof qs);
+    int32_t *dcl = dalloc(sizeof pb.cl), *dqs = dalloc(sizeof pb.qs);
     upload(dbt, bt, (size_t)pc->num_seqs * (size_t)maxb * sizeof(int32_t));
-    upload(dcl, cl, sizeof cl);
-    upload(dqs, qs, sizeof qs);
+    upload(dcl, cl, sizeof pb.cl);
+    upload(dqs, qs, sizeof pb.qs);
     paged_call c = {t, dq, dk, dv, dout, ld_q, ld_out, rows, dbt, dcl, dqs, maxb, pc,
                     (float)(1.0 / sqrt((double)pc->hd))};
     double *qd = to_double(q, nq), *kd = to_double(kc, ncache), *vd = to_double(vc, ncache);
@@ -1563,7 +1585,7 @@ static void paged_case_run(vg_dtype t, const paged_case *pc)
         for (int e = 0; e < hidden; e++) assert_true(got[(size_t)r * ld_out + e] == 0.0f);
     if (exec) { /* one more token for every sequence: new lengths are read at replay */
         for (int s = 0; s < pc->num_seqs; s++) cl[s] += 1;
-        upload(dcl, cl, sizeof cl);
+        upload(dcl, cl, sizeof pb.cl);
         VG_CHECK(vg_graph_exec_launch(exec, g.s));
         download_as(t, got, dout, nout);
         ref_paged_attention(qd, ld_q, want, ld_out, rows, kd, vd, bt, maxb, cl, qs, pc->num_seqs,
@@ -1616,23 +1638,16 @@ static void enqueue_rpa(void *arg) { VG_CHECK(vg_op_rotary_paged_attention(g.s, 
 static void rotary_paged_case_run(vg_dtype t, const paged_case *pc, int norms)
 {
     const int hd = pc->hd, bs = pc->block_size, width = pc->kv_heads * hd, hidden = pc->heads * hd;
-    int32_t qs[5] = {0}, cl[4];
-    int maxb = 1;
-    for (int sq = 0; sq < pc->num_seqs; sq++) {
-        qs[sq + 1] = qs[sq] + pc->newq[sq];
-        cl[sq] = pc->ctx[sq];
-        int nb = (pc->ctx[sq] + bs - 1) / bs;
-        if (nb + 1 > maxb) maxb = nb + 1;
-    }
-    const int rows = qs[pc->num_seqs] + pc->pad_rows, nblocks = pc->num_seqs * maxb + 3, nslots = nblocks * bs;
+    paged_batch pb;
+    paged_batch_make(pc, &pb);
+    int32_t *qs = pb.qs, *cl = pb.cl, *bt = pb.bt;
+    const int maxb = pb.maxb, rows = pb.rows, nslots = pb.nslots;
     const int64_t ld = hidden + 2 * width + 8, ld_out = pc->tight ? hidden : hidden + 4;
     size_t n = (size_t)rows * (size_t)ld, nout = (size_t)rows * (size_t)ld_out, nc = (size_t)nslots * (size_t)width;
-    int32_t *bt = malloc((size_t)pc->num_seqs * (size_t)maxb * 4), *pos = malloc((size_t)rows * 4);
-    int32_t *slots = malloc((size_t)rows * 4);
+    int32_t *pos = malloc((size_t)rows * 4), *slots = malloc((size_t)rows * 4);
     float *x = malloc(n * 4), *w = malloc((size_t)(2 * hd) * 4), *kc = malloc(nc * 4), *vc = malloc(nc * 4);
     float *out0 = malloc(nout * 4), *got = malloc(nout * 4), *sep = malloc(nout * 4), *gotc = malloc(nc * 4);
-    assert_true(bt && pos && slots && x && w && kc && vc && out0 && got && sep && gotc);
-    for (int i = 0; i < pc->num_seqs * maxb; i++) bt[i] = (int32_t)((i * 7 + 3) % nblocks);
+    assert_true(pos && slots && x && w && kc && vc && out0 && got && sep && gotc);
     for (int r = 0; r < rows; r++) pos[r] = 0, slots[r] = -1; /* padding */
     for (int sq = 0; sq < pc->num_seqs; sq++)
         for (int j = 0; j < pc->newq[sq]; j++) { /* the new tokens at the end of their contexts */
@@ -1649,18 +1664,18 @@ static void rotary_paged_case_run(vg_dtype t, const paged_case *pc, int norms)
     void *dw = upload_as(t, w, (size_t)(2 * hd));
     void *dx = upload_as(t, x, n), *dk = upload_as(t, kc, nc), *dv = upload_as(t, vc, nc), *dout = upload_as(t, out0, nout);
     void *sx = upload_as(t, x, n), *sk = upload_as(t, kc, nc), *sv = upload_as(t, vc, nc), *sout = upload_as(t, out0, nout);
-    int32_t *dbt = dalloc((size_t)pc->num_seqs * (size_t)maxb * 4), *dcl = dalloc(sizeof cl), *dqs = dalloc(sizeof qs);
+    int32_t *dbt = dalloc((size_t)pc->num_seqs * (size_t)maxb * 4), *dcl = dalloc(sizeof pb.cl), *dqs = dalloc(sizeof pb.qs);
     int32_t *dpos = dalloc((size_t)rows * 4), *dslots = dalloc((size_t)rows * 4);
     upload(dbt, bt, (size_t)pc->num_seqs * (size_t)maxb * 4);
-    upload(dcl, cl, sizeof cl);
-    upload(dqs, qs, sizeof qs);
+    upload(dcl, cl, sizeof pb.cl);
+    upload(dqs, qs, sizeof pb.qs);
     upload(dpos, pos, (size_t)rows * 4);
     upload(dslots, slots, (size_t)rows * 4);
     const void *qn = norms ? dw : NULL, *kn = norms ? (char *)dw + (size_t)hd * es : NULL;
     const float scale = (float)(1.0 / sqrt((double)hd)), theta = 1e6f;
     rpa_call c = {{.struct_size = sizeof c.a, .dtype = t, .qkv = dx, .ld = ld, .rows = rows, .heads = pc->heads,
                    .kv_heads = pc->kv_heads, .head_dim = hd, .eps = 1e-6f, .q_norm = qn, .k_norm = kn,
-                   .pos = dpos, .theta = theta, .scale = scale, .k_cache = dk, .v_cache = dv, .slots = dslots,
+                   .pos = dpos, .theta = theta, .scale = scale, .k_cache = dk, .v_cache = dv, .num_slots = nslots, .slots = dslots,
                    .out = dout, .ld_out = ld_out, .block_tables = dbt, .context_lens = dcl, .query_start = dqs,
                    .max_blocks = maxb, .num_seqs = pc->num_seqs, .block_size = bs}};
     vg_graph_exec *exec = has_graphs() ? capture(enqueue_rpa, &c) : NULL;
@@ -1691,13 +1706,22 @@ static void rotary_paged_case_run(vg_dtype t, const paged_case *pc, int norms)
     check_close(what, sep, want, nout, tol);
     for (int r = qs[pc->num_seqs]; r < rows; r++)
         for (int e = 0; e < hidden; e++) assert_true(got[(size_t)r * ld_out + e] == 0.0f);
+    /* the value heads of qkv untouched: as the separate ops (which leave them) left theirs */
+    float *after = malloc(n * 4), *sepx = malloc(n * 4);
+    assert_true(after && sepx);
+    download_as(t, after, dx, n);
+    download_as(t, sepx, sx, n);
+    for (int r = 0; r < rows; r++)
+        for (int e = hidden + width; e < hidden + 2 * width; e++)
+            assert_true(after[(size_t)r * (size_t)ld + (size_t)e] == sepx[(size_t)r * (size_t)ld + (size_t)e]);
+    free(after), free(sepx);
     void *caches[2] = {dk, dv};
     double *cw[2] = {kd, vd};
     for (int k = 0; k < 2; k++) { /* the new entries stored, the other slots as they were */
         download_as(t, gotc, caches[k], nc);
         check_close(what, gotc, cw[k], nc, tol);
     }
-    free(bt), free(pos), free(slots), free(x), free(w), free(kc), free(vc), free(out0), free(got), free(sep), free(gotc);
+    free(pb.bt), free(pos), free(slots), free(x), free(w), free(kc), free(vc), free(out0), free(got), free(sep), free(gotc);
     free(xd), free(wd), free(kd), free(vd), free(want);
     void *bufs[14] = {dw, dx, dk, dv, dout, sx, sk, sv, sout, dbt, dcl, dqs, dpos, dslots};
     for (int i = 0; i < 14; i++) VG_CHECK(vg_mem_free(g.rt, bufs[i]));

@@ -97,7 +97,7 @@ static vg_rotary_paged_args rotary_paged_args(void)
         .struct_size = sizeof a, .dtype = VG_DTYPE_F32, .qkv = g.c, .ld = 2 * HIDDEN, .rows = ROWS,
         .heads = HEADS, .kv_heads = 1, .head_dim = HD, .eps = 1e-6f, .q_norm = g.b, .k_norm = g.b,
         .pos = g.pos, .theta = 1e4f, .scale = 0.25f, .k_cache = g.a, .v_cache = g.b + BYTES / 2,
-        .slots = g.idx, .out = g.b + 256, .ld_out = HIDDEN, .block_tables = g.idx, .context_lens = g.cu + 1,
+        .num_slots = 16, .slots = g.idx, .out = g.b + 256, .ld_out = HIDDEN, .block_tables = g.idx, .context_lens = g.cu + 1,
         .query_start = g.cu, .max_blocks = 1, .num_seqs = 1, .block_size = ROWS};
     return a;
 }
@@ -575,6 +575,14 @@ static void test_rotary_paged_attention(void **state)
     VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(g.s, &a), VG_ERR_INVALID_ARG, op, "out overlaps");
     a = rotary_paged_args(), a.out = (char *)a.k_cache;
     VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(g.s, &a), VG_ERR_INVALID_ARG, op, "out overlaps");
+    a = rotary_paged_args(), a.out = g.b + BYTES / 2 + 15 * HD * 4; /* the cache's last slot */
+    VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(g.s, &a), VG_ERR_INVALID_ARG, op, "out overlaps");
+    a = rotary_paged_args(), a.num_slots = 0;
+    VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(g.s, &a), VG_ERR_INVALID_ARG, op, "num_slots", "0");
+    a = rotary_paged_args(), a.k_cache = g.c + 2 * HIDDEN * 4 * (ROWS - 1); /* the last qkv row */
+    VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(g.s, &a), VG_ERR_INVALID_ARG, "overlaps qkv");
+    a = rotary_paged_args(), a.qkv = g.c + 4096, a.k_cache = g.c, a.num_slots = 65; /* slot 64 reaches qkv */
+    VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(g.s, &a), VG_ERR_INVALID_ARG, op, "a cache overlaps qkv");
     a = rotary_paged_args(), a.dtype = VG_DTYPE_I32;
     VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(g.s, &a), VG_ERR_INVALID_ARG, "I32");
     assert_zero(g.c, 256);

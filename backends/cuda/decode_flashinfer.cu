@@ -542,11 +542,11 @@ int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c, fi_own_fn own
     }
     if (kept && (cudaMemcpyAsync(ra->qkv, kept, qkv_bytes, cudaMemcpyDeviceToDevice, s->s) != cudaSuccess ||
                  cudaStreamSynchronize(s->s) != cudaSuccess)) {
-        /* qkv may stay rotated: the error is left for the call's launch check to report */
+        (void)cudaGetLastError();
         cudaFree(flush);
         cudaEventDestroy(e0);
         cudaEventDestroy(e1);
-        return 0;
+        return -1; /* qkv may be left rotated: the call must fail, not run on it */
     }
     cudaFree(flush);
     cudaEventDestroy(e0);
@@ -555,7 +555,7 @@ int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c, fi_own_fn own
     /* vg's kernel only by a margin: in two near ties it won here and lost in the step (H100:
      * Qwen3-0.6B at 16 rows, 15.3 against 15.7 us, the step 10% slower; with the rotary inside
      * it, 23.6 against 24.4 us, the step 2% slower; docs/performance.md) */
-    const int pick = us[0] < DECODE_OWN_MARGIN * us[lib] ? 0 : cand[lib];
+    const int pick = us[lib] < INFINITY && !(us[0] < DECODE_OWN_MARGIN * us[lib]) ? cand[lib] : 0;
     vgc_host->log(VG_LOG_DEBUG,
                   "cuda: paged_attention rows=%lld seqs=%d heads=%d/%d head_dim=%d block_size=%d reach=%d "
                   "(per call, in a graph): %s; takes %s",

@@ -23,7 +23,8 @@ vg_status vgc_decode_lib(vg_bk_stream *s, const vgc_decode_call *c, int pick);
  * runs it after an L2 clearing, the first time a shape comes outside capture (vg's kernel must be
  * 5% faster: near ties went the other way in the step); vg's kernel while a shape is unmeasured.
  * A rotary_paged_attention call (c->rope) is its own shape: vg's kernel does the rotary inside,
- * the library's candidates are timed with rotary_kv_store's launch before them.
+ * the library's candidates are timed with rotary_kv_store's launch before them, on a copy of qkv
+ * put back afterwards (-1 where that failed: the call must fail).
  * VG_CUDA_DECODE=vg|flashinfer|flashinfer_deep fixes the choice (the library at its default
  * split count, in its own shape or the deeper one); flashinfer_whole and flashinfer_deep_whole
  * take the library without splits. */

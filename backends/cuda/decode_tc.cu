@@ -30,6 +30,10 @@
 #define DT_TK 16       /* positions per warp tile: the k-step of P·V */
 #define DT_PER_SM 3    /* blocks a multiprocessor holds (head_dim 128: shared memory), for the splits */
 #define DT_MIN_CHUNK 64 /* positions per slice, at least: a tile for each warp */
+/* rows a call with ROPE may have: each row's blocks rotate the new keys of its sequence up to its
+ * own position (n²/2 for a sequence of n new rows), so prefill chunks rotate in a launch of their
+ * own and a decode batch (a row a sequence) here */
+#define DT_ROPE_MAX_ROWS 64
 
 static_assert(DT_WARPS * 32 == PD_THREADS, "the merge of decode_split.cuh runs on the whole block");
 
@@ -56,9 +60,8 @@ template <typename T> struct dt_rope {
     T *k_cache, *v_cache; /* the caches, written */
 };
 
-/* What the kernel with ROPE keeps in shared memory from before its grid wait (none of it comes
- * from the previous kernel): the norms' weights and the cosine and sine of each pair at the row's
- * position. */
+/* What the kernel with ROPE reads once a block into shared memory: the norms' weights and the
+ * cosine and sine of each pair at the row's position. */
 template <int HD> struct dt_rope_smem {
     float qw[HD], kw[HD], c[HD / 2], s[HD / 2];
 };
@@ -80,7 +83,7 @@ __device__ __forceinline__ void dt_rope_head(const T *x, T *y, const float *w, f
         float ss = 0.0f;
 #pragma unroll
         for (int i = 0; i < HD / 32; i++) ss += vgk_to_f(v[i]) * vgk_to_f(v[i]);
-        inv = rsqrtf(vgk_warp_sum(ss) / (float)HD + eps);
+        inv = vgk_head_inv_rms(ss, HD, eps);
     }
 #pragma unroll
     for (int i = 0; i < HD / 64; i++) {
@@ -113,9 +116,10 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
     const pd_parts pt = {part, part ? part + rows * heads * (int64_t)nsplit * HD : nullptr, nsplit};
     T *orow = out + (int64_t)row * ld_out + (int64_t)h0 * HD;
     dt_rope_smem<HD> &rs = *(dt_rope_smem<HD> *)(dt_smem + S::smem);
+    vgk_grid_sync(); /* any input may come from the previous kernel: positions and slots too */
     float prow = 0.0f; /* the row's rotary position */
     int32_t slot = -1;  /* and its new entries' slot */
-    if (ROPE) { /* step metadata and weights, written before the previous kernel began: ahead of the wait */
+    if (ROPE) { /* once for the block, read by the barriers below */
         prow = (float)rope.pos[row], slot = rope.slots[row];
         for (int i = threadIdx.x; i < HD; i += DT_WARPS * 32) {
             rs.qw[i] = rope.q_norm ? vgk_to_f(rope.q_norm[i]) : 0.0f;
@@ -123,7 +127,6 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
             if (i < HD / 2) vgk_rotary_cs(i, HD, prow, rope.log2_theta, &rs.c[i], &rs.s[i]);
         }
     }
-    vgk_grid_sync();
     const int64_t cache_ld = (int64_t)kv_heads * HD, ko = (int64_t)kvh * HD;
     /* with ROPE, by slice 0 once its work is done: the row's new key (warp 0, normalised and rotated)
      * and value (warp 1) to its slot, for the calls after this one */
@@ -343,7 +346,7 @@ vg_status vgc_decode_tc(vg_bk_stream *s, const vgc_decode_call *c)
      * the queries first) */
     const uintptr_t addr = (uintptr_t)c->q | (uintptr_t)c->k_cache | (uintptr_t)c->v_cache;
     if (s->dev->decode_tc_off || !b16 || (hd != 64 && hd != 128) || group > PD_GMAX || addr % 16 ||
-        c->ld_q % 8 || !(c->scale > 0.0f) || s->dev->prop.major < 8)
+        c->ld_q % 8 || !(c->scale > 0.0f) || s->dev->prop.major < 8 || (c->rope && c->rows > DT_ROPE_MAX_ROWS))
         return VG_ERR_UNSUPPORTED;
     const int nsplit = vgc_decode_splits(s, c->rows, c->heads, c->kv_heads, 1, hd, c->max_blocks, c->block_size,
                                          DT_PER_SM, DT_MIN_CHUNK);

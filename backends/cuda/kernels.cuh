@@ -97,6 +97,13 @@ __device__ __forceinline__ float vgk_warp_max(float v)
     return v;
 }
 
+/* rmsnorm_heads' 1/rms of one head from a warp's lanes' sums of squares (lane l's over the
+ * elements l, l + 32, ... in that order, as the kernels that must agree bit for bit take them). */
+__device__ __forceinline__ float vgk_head_inv_rms(float ss, int head_dim, float eps)
+{
+    return rsqrtf(vgk_warp_sum(ss) / (float)head_dim + eps);
+}
+
 /* Grid size for a grid-stride loop over n items with 256-thread blocks. */
 static inline unsigned vgk_blocks(size_t n)
 {

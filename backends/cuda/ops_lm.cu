@@ -192,7 +192,7 @@ __global__ void k_rotary_kv_store(T *x, int64_t ld, int rows, int heads, int kv_
                 float v = vgk_to_f(base[c]);
                 ss += v * v;
             }
-            inv = rsqrtf(vgk_warp_sum(ss) / (float)head_dim + eps);
+            inv = vgk_head_inv_rms(ss, head_dim, eps);
         }
         const float p = (float)pos[r];
         T *kd = h >= heads && slot >= 0
@@ -657,8 +657,13 @@ static vg_status decode_own(vg_bk_stream *s, const vgc_decode_call *c)
 {
     vg_status st = vgc_decode_tc(s, c);
     if (st != VG_ERR_UNSUPPORTED) return st;
-    st = vgc_decode_rope_first(s, c);
-    if (st != VG_OK) return st;
+    if (c->rope) { /* the rotary as a launch of its own, then the plain call (the tensor cores may take it) */
+        st = vgc_decode_rope_first(s, c);
+        if (st != VG_OK) return st;
+        vgc_decode_call plain = *c;
+        plain.rope = nullptr;
+        return decode_own(s, &plain);
+    }
     VGK_FLOAT_DISPATCH(c->t, T, return pd_run<T>(s, (const T *)c->q, c->ld_q, (T *)c->out, c->ld_out, c->rows,
                                                  (const T *)c->k_cache, (const T *)c->v_cache,
                                                  c->block_tables, c->max_blocks, c->context_lens,
@@ -686,6 +691,9 @@ static vg_status paged_run(vg_bk_stream *s, const vgc_decode_call *c)
     if (split_ok) {
 #ifdef VG_HAVE_KERNEL_LIBS /* FlashInfer's batch decode where it was compiled and measures faster */
         const int pick = vgc_decode_lib_takes(s, c) ? vgc_decode_lib_pick(s, c, decode_own) : 0;
+        if (pick < 0)
+            return VGC_ERR(VG_ERR_DEVICE, VG_VENDOR_NAME ": rotary_paged_attention: qkv could not be restored "
+                                          "after timing the kernels");
         if (pick) return vgc_decode_lib(s, c, pick);
 #endif
         return decode_own(s, c);

@@ -152,8 +152,10 @@ VG_API vg_status vg_op_rotary_kv_store(vg_stream *s, vg_dtype dtype, void *qkv, 
 /* op table version 7 */
 VG_API vg_status vg_op_lm_advance(vg_stream *s, const vg_lm_advance_args *args);
 /* op table version 8 (vg_ops.h): rotary_kv_store and paged_attention in one op. Every device runs
- * it: where the backend has no fused kernel the core makes the two calls (so the op is
- * "supported" only where the backend fuses it: a model asks before moving work into it). */
+ * it: where the backend has no such member the core makes the two calls. vg_runtime_op_support
+ * says whether the backend implements it; a backend may still launch the two steps apart for
+ * shapes its fused kernel does not take (cuda: one kernel for BF16/F16 at head_dim 64 or 128 and
+ * up to 64 rows, on NVIDIA). */
 VG_API vg_status vg_op_rotary_paged_attention(vg_stream *s, const vg_rotary_paged_args *args);
 
 #ifdef __cplusplus

@@ -183,13 +183,15 @@ typedef enum vg_activation {
  *               rotary_kv_store followed by paged_attention with q = qkv (ld_q = ld), in one op
  *               (vg_rotary_paged_args): the step between a decoder's qkv projection and its
  *               attention output, where a device can rotate each new key in the kernel that reads
- *               it instead of in a launch of its own. The preconditions of both ops, and three
- *               more: out overlaps neither qkv nor a cache; every row of a sequence is a new token
- *               whose slot is where block_tables puts its position (query row j of sequence s, of
- *               n, at position context_lens[s] - n + j, goes to that position's slot), so a device
- *               may take the new keys and values from qkv instead of reading them back from the
- *               cache; and no new token's slot holds a position of the history another row reads.
- *               The caches hold the new keys and values afterwards, as rotary_kv_store leaves
+ *               it instead of in a launch of its own. The preconditions of both ops, and more:
+ *               num_slots >= 1 (the caches' extent), and neither out nor qkv overlaps a cache or
+ *               the other (the core checks these); every row of a sequence is a new token whose
+ *               slot is where block_tables puts its position (query row j of sequence s, of n, at
+ *               position context_lens[s] - n + j, goes to that position's slot), so a device may
+ *               take the new keys and values from qkv instead of reading them back from the
+ *               cache; and no row's slot (padding rows' included) holds a position of the history
+ *               any row reads, its own included. These two live in device memory: the core cannot
+ *               check them, and where they are broken the results are undefined. The caches hold the new keys and values afterwards, as rotary_kv_store leaves
  *               them; qkv's query and key heads are left either untouched or as rotary_kv_store
  *               leaves them (the device's choice), its value heads untouched.
  *
@@ -259,7 +261,7 @@ typedef struct vg_lm_advance_args {
 
 /* Arguments of rotary_paged_attention (vg_ops.h, above; op table version 8): rotary_kv_store's,
  * then paged_attention's without q. Members are only appended; struct_size is the caller's
- * sizeof. */
+ * sizeof, at least VG_ROTARY_PAGED_ARGS_SIZE_8 (the core zero-extends what a newer header adds). */
 typedef struct vg_rotary_paged_args {
     uint32_t struct_size; /* sizeof(vg_rotary_paged_args) */
     vg_dtype dtype;
@@ -272,7 +274,8 @@ typedef struct vg_rotary_paged_args {
     float theta;
     float scale;                 /* the softmax's */
     void *k_cache, *v_cache;     /* [num_slots, kv_heads·head_dim] */
-    const int32_t *slots;        /* [rows] */
+    int64_t num_slots;           /* the caches' extent (>= 1): what out and qkv must not overlap */
+    const int32_t *slots;        /* [rows], each < num_slots */
     void *out;                   /* [rows, ld_out] */
     int64_t ld_out;
     const int32_t *block_tables; /* [num_seqs, max_blocks] */
@@ -280,6 +283,7 @@ typedef struct vg_rotary_paged_args {
     const int32_t *query_start;  /* [num_seqs + 1] */
     int32_t max_blocks, num_seqs, block_size;
 } vg_rotary_paged_args;
+#define VG_ROTARY_PAGED_ARGS_SIZE_8 (offsetof(vg_rotary_paged_args, block_size) + sizeof(int32_t))
 
 /* The highest head_dim attention accepts. */
 #define VG_ATTENTION_MAX_HEAD_DIM 256

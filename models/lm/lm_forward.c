@@ -116,7 +116,7 @@ static vg_status piece_attention(void *mp, vg_runner *r, const vg_piece *p, cons
             .q_norm = c->qk_norm ? L->q_norm : NULL, .k_norm = c->qk_norm ? L->k_norm : NULL,
             .pos = meta_at(r, l.pos), .theta = c->theta, .scale = 1.0f / sqrtf((float)c->head_dim),
             .k_cache = lm_k_cache(m, (int)p->arg), .v_cache = lm_v_cache(m, (int)p->arg),
-            .slots = meta_at(r, l.slots), .out = BUF(LB_ATT), .ld_out = lm_q_width(c),
+            .num_slots = m->kv.num_blocks * m->kv.block_size, .slots = meta_at(r, l.slots), .out = BUF(LB_ATT), .ld_out = lm_q_width(c),
             .block_tables = meta_at(r, l.btab), .context_lens = meta_at(r, l.ctx),
             .query_start = meta_at(r, l.qstart), .max_blocks = l.max_blocks, .num_seqs = l.seqs,
             .block_size = m->kv.block_size};
