@@ -243,6 +243,10 @@ vg_status vg_op_rotary_paged_attention(vg_stream *s, const vg_rotary_paged_args 
     REQUIRE(a->num_slots >= 1 && a->num_slots <= (int64_t)(SIZE_MAX / 4 / es) / width,
             OP ": num_slots %lld is not in [1, %lld]", (long long)a->num_slots,
             (long long)((int64_t)(SIZE_MAX / 4 / es) / width));
+    REQUIRE(a->ld <= (int64_t)(SIZE_MAX / 4 / es) / (a->rows ? a->rows : 1) &&
+                a->ld_out <= (int64_t)(SIZE_MAX / 4 / es) / (a->rows ? a->rows : 1),
+            OP ": ld %lld or ld_out %lld spans more than the address space", (long long)a->ld,
+            (long long)a->ld_out);
     if (a->rows) { /* out is written while qkv and the caches are read; qkv and the caches apart */
         const size_t qkv_bytes = rows_span(a->rows, a->ld, hidden + 2 * width, es);
         const size_t out_bytes = rows_span(a->rows, a->ld_out, hidden, es);
@@ -261,10 +265,12 @@ vg_status vg_op_rotary_paged_attention(vg_stream *s, const vg_rotary_paged_args 
         if (!a->rows) return VG_OK;
         return OP_CALL(s, rotary_paged_attention, a);
     }
-    /* ... else its two ops, both offered before the first runs (a refusal leaves nothing changed);
-     * where they are not either, the refusal names this op */
-    if (vg_op_gate(s, VG_OP_ROTARY_KV_STORE, bit) != VG_OK || vg_op_gate(s, VG_OP_PAGED_ATTENTION, bit) != VG_OK)
-        return vg_op_refuse(s, VG_OP_ROTARY_PAGED_ATTENTION, bit);
+    /* ... else its two ops, both offered before the first runs (a refusal leaves nothing changed):
+     * where the device has no fused op the refusal is theirs (what they lack, capture or a dtype),
+     * where it has one it is this op's (it cannot be captured, nor can they) */
+    st = vg_op_gate(s, VG_OP_ROTARY_KV_STORE, bit);
+    if (st == VG_OK) st = vg_op_gate(s, VG_OP_PAGED_ATTENTION, bit);
+    if (st != VG_OK) return (e->flags & VG_OP_SUPPORTED) ? vg_op_refuse(s, VG_OP_ROTARY_PAGED_ATTENTION, bit) : st;
     if (!a->rows) return VG_OK;
     st = OP_CALL(s, rotary_kv_store, a->dtype, a->qkv, a->ld, a->rows, a->heads, a->kv_heads, a->head_dim, a->q_norm,
                  a->k_norm, a->eps, a->pos, a->theta, a->k_cache, a->v_cache, a->slots);

@@ -602,6 +602,33 @@ static void test_op_table_v7_plugin(void **state)
     }
     assert_memory_equal(got[0], got[1], sizeof got[0]);
     assert_true(got[0][ROWS * HEADS * HD + 5 * HD] != 0.25f); /* the new key of position 5 is stored */
+    /* where the fallback cannot be captured the refusal is its op's, and nothing was recorded */
+    setenv("VG_STUB_CAPS", "nocapture:paged_attention", 1);
+    vg_backend_iface copy = *stub_table();
+    vg_op_table v7 = *copy.ops;
+    v7.version = 7, copy.ops = &v7;
+    vg_runtime *rt = NULL;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    vg_stream *s = NULL;
+    VG_CHECK(vg_stream_create(rt, &s));
+    float *d = NULL;
+    VG_CHECK(vg_mem_alloc(rt, sizeof got[0] + sizeof qkv + sizeof norm + sizeof meta, (void **)&d));
+    float *dq = d, *dn = dq + ROWS * LD, *dout = dn + 2 * HD;
+    int32_t *dm = (int32_t *)(dout + sizeof got[0] / 4);
+    const vg_rotary_paged_args a = {
+        .struct_size = sizeof a, .dtype = VG_DTYPE_F32, .qkv = dq, .ld = LD, .rows = ROWS, .heads = HEADS,
+        .kv_heads = 1, .head_dim = HD, .pos = dm, .theta = 1e4f, .scale = 0.35f,
+        .k_cache = dout + ROWS * HEADS * HD, .v_cache = dout + ROWS * HEADS * HD + SLOTS * HD, .num_slots = SLOTS,
+        .slots = dm + 3, .out = dout, .ld_out = HEADS * HD, .block_tables = dm + 6, .context_lens = dm + 7,
+        .query_start = dm + 8, .max_blocks = 1, .num_seqs = 1, .block_size = SLOTS};
+    VG_CHECK(vg_graph_capture_begin(s));
+    VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(s, &a), VG_ERR_STATE, "paged_attention", "captur");
+    vg_graph *graph = NULL;
+    if (vg_graph_capture_end(s, &graph) == VG_OK) VG_CHECK(vg_graph_destroy(graph));
+    VG_CHECK(vg_mem_free(rt, d));
+    VG_CHECK(vg_stream_destroy(s));
+    VG_CHECK(vg_runtime_close(rt));
+    unsetenv("VG_STUB_CAPS");
 }
 
 /* The op table's version is checked like the interface table's (docs/plugin-abi.md): version 0

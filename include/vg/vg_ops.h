@@ -242,7 +242,9 @@ typedef struct vg_gemm_args {
     void *norm_out;     /* with norm_w: [m, k] of dtype_ab, scratch the device may write */
 } vg_gemm_args;
 
-/* Arguments of lm_advance (vg_ops.h, above). */
+/* Arguments of lm_advance (vg_ops.h, above). Members are only appended; struct_size is the
+ * caller's sizeof, at least VG_LM_ADVANCE_ARGS_SIZE_7 (the core zero-extends what a newer header
+ * adds). */
 typedef struct vg_lm_advance_args {
     uint32_t struct_size; /* sizeof(vg_lm_advance_args) */
     int32_t rows, num_eos, block_size, max_blocks;
@@ -258,6 +260,7 @@ typedef struct vg_lm_advance_args {
     const float *logits;          /* [rows, vocab], with logits_out */
     float *logits_out;            /* optional: [rows, ld_out, vocab] */
 } vg_lm_advance_args;
+#define VG_LM_ADVANCE_ARGS_SIZE_7 (offsetof(vg_lm_advance_args, logits_out) + sizeof(float *))
 
 /* Arguments of rotary_paged_attention (vg_ops.h, above; op table version 8): rotary_kv_store's,
  * then paged_attention's without q. Members are only appended; struct_size is the caller's
