@@ -197,6 +197,26 @@ static void align_bufs(tcase *c, int aligned)
 
 static int64_t small_rows(rng *r, int64_t hi) { return rchance(r, 0.05) ? 0 : rint_in(r, 1, hi); }
 
+/* A paged batch's shape (paged_attention, rotary_paged_attention): heads (with lib_shaped, the
+ * group sizes and head_dims of common checkpoints), block size, sequences, rows (a query row per
+ * sequence or more), table width and the blocks (a few no table needs): their count. */
+static int paged_shape(tcase *c, rng *r, int lib_shaped)
+{
+    static const int groups[] = {1, 2, 3, 4, 6, 7, 8};
+    c->kv_heads = (int)rint_in(r, 1, 4);
+    c->heads = c->kv_heads * (lib_shaped ? groups[rint_in(r, 0, 6)] : (int)rint_in(r, 1, 4));
+    c->hd = lib_shaped ? (rchance(r, 0.5) ? 64 : 128)
+                       : 8 * (rchance(r, 0.5) ? (int)rint_in(r, 1, 32) : (int)(2 * rint_in(r, 1, 8)));
+    c->block_size = rchance(r, 0.5) ? (int)rint_in(r, 1, 9) : rchance(r, 0.5) ? 16 : 32;
+    c->nseg = (int)rint_in(r, 1, 5); /* num_seqs */
+    c->rows = c->nseg + rint_in(r, 0, rchance(r, 0.3) ? 40 : 4);
+    int64_t ctx_max = c->rows + rint_in(r, 0, rchance(r, 0.2) ? 400 : 60);
+    c->max_blocks = (int)((ctx_max + c->block_size - 1) / c->block_size) + (int)rint_in(r, 0, 2);
+    const int nblocks = c->nseg * c->max_blocks + (int)rint_in(r, 0, 4);
+    c->nslots = nblocks * c->block_size;
+    return nblocks;
+}
+
 static const char *act_name(vg_activation a)
 {
     static const char *const n[] = {"none", "gelu_erf", "gelu_tanh", "silu", "quick_gelu"};
@@ -456,19 +476,8 @@ static void generate(tcase *c, rng *r)
     case VG_OP_PAGED_ATTENTION: {
         /* a third shaped as decoders are (group sizes and head_dims of common checkpoints, packed
          * outputs, aligned buffers): what a backend's kernel library may take */
-        static const int groups[] = {1, 2, 3, 4, 6, 7, 8};
         const int lib_shaped = rchance(r, 0.35);
-        c->kv_heads = (int)rint_in(r, 1, 4);
-        c->heads = c->kv_heads * (lib_shaped ? groups[rint_in(r, 0, 6)] : (int)rint_in(r, 1, 4));
-        c->hd = lib_shaped ? (rchance(r, 0.5) ? 64 : 128)
-                           : 8 * (rchance(r, 0.5) ? (int)rint_in(r, 1, 32) : (int)(2 * rint_in(r, 1, 8)));
-        c->block_size = rchance(r, 0.5) ? (int)rint_in(r, 1, 9) : rchance(r, 0.5) ? 16 : 32;
-        c->nseg = (int)rint_in(r, 1, 5); /* num_seqs */
-        c->rows = c->nseg + rint_in(r, 0, rchance(r, 0.3) ? 40 : 4); /* a query row per sequence or more */
-        int64_t ctx_max = c->rows + rint_in(r, 0, rchance(r, 0.2) ? 400 : 60);
-        c->max_blocks = (int)((ctx_max + c->block_size - 1) / c->block_size) + (int)rint_in(r, 0, 2);
-        int nblocks = c->nseg * c->max_blocks + (int)rint_in(r, 0, 4);
-        c->nslots = nblocks * c->block_size;
+        const int nblocks = paged_shape(c, r, lib_shaped);
         int64_t hidden = (int64_t)c->heads * c->hd, width = (int64_t)c->kv_heads * c->hd;
         c->ld = hidden + pad(r), c->ld2 = hidden + pad(r);
         c->scale = (float)(runif(r, 0.5, 2.0) / sqrt((double)c->hd));
@@ -493,18 +502,8 @@ static void generate(tcase *c, rng *r)
     case VG_OP_ROTARY_PAGED_ATTENTION: {
         /* one allocation: qkv rows, out rows, k_cache, v_cache; half the cases shaped as decoders
          * are (aligned regions, common group sizes and head_dims): what a fused kernel may take */
-        static const int groups[] = {1, 2, 3, 4, 6, 7, 8};
         const int lib_shaped = rchance(r, 0.5);
-        c->kv_heads = (int)rint_in(r, 1, 4);
-        c->heads = c->kv_heads * (lib_shaped ? groups[rint_in(r, 0, 6)] : (int)rint_in(r, 1, 4));
-        c->hd = lib_shaped ? (rchance(r, 0.5) ? 64 : 128)
-                           : 8 * (rchance(r, 0.5) ? (int)rint_in(r, 1, 32) : (int)(2 * rint_in(r, 1, 8)));
-        c->block_size = rchance(r, 0.5) ? (int)rint_in(r, 1, 9) : rchance(r, 0.5) ? 16 : 32;
-        c->nseg = (int)rint_in(r, 1, 5); /* num_seqs */
-        c->rows = c->nseg + rint_in(r, 0, rchance(r, 0.3) ? 40 : 4);
-        int64_t ctx_max = c->rows + rint_in(r, 0, rchance(r, 0.2) ? 400 : 60);
-        c->max_blocks = (int)((ctx_max + c->block_size - 1) / c->block_size) + (int)rint_in(r, 0, 2);
-        c->nslots = (c->nseg * c->max_blocks + (int)rint_in(r, 0, 4)) * c->block_size;
+        (void)paged_shape(c, r, lib_shaped);
         int64_t hidden = (int64_t)c->heads * c->hd, width = (int64_t)c->kv_heads * c->hd;
         c->ld = (int64_t)(c->heads + 2 * c->kv_heads) * c->hd + (lib_shaped ? 8 * rint_in(r, 0, 1) : pad(r));
         c->ld2 = lib_shaped ? hidden : hidden + pad(r);
@@ -586,6 +585,24 @@ static void permutation(rng *r, int32_t *p, int n)
     }
 }
 
+/* A paged batch's rows split among its sequences (query_start), at least one each, the rest
+ * padding, and each sequence's context (context_lens) at least its rows, within the table's
+ * reach: the rows used. */
+static int64_t split_rows(tcase *c, rng *r, buf *qs, buf *cl)
+{
+    int64_t used = rint_in(r, c->nseg, c->rows), left = used;
+    double *q = qs->h + qs->off;
+    q[0] = 0;
+    for (int s = 0; s < c->nseg; s++) {
+        int64_t n = s == c->nseg - 1 ? left : rint_in(r, 1, left - (c->nseg - 1 - s));
+        q[s + 1] = q[s] + (double)n;
+        left -= n;
+        int64_t reach = (int64_t)c->max_blocks * c->block_size;
+        cl->h[cl->off + (size_t)s] = (double)(n + rint_in(r, 0, reach - n));
+    }
+    return used;
+}
+
 /* New contents for every buffer (inputs, outputs, gaps and guards alike). */
 static void randomise(tcase *c, rng *r)
 {
@@ -632,17 +649,7 @@ static void randomise(tcase *c, rng *r)
         fill_ints(bt, r, 0, c->nslots / c->block_size - 1); /* blocks may be shared (a common prefix) */
         fill_ints(cl, r, 0, 1000);
         fill_ints(qs, r, 0, c->rows);
-        /* rows split among the sequences, at least one each, the rest padding */
-        int64_t used = rint_in(r, c->nseg, c->rows), left = used;
-        double *q = qs->h + qs->off;
-        q[0] = 0;
-        for (int s = 0; s < c->nseg; s++) {
-            int64_t n = s == c->nseg - 1 ? left : rint_in(r, 1, left - (c->nseg - 1 - s));
-            q[s + 1] = q[s] + (double)n;
-            left -= n;
-            int64_t reach = (int64_t)c->max_blocks * c->block_size;
-            cl->h[cl->off + (size_t)s] = (double)(n + rint_in(r, 0, reach - n));
-        }
+        split_rows(c, r, qs, cl);
         break;
     }
     case VG_OP_ROTARY_PAGED_ATTENTION: {
@@ -660,15 +667,11 @@ static void randomise(tcase *c, rng *r)
         fill_ints(pos, r, 0, 500);
         fill_ints(sl, r, -5, -1);
         const int64_t shift = rchance(r, 0.5) ? 0 : rint_in(r, 1, 500);
-        int64_t used = rint_in(r, c->nseg, c->rows), left = used, spare = (int64_t)owned * bs;
-        double *q = qs->h + qs->off;
-        q[0] = 0;
+        const int64_t used = split_rows(c, r, qs, cl);
+        int64_t spare = (int64_t)owned * bs;
+        const double *q = qs->h + qs->off;
         for (int sq = 0; sq < c->nseg; sq++) {
-            int64_t n = sq == c->nseg - 1 ? left : rint_in(r, 1, left - (c->nseg - 1 - sq));
-            q[sq + 1] = q[sq] + (double)n;
-            left -= n;
-            int64_t reach = (int64_t)c->max_blocks * bs, ctx = n + rint_in(r, 0, reach - n);
-            cl->h[cl->off + (size_t)sq] = (double)ctx;
+            const int64_t n = (int64_t)(q[sq + 1] - q[sq]), ctx = (int64_t)cl->h[cl->off + (size_t)sq];
             for (int64_t j = 0; j < n; j++) {
                 int64_t p = ctx - n + j, row = (int64_t)q[sq] + j;
                 sl->h[sl->off + (size_t)row] = (double)(perm[sq * c->max_blocks + p / bs] * bs + p % bs);
