@@ -2,8 +2,6 @@
 /* Device-side loops (VG_CAP_GRAPH_LOOP, ABI 1.4): the loop capture of vg_device.h and the op that
  * steps a generation loop (lm_advance, op table version 7). Same pattern as device.c and the
  * ops: every check once, then one call into the plugin. */
-#include <string.h>
-
 #include "op_check.h"
 
 vg_status vg_graph_loop_capture_begin(vg_stream *s, const int32_t *flag)
@@ -39,10 +37,8 @@ vg_status vg_op_lm_advance(vg_stream *s, const vg_lm_advance_args *args)
     REQUIRE(args, "lm_advance: args is NULL");
     REQUIRE(args->struct_size >= VG_LM_ADVANCE_ARGS_SIZE_7, "lm_advance: args.struct_size %u < %zu",
             args->struct_size, (size_t)VG_LM_ADVANCE_ARGS_SIZE_7);
-    vg_lm_advance_args full; /* what the plugin reads: every member this core knows, zero past the caller's */
-    memset(&full, 0, sizeof full);
-    memcpy(&full, args, args->struct_size < sizeof full ? args->struct_size : sizeof full);
-    full.struct_size = sizeof full;
+    vg_lm_advance_args full;
+    op_args_whole(&full, sizeof full, args);
     const vg_lm_advance_args *a = &full;
     REQUIRE_RANGE("lm_advance", "rows", a->rows, 1, OP_INT_MAX);
     REQUIRE_RANGE("lm_advance", "ld_out", a->ld_out, 1, OP_INT_MAX);

@@ -6,10 +6,22 @@
 #define VG_OP_CHECK_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "vg_internal.h"
 
 #define OP_INT_MAX 0x7fffffffLL /* rows and columns the kernels index with int */
+
+/* A caller's versioned arguments (struct_size their first member, checked against the oldest
+ * size served) as this core's whole struct: the members the caller's header did not have zeroed
+ * and struct_size the whole size, so the plugin may read every member of its header. */
+static inline void op_args_whole(void *whole, size_t whole_size, const void *args)
+{
+    const uint32_t given = *(const uint32_t *)args;
+    memset(whole, 0, whole_size);
+    memcpy(whole, args, given < whole_size ? given : whole_size);
+    *(uint32_t *)whole = (uint32_t)whole_size;
+}
 #define DTYPES_ANY ((1u << VG_DTYPE_COUNT_) - 1u)
 #define DTYPES_ANY_TEXT "F32, F16, BF16, I32, I64 or U8"
 #define DTYPES_FLOAT_TEXT "F32, BF16 or F16"

@@ -87,9 +87,7 @@ vg_status vg_op_gemm(vg_stream *s, const vg_gemm_args *args)
             "gemm: args.struct_size %u < %u (set it to sizeof(vg_gemm_args))", args->struct_size,
             v5_size);
     vg_gemm_args full;
-    memset(&full, 0, sizeof full);
-    memcpy(&full, args, args->struct_size < sizeof full ? args->struct_size : sizeof full);
-    full.struct_size = sizeof full;
+    op_args_whole(&full, sizeof full, args);
     const vg_gemm_args *g = &full;
     REQUIRE_DTYPE("gemm", "dtype_ab", g->dtype_ab, VG_DTYPES_FLOAT, DTYPES_FLOAT_TEXT);
     REQUIRE_DTYPE("gemm", "dtype_c", g->dtype_c, VG_DTYPES_FLOAT, DTYPES_FLOAT_TEXT);

@@ -6,8 +6,6 @@
  * fused kernel). Same pattern
  * as ops.c and ops_nn.c: the preconditions of vg_ops.h once, then what the device offers and
  * capture state, then one call into the plugin. */
-#include <string.h>
-
 #include "op_check.h"
 
 vg_status vg_op_rotary(vg_stream *s, vg_dtype dtype, void *x, int64_t ld, int64_t rows,
@@ -225,10 +223,8 @@ vg_status vg_op_rotary_paged_attention(vg_stream *s, const vg_rotary_paged_args 
     REQUIRE(args, OP ": args is NULL");
     REQUIRE(args->struct_size >= VG_ROTARY_PAGED_ARGS_SIZE_8, OP ": args.struct_size %u < %zu", args->struct_size,
             (size_t)VG_ROTARY_PAGED_ARGS_SIZE_8);
-    vg_rotary_paged_args full; /* what the plugin reads: every member this core knows, zero past the caller's */
-    memset(&full, 0, sizeof full);
-    memcpy(&full, args, args->struct_size < sizeof full ? args->struct_size : sizeof full);
-    full.struct_size = sizeof full;
+    vg_rotary_paged_args full;
+    op_args_whole(&full, sizeof full, args);
     const vg_rotary_paged_args *a = &full;
     vg_status st = rotary_kv_store_check(s, a->dtype, a->qkv, a->ld, a->rows, a->heads, a->kv_heads, a->head_dim,
                                          a->q_norm, a->k_norm, a->eps, a->pos, a->theta, a->k_cache,
@@ -240,11 +236,10 @@ vg_status vg_op_rotary_paged_attention(vg_stream *s, const vg_rotary_paged_args 
     if (st != VG_OK) return st;
     const size_t es = op_dtype_size(a->dtype);
     const int64_t width = (int64_t)a->kv_heads * a->head_dim, hidden = (int64_t)a->heads * a->head_dim;
-    REQUIRE(a->num_slots >= 1 && a->num_slots <= (int64_t)(SIZE_MAX / 4 / es) / width,
-            OP ": num_slots %lld is not in [1, %lld]", (long long)a->num_slots,
-            (long long)((int64_t)(SIZE_MAX / 4 / es) / width));
-    REQUIRE(a->ld <= (int64_t)(SIZE_MAX / 4 / es) / (a->rows ? a->rows : 1) &&
-                a->ld_out <= (int64_t)(SIZE_MAX / 4 / es) / (a->rows ? a->rows : 1),
+    const int64_t most = (int64_t)(SIZE_MAX / 4 / es); /* elements a span may reach: no size_t wraps */
+    REQUIRE(a->num_slots >= 1 && a->num_slots <= most / width, OP ": num_slots %lld is not in [1, %lld]",
+            (long long)a->num_slots, (long long)(most / width));
+    REQUIRE(a->ld <= most / (a->rows ? a->rows : 1) && a->ld_out <= most / (a->rows ? a->rows : 1),
             OP ": ld %lld or ld_out %lld spans more than the address space", (long long)a->ld,
             (long long)a->ld_out);
     if (a->rows) { /* out is written while qkv and the caches are read; qkv and the caches apart */

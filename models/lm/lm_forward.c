@@ -238,9 +238,11 @@ vg_status lm_pieces_init(vg_lm *m)
     vg_op_id norm = m->norm_gemm ? VG_OP_GEMM_RMSNORM_A : VG_OP_RMSNORM;
     int a = 0, b = 0, h = 0;
     m->ops_in[a++] = VG_OP_GEMM, m->ops_in[a++] = norm;
-    if (m->fused_qkv && !m->fused_attn) {
+    if (m->fused_attn) {
+        /* the attention piece's op does the rotary and the store */
+    } else if (m->fused_qkv) {
         m->ops_in[a++] = VG_OP_ROTARY_KV_STORE;
-    } else if (!m->fused_attn) {
+    } else {
         m->ops_in[a++] = VG_OP_ROTARY, m->ops_in[a++] = VG_OP_KV_STORE;
         if (c->qk_norm) m->ops_in[a++] = VG_OP_RMSNORM_HEADS;
     }
