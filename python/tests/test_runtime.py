@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The runtime: backends, devices, capabilities, selection, options, errors."""
+import ctypes
+
 import pytest
 
 import vgraph
@@ -117,3 +119,29 @@ def test_interpreter_exit_without_closing():
     """
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "ok", (r.returncode, r.stderr[-2000:])
+
+
+def test_options_mirrors_match_the_library():
+    """Each options struct the package fills through the library's init function has the
+    library's size: a mirror missing a member the library appended would let the library read
+    (and its init write) past it."""
+    from vgraph import _types as T
+    from vgraph._lib import libmodels, libvg
+    for init, cls in ((libvg().vg_runtime_options_init, T.RuntimeOptions),
+                      (libvg().vg_runner_options_init, T.RunnerOptions),
+                      (libmodels().vg_vit_options_init, T.VitOptions),
+                      (libmodels().vg_lm_options_init, T.LmOptions)):
+        o = T.options_init(init, cls)
+        assert o.struct_size == ctypes.sizeof(cls), cls.__name__
+
+
+def test_options_mirror_of_another_version_refused():
+    from vgraph import _types as T
+    from vgraph._lib import libmodels
+
+    class Shorter(ctypes.Structure):  # vg_lm_options without its last member
+        _fields_ = T.LmOptions._fields_[:-1]
+
+    with pytest.raises(vgraph.VgError) as e:
+        T.options_init(libmodels().vg_lm_options_init, Shorter)
+    assert e.value.status_name == "VG_ERR_ABI" and "different versions" in e.value.message

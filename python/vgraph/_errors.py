@@ -16,6 +16,7 @@ class VgError(RuntimeError):
 # vg_status values (vg_types.h): stable, only appended to
 OK = 0
 ERR_INVALID_ARG = 1
+ERR_ABI = 5
 ERR_UNSUPPORTED = 7
 ERR_STATE = 12
 ERR_INTERNAL = 13

@@ -113,7 +113,7 @@ class RunnerOptions(Structure):
     _fields_ = [("struct_size", c_uint32), ("mode", c_enum), ("capture_sizes", POINTER(c_int64)),
                 ("num_capture_sizes", c_int), ("max_capture_size", c_int64), ("graph_memory_budget", c_uint64),
                 ("stream", c_void_p), ("debug_addresses", c_int), ("eager_first", c_int),
-                ("profile_pieces", c_int), ("comm", c_void_p)]
+                ("profile_pieces", c_int)]
 
 
 RUN_PATHS = {0: "eager", 1: "full", 2: "piecewise"}
@@ -181,7 +181,7 @@ class LmOptions(Structure):
                 ("num_capture_sizes", c_int), ("max_capture_size", c_int64), ("warmup", c_int),
                 ("compute_dtype", c_enum), ("block_size", c_int), ("num_blocks", c_int64),
                 ("kv_memory_fraction", c_double), ("max_seqs", c_int), ("max_seq_len", c_int64),
-                ("profile_pieces", c_int)]
+                ("profile_pieces", c_int), ("comm", c_void_p)]
 
 
 class LmInfo(Structure):
@@ -201,3 +201,23 @@ class LmSeqTokens(Structure):
 
 class LmStepInfo(Structure):
     _fields_ = [("run", RunInfo), ("num_tokens", c_int64), ("uniform", c_int), ("total_ms", c_double)]
+
+
+# The largest options struct a library's init function may fill: room for members appended after
+# this package was written, so that init never writes past what it was given.
+_INIT_SCRATCH = 4096
+
+
+def options_init(init, cls):
+    """A `cls` filled by the library's init function (vg_*_options_init), which sets struct_size
+    to the library's own sizeof. Where that is not this mirror's size, the library and the
+    package are different versions, and the library would read or write past the mirror:
+    VgError (VG_ERR_ABI) instead."""
+    from ._errors import ERR_ABI, raise_python
+    scratch = ctypes.create_string_buffer(_INIT_SCRATCH)
+    init(ctypes.cast(scratch, init.argtypes[0] if init.argtypes else POINTER(cls)))
+    size, mine = c_uint32.from_buffer(scratch).value, ctypes.sizeof(cls)
+    if size != mine:
+        raise_python(ERR_ABI, f"{cls.__name__}: the library's struct is {size} bytes, this package's mirror "
+                              f"{mine}: the vg library and the vgraph package are different versions")
+    return cls.from_buffer_copy(scratch.raw[:mine])

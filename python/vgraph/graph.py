@@ -295,8 +295,7 @@ class GraphWrapper:
         self._iface.num_pieces = n
         self._iface.reserve = self._cb_reserve
         self._iface.prepare = self._cb_prepare
-        o = T.RunnerOptions()
-        vg.vg_runner_options_init(ctypes.byref(o))
+        o = T.options_init(vg.vg_runner_options_init, T.RunnerOptions)
         o.mode = int(self.runtime_mode)
         if self._capture_sizes is not None:
             self._sizes_c = (ctypes.c_int64 * len(self._capture_sizes))(*self._capture_sizes)

@@ -77,8 +77,7 @@ class LanguageModel(ModelBase):
 
     @staticmethod
     def _options(mode, capture_sizes, max_capture_size, warmup, dtype):
-        o = T.LmOptions()
-        libmodels().vg_lm_options_init(ctypes.byref(o))
+        o = T.options_init(libmodels().vg_lm_options_init, T.LmOptions)
         return o, graph_options(o, "LanguageModel", mode, capture_sizes, max_capture_size, warmup, dtype)
 
     @staticmethod

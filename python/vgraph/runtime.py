@@ -109,8 +109,7 @@ class Runtime:
 
     def __init__(self, backend=None, device=-1, options=None):
         vg = libvg()
-        o = T.RuntimeOptions()
-        vg.vg_runtime_options_init(ctypes.byref(o))
+        o = T.options_init(vg.vg_runtime_options_init, T.RuntimeOptions)
         o.backend = backend.encode() if backend else None
         o.device = int(device)
         self._handle = None

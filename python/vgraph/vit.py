@@ -60,8 +60,7 @@ class VisionEncoder(ModelBase):
 
     @staticmethod
     def _options(mode, capture_sizes, max_capture_size, warmup, dtype):
-        o = T.VitOptions()
-        libmodels().vg_vit_options_init(ctypes.byref(o))
+        o = T.options_init(libmodels().vg_vit_options_init, T.VitOptions)
         return o, graph_options(o, "VisionEncoder", mode, capture_sizes, max_capture_size, warmup, dtype)
 
     def _info(self):
