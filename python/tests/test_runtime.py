@@ -95,6 +95,41 @@ def test_close_frees_what_was_built_on_it():
         enc.encode(np.zeros((4, enc.info["patch_dim"]), np.float32), [[1, 2, 2]])
 
 
+def test_objects_outliving_their_runtime_refuse():
+    """What the runtime's close freed (a wrapper's runner, a stream, a borrowed runner stream, an
+    imported tensor) refuses afterwards with VG_ERR_STATE instead of touching freed memory; closing
+    or releasing it again is a no-op."""
+    import numpy as np
+    from vgraph._native import Imported
+
+    def refused(call):
+        with pytest.raises(vgraph.VgError) as e:
+            call()
+        assert e.value.status_name == "VG_ERR_STATE"
+
+    rt = vgraph.Runtime("kunlun_stub")
+    x = np.ones((3, 2), np.float32)
+    g = vgraph.GraphWrapper(lambda t: t * 2, rt, "full", capture_sizes=[4])
+    g(x)
+    borrowed = g.stream
+    s = vgraph.Stream(rt)
+    imp = Imported(rt, np.ones((3, 4), np.float32))
+    rt.close()
+    for call in (g.stats, lambda: g(x), g.invalidate, s.synchronize, lambda: s.native, borrowed.synchronize):
+        refused(call)
+    g.close()
+    s.close()
+    imp.release()  # the runtime's close released it already
+
+    rt = vgraph.Runtime("kunlun_stub")
+    g = vgraph.GraphWrapper(lambda t: t * 2, rt, "full", capture_sizes=[4])
+    g(x)
+    borrowed = g.stream
+    g.close()  # the runner goes, and the stream it lent with it
+    refused(borrowed.synchronize)
+    rt.close()
+
+
 def test_interpreter_exit_without_closing():
     """Nothing closed by hand: at exit the garbage collector finalizes runtime, models and wrappers
     in any order, and vg's objects must still be freed before their device."""

@@ -7,7 +7,7 @@ A libvg older than these headers lacks the symbols: each feature then says so wi
 import ctypes
 
 from . import _types as T
-from ._errors import check, raise_python, ERR_UNSUPPORTED, ERR_INVALID_ARG
+from ._errors import check, raise_python, ERR_INVALID_ARG, ERR_STATE, ERR_UNSUPPORTED
 
 
 def declare(vg, _declare):
@@ -80,7 +80,7 @@ class Stream:
     """A vg stream: vg's own (Stream(rt)) or a wrap of the caller's native stream
     (Stream.wrap(rt, torch.cuda.current_stream().cuda_stream)), which vg never destroys."""
 
-    def __init__(self, rt, handle=None, wrapped=False, owned=True):
+    def __init__(self, rt, handle=None, wrapped=False, owned=True, owner=None):
         from ._lib import libvg
         self.rt = rt
         self.wrapped = wrapped
@@ -88,9 +88,19 @@ class Stream:
             h = ctypes.c_void_p()
             check(libvg().vg_stream_create(rt.handle, ctypes.byref(h)))
             handle = h
-        self.handle = handle
-        # owned=False: a stream of vg's (a runner's), borrowed, never destroyed here
+        self._h = handle
+        # owned=False: a stream of vg's (a runner's), borrowed, never destroyed here; it lives as
+        # long as `owner` (the runtime's record of what made it) is open
         self._res = rt._own(libvg().vg_stream_destroy, handle) if owned else None
+        self._owner = owner
+
+    @property
+    def handle(self):
+        """The vg_stream; VgError (VG_ERR_STATE) once it, its runtime or its runner is closed."""
+        if self._h is None or (self._res is not None and self._res.handle is None) or \
+                (self._owner is not None and self._owner.handle is None):
+            raise_python(ERR_STATE, "Stream: closed (or the runtime or runner it belongs to)")
+        return self._h
 
     @classmethod
     def wrap(cls, rt, native):
@@ -112,7 +122,7 @@ class Stream:
         check(libvg().vg_stream_sync(self.handle))
 
     def close(self):
-        self.handle = None
+        self._h = None
         if self._res is not None:
             self._res.close()
 
@@ -131,7 +141,7 @@ class Imported:
         from . import dlpack as D
         fn = _need("vg_dlpack_import", "dlpack import")
         self.rt = rt
-        self._t = None
+        self._res = None
         kwargs = {}
         dev = obj.__dlpack_device__()
         if dev[0] not in D.HOST_DEVICES:
@@ -148,16 +158,18 @@ class Imported:
         t.struct_size = ctypes.sizeof(t)
         check(fn(rt.handle, ctypes.c_void_p(addr), ctypes.byref(t)))
         D._api.PyCapsule_SetName(cap, D._USED_V)  # vg owns it now; released by vg_dlpack_release
-        self._t = t
+        # released by release(), or by the runtime's close before its device, whichever is first
+        release = _need("vg_dlpack_release", "dlpack release")
+        self._res = rt._own(lambda held: release(ctypes.byref(held)), t)
         self.ptr = t.ptr
         self.dtype = t.dtype
         self.shape = tuple(t.shape[i] for i in range(t.ndim))
         self.strides = tuple(t.strides[i] for i in range(t.ndim))
 
     def release(self):
-        if self._t is not None:
-            t, self._t = self._t, None
-            check(_need("vg_dlpack_release", "dlpack release")(ctypes.byref(t)))
+        if self._res is not None:
+            r, self._res = self._res, None
+            r.close()
 
     def __enter__(self):
         return self

@@ -246,7 +246,7 @@ class GraphWrapper:
         self._torch_work = self.foreign and self.foreign_capture
         from ._lib import has
         self._replay_ok = has("vg_runner_replay")  # an older libvg: every call through vg_runner_run
-        self._runner = None
+        self._runner_res = None   # the runtime's record of the vg_runner, once built
         self._stream = None       # the vg stream over torch's stream (cuda), or None
         self._stream_native = None
         self._side = None          # torch side stream when the caller is on the default stream
@@ -312,7 +312,6 @@ class GraphWrapper:
         h = ctypes.c_void_p()
         check(vg.vg_runner_create(self.runtime.handle, ctypes.byref(self._iface), ctypes.byref(o), ctypes.byref(h)))
         self._runner_res = self.runtime._own(vg.vg_runner_destroy, h)
-        self._runner = h
         self._sizes = [vg.vg_runner_bucket_size(h, b) for b in range(vg.vg_runner_num_buckets(h))]
         self._vg_replay = None
         if self._replay_ok:
@@ -354,11 +353,20 @@ class GraphWrapper:
         if self._runner is None:
             self._build(native)
 
+    @property
+    def _runner(self):
+        """The vg_runner, None before the first call; VgError (VG_ERR_STATE) once the runtime
+        closed it."""
+        r = self._runner_res
+        if r is not None and r.handle is None:
+            raise_python(ERR_STATE, "GraphWrapper: its runtime is closed")
+        return None if r is None else r.handle
+
     def _destroy_runner(self):
         self._replays = {}
-        if self._runner is not None:
-            self._runner = None
-            self._runner_res.close()
+        if self._runner_res is not None:
+            r, self._runner_res = self._runner_res, None
+            r.close()
         if self._stream is not None:
             self._stream.close()
             self._stream = None
@@ -375,7 +383,7 @@ class GraphWrapper:
         if getattr(self, "_vg_stream", None) is None:
             from ._native import Stream
             self._vg_stream = Stream(self.runtime, ctypes.c_void_p(libvg().vg_runner_stream(self._runner)),
-                                     owned=False)
+                                     owned=False, owner=self._runner_res)
         return self._vg_stream
 
     def _bucket_of(self, n):
