@@ -66,6 +66,10 @@ def test_batch_descriptor_decides_the_bucket(stub):
     assert y.shape == (6, 1)  # only token-indexed arrays (3 rows) are padded and cut
     with pytest.raises(vgraph.VgError):
         g(x, batch_descriptor=BatchDescriptor(num_tokens=0))
+    for bad in ({"num_tokens": 2**64 + 3}, {"num_tokens": 2.5}, {"num_tokens": 3, "variant": -1},
+                {"num_tokens": 3, "num_requests": 2**31}):
+        with pytest.raises(vgraph.VgError):  # a width vg_batch_desc cannot hold
+            BatchDescriptor(**bad)
     with pytest.raises(vgraph.VgError):
         g(3)  # no array to count tokens in
 

@@ -90,6 +90,14 @@ def test_refusals(stub):
             lm.step({})
         with pytest.raises(vgraph.VgError):  # no tokenizer in the fixture's directory
             lm.generate(["hello"], 2)
+        # values a C int32 cannot hold, or not integers: refused, never wrapped or truncated
+        for bad in ({s: [2**32 + 5]}, {s: [10**30]}, {s: [1.5]}, {2**32 + s: [1]}):
+            with pytest.raises(vgraph.VgError) as e:
+                lm.step(bad)
+            assert e.value.status_name == "VG_ERR_INVALID_ARG"
+        with pytest.raises(vgraph.VgError):
+            lm.free_sequence(2**32 + s)
+        assert lm.sequence_length(s) == 0  # the refusals left the sequence alone
         lm.free_sequence(s)
         assert lm.tokenizer is None
 

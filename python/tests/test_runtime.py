@@ -68,6 +68,12 @@ def test_native_device_of_the_stub(stub):
     assert "native" in stub.caps and "foreign_capture" not in stub.caps
 
 
+def test_device_index_out_of_range_refused():
+    with pytest.raises(vgraph.VgError) as e:  # not wrapped to device 0
+        vgraph.Runtime("kunlun_stub", device=2**32)
+    assert e.value.status_name == "VG_ERR_INVALID_ARG"
+
+
 def test_closed_runtime_refuses():
     rt = vgraph.Runtime("kunlun_stub")
     rt.close()

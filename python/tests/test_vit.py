@@ -58,6 +58,9 @@ def test_bad_inputs_raise(stub):
             enc.encode(np.zeros((64, pd), np.float32), [[1, 8]])
         with pytest.raises(vgraph.VgError):
             enc.encode(np.zeros((64, pd), np.float32)[:, ::2], [[1, 8, 8]])
+        for grid in ([[2**64 + 1, 8, 8]], [[1.9, 8, 8]]):  # not wrapped, not truncated
+            with pytest.raises(vgraph.VgError):
+                enc.encode(np.zeros((64, pd), np.float32), grid)
     with pytest.raises(vgraph.VgError) as e:
         vgraph.VisionEncoder(stub, DATA / "no_such_model")
     assert "no_such_model" in e.value.message

@@ -55,7 +55,7 @@ def host_tensor(obj, what):
 def int_rows(obj, width, what):
     """A list of int tuples of `width` from any array-like (lists, NumPy, a torch tensor on any
     device: small metadata such as grid_thw is read on the host)."""
-    from ._errors import raise_python, ERR_INVALID_ARG
+    from ._errors import checked_int, raise_python, ERR_INVALID_ARG
     rows = obj.tolist() if hasattr(obj, "tolist") else list(obj)
     if rows and not isinstance(rows[0], (list, tuple)):
         rows = [rows]
@@ -63,5 +63,5 @@ def int_rows(obj, width, what):
     for r in rows:
         if len(r) != width:
             raise_python(ERR_INVALID_ARG, f"{what}: each row needs {width} values, got {list(r)}")
-        out.append(tuple(int(v) for v in r))
+        out.append(tuple(checked_int(v, what, 64) for v in r))
     return out

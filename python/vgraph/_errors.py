@@ -42,3 +42,20 @@ def raise_python(status, message):
     from ._lib import libvg
     name = libvg().vg_status_name(status)
     raise VgError(status, name.decode() if name else f"vg_status {status}", message)
+
+
+def checked_int(v, what, bits=64, unsigned=False):
+    """v as a Python int that a C integer of `bits` bits holds: an int (or NumPy integer), or a
+    float with no fraction; anything else, or a value out of range, is VgError (VG_ERR_INVALID_ARG)
+    rather than the wrap-around or truncation ctypes would do silently."""
+    import operator
+    try:
+        i = operator.index(v)
+    except TypeError:
+        if not (isinstance(v, float) and v.is_integer()):
+            raise_python(ERR_INVALID_ARG, f"{what}: {v!r} is not an integer")
+        i = int(v)
+    lo, hi = (0, 1 << bits) if unsigned else (-(1 << (bits - 1)), 1 << (bits - 1))
+    if not lo <= i < hi:
+        raise_python(ERR_INVALID_ARG, f"{what}: {i} does not fit a {'u' if unsigned else ''}int{bits}")
+    return i

@@ -19,7 +19,7 @@ import logging
 import warnings
 
 from . import _types as T
-from ._errors import check, raise_python, ERR_INVALID_ARG, ERR_STATE
+from ._errors import check, checked_int, raise_python, ERR_INVALID_ARG, ERR_STATE
 from ._lib import libvg
 
 log = logging.getLogger("vgraph")
@@ -45,6 +45,11 @@ class BatchDescriptor:
     num_requests: int = 0
     uniform: bool = False
     variant: int = 0
+
+    def __post_init__(self):  # the C struct's widths (vg_batch_desc), checked once, here
+        checked_int(self.num_tokens, "BatchDescriptor: num_tokens", 64)
+        checked_int(self.num_requests, "BatchDescriptor: num_requests", 32)
+        checked_int(self.variant, "BatchDescriptor: variant", 32, unsigned=True)
 
 
 def run_info_dict(ri):

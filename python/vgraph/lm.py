@@ -6,7 +6,7 @@ import os
 
 from . import _types as T
 from . import dlpack as D
-from ._errors import check, raise_python, ERR_INVALID_ARG
+from ._errors import check, checked_int, raise_python, ERR_INVALID_ARG
 from ._lib import libmodels
 from .graph import run_info_dict
 from ._model import DTYPE_BY_NAME, ModelBase, graph_options, info_dict
@@ -16,7 +16,7 @@ def _tokens(obj, what):
     vals = obj.tolist() if hasattr(obj, "tolist") else list(obj)
     if isinstance(vals, int):
         vals = [vals]
-    out = [int(v) for v in vals]
+    out = [checked_int(v, f"{what}: token", 32) for v in vals]
     if not out:
         raise_python(ERR_INVALID_ARG, f"{what}: no tokens")
     return out
@@ -107,11 +107,11 @@ class LanguageModel(ModelBase):
         return s.value
 
     def free_sequence(self, seq):
-        check(libmodels().vg_lm_seq_free(self.handle, int(seq)))
+        check(libmodels().vg_lm_seq_free(self.handle, checked_int(seq, "LanguageModel.free_sequence", 32)))
 
     def sequence_length(self, seq):
         """Tokens the sequence holds in the KV cache; -1 for an unknown id."""
-        return libmodels().vg_lm_seq_len(self.handle, int(seq))
+        return libmodels().vg_lm_seq_len(self.handle, checked_int(seq, "LanguageModel.sequence_length", 32))
 
     def step(self, batch, logits=True):
         """One forward. batch: {seq: tokens} or [(seq, tokens), ...], tokens any int sequence or
@@ -127,7 +127,7 @@ class LanguageModel(ModelBase):
             toks = _tokens(toks, f"LanguageModel.step: sequence {seq}")
             a = (ctypes.c_int32 * len(toks))(*toks)
             arrays.append(a)
-            seqs[k] = T.LmSeqTokens(int(seq), a, len(toks))
+            seqs[k] = T.LmSeqTokens(checked_int(seq, "LanguageModel.step: sequence id", 32), a, len(toks))
         num, vocab = len(items), self.vocab
         greedy = (ctypes.c_int32 * num)()
         info = T.LmStepInfo()

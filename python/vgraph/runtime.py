@@ -3,7 +3,7 @@
 import ctypes
 
 from . import _types as T
-from ._errors import check, raise_python
+from ._errors import check, checked_int, raise_python
 from ._lib import libvg
 
 # names for capability bits a libvg may not name yet (vg_cap_name knows its own)
@@ -111,7 +111,7 @@ class Runtime:
         vg = libvg()
         o = T.options_init(vg.vg_runtime_options_init, T.RuntimeOptions)
         o.backend = backend.encode() if backend else None
-        o.device = int(device)
+        o.device = checked_int(device, "Runtime: device", 32)
         self._handle = None
         self._children = []
         from . import _native
