@@ -28,6 +28,26 @@ def test_strided_views_keep_their_strides():
     assert np.array_equal(np.from_dlpack(t), a)
 
 
+def test_read_only_stays_read_only():
+    a = np.arange(4, dtype=np.float32)
+    a.flags.writeable = False
+    t = vgraph.from_dlpack(a)
+    assert t.readonly
+    assert not np.from_dlpack(t).flags.writeable  # DLPack 1.0 carries the flag
+    with pytest.raises(BufferError):  # DLPack 0.x cannot: refused, as NumPy refuses it
+        t.__dlpack__()
+    assert vgraph.from_dlpack(t.__dlpack__(max_version=(1, 0))).readonly
+
+
+def test_inconsistent_tensor_refused():
+    a = np.arange(4, dtype=np.float32)
+    for kw in ({"shape": (2, 2), "strides": (2,)}, {"shape": (4,), "strides": (1, 1)}, {"shape": (-3,)},
+               {"shape": (2**64,)}):
+        with pytest.raises(vgraph.VgError) as e:
+            vgraph.Tensor(a.ctypes.data, dtype="float32", owner=a, **kw)
+        assert e.value.status_name == "VG_ERR_INVALID_ARG"
+
+
 @pytest.mark.parametrize("versioned", [True, False])
 def test_exported_capsules_are_released(versioned):
     t = vgraph.from_dlpack(np.ones(3, np.float32))

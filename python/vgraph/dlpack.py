@@ -16,7 +16,7 @@ import threading
 import weakref
 from ctypes import POINTER, Structure, c_int32, c_int64, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p
 
-from ._errors import raise_python, ERR_INVALID_ARG, ERR_UNSUPPORTED
+from ._errors import checked_int, raise_python, ERR_INVALID_ARG, ERR_UNSUPPORTED
 
 # DLDeviceType
 CPU, CUDA, CUDA_HOST, OPENCL, ROCM, CUDA_MANAGED = 1, 2, 3, 4, 10, 13
@@ -105,10 +105,16 @@ class Tensor:
         if dtype not in _DTYPES:
             raise_python(ERR_INVALID_ARG, f"vgraph.Tensor: unknown dtype {dtype!r}")
         self.data_ptr = int(data_ptr or 0)
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = tuple(checked_int(s, "vgraph.Tensor: shape", 64) for s in shape)
+        if any(s < 0 for s in self.shape):
+            raise_python(ERR_INVALID_ARG, f"vgraph.Tensor: negative size in shape {self.shape}")
         self.dtype = dtype
         self.device = (int(device[0]), int(device[1]))
-        self.strides = tuple(int(s) for s in strides) if strides is not None else _contiguous(self.shape)
+        self.strides = tuple(checked_int(s, "vgraph.Tensor: strides", 64) for s in strides) \
+            if strides is not None else _contiguous(self.shape)
+        if len(self.strides) != len(self.shape):
+            raise_python(ERR_INVALID_ARG, f"vgraph.Tensor: {len(self.strides)} strides for {len(self.shape)} "
+                         "dimensions")
         self.owner = owner
         self.readonly = readonly
 
@@ -156,6 +162,8 @@ class Tensor:
         if dl_device is not None and tuple(dl_device) != self.device:
             raise BufferError(f"vgraph.Tensor is on {self.device}, not {tuple(dl_device)}")
         versioned = max_version is not None and int(max_version[0]) >= 1
+        if self.readonly and not versioned:  # DLPack 0.x has no read-only flag: the consumer would write
+            raise BufferError("vgraph.Tensor is read-only, which only DLPack 1.0 (max_version=(1, 0)) can say")
         return _export(self, versioned)
 
     def __repr__(self):
