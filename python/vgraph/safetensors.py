@@ -3,10 +3,13 @@
 import ctypes
 
 from . import _types as T
-from ._errors import check
+from ._errors import check, raise_python, ERR_INVALID_ARG, ERR_UNSUPPORTED
 from ._lib import libmodels
 
 _NP = {T.F32: "float32", T.F16: "float16", T.I32: "int32", T.I64: "int64", T.U8: "uint8"}
+# safetensors dtypes vg reads but computes with none of: as the NumPy dtype of the same bytes
+_NP_BY_NAME = {"F64": "float64", "I8": "int8", "I16": "int16", "U16": "uint16", "U32": "uint32",
+               "U64": "uint64", "BOOL": "bool"}
 
 
 def load(path):
@@ -26,9 +29,11 @@ def load(path):
                 a = (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
             elif t.dtype in _NP:
                 a = raw.view(_NP[t.dtype])
-            else:
-                a = raw.view({"F64": "float64", "I8": "int8", "I16": "int16", "BOOL": "bool"}.get(
-                    t.dtype_name.decode(), "uint8"))
+            elif t.dtype_name.decode() in _NP_BY_NAME:
+                a = raw.view(_NP_BY_NAME[t.dtype_name.decode()])
+            else:  # F8_E4M3, F8_E5M2, ...: NumPy has no such type, and raw bytes would pass for numbers
+                raise_python(ERR_UNSUPPORTED, f"safetensors.load: {path}: tensor {t.name.decode()!r} is "
+                             f"{t.dtype_name.decode()}, which NumPy cannot represent")
             out[t.name.decode()] = a.reshape(shape).copy()
         return out
     finally:
@@ -42,6 +47,11 @@ def save(path, tensors):
     keep, arr = [], (T.StWriteTensor * len(tensors))()
     for i, (name, a) in enumerate(tensors.items()):
         a = np.ascontiguousarray(a)
+        if str(a.dtype) not in rev:
+            raise_python(ERR_UNSUPPORTED, f"safetensors.save: tensor {name!r} is {a.dtype}; vg writes "
+                         f"{', '.join(sorted(rev))}")
+        if not isinstance(name, str) or not name or "\0" in name:
+            raise_python(ERR_INVALID_ARG, f"safetensors.save: tensor name {name!r} (a non-empty string without NUL)")
         shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
         keep += [a, shape, name.encode()]
         arr[i] = T.StWriteTensor(keep[-1], rev[str(a.dtype)], a.ndim, shape, a.ctypes.data)
