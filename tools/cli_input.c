@@ -3,9 +3,10 @@
  * opens as usual; a FIFO or a pipe (`--peer <(cat a b)`) is read as it comes, and when nothing
  * has come within a moment vg says that it waits for it (opening a FIFO without one blocks
  * silently); anything else (a directory, a device such as /dev/zero that never ends) is refused
- * by name before it is read. */
+ * by name before it is read. Their lines are JSON values, parsed strictly here. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -52,4 +53,21 @@ FILE *vg_cli_open_text(const char *cmd, const char *path, char *why, size_t cap)
         if (fd >= 0) close(fd);
     }
     return fp;
+}
+
+cJSON *vg_cli_json_line(const char *line)
+{
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithOpts(line, &end, 0);
+    if (j && end && end[strspn(end, " \t\r\n")] != '\0') {
+        cJSON_Delete(j);
+        return NULL;
+    }
+    return j;
+}
+
+int vg_cli_json_whole(const cJSON *v, double lo, double hi)
+{
+    return cJSON_IsNumber(v) && v->valuedouble >= lo && v->valuedouble <= hi &&
+           v->valuedouble == floor(v->valuedouble);
 }

@@ -5,7 +5,6 @@
  * With --peer, the JSON lines of the PyTorch peer (tools/peer/peer_lm_torch.py, run in the same
  * device call) are read first and printed beside vg's numbers with the ratios. */
 #include <cjson/cJSON.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,56 +70,6 @@ typedef struct bench_row {
     int npieces;
     double pieces_ms;
 } bench_row;
-
-/* One line of the peer: {"B": 16, "prompt": 512, "new": 64, "eager_ms_per_step": ...,
- * "static_compiled_ms_per_step": ..., ...}; a failed variant has "<name>_error" instead. */
-typedef struct peer_line {
-    int64_t batch, prompt;
-    double eager_ms, compiled_ms;
-} peer_line;
-
-#define MAX_PEER 64
-
-static double positive(const cJSON *j, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItem(j, key);
-    return cJSON_IsNumber(v) && v->valuedouble > 0 ? v->valuedouble : 0;
-}
-
-/* The whole peer file, read before anything is measured: the number of lines, or -1 after
- * printing why it is unusable. */
-static int read_peer(const char *path, peer_line *out, int max)
-{
-    char why[96];
-    FILE *fp = vg_cli_open_text(CMD, path, why, sizeof why);
-    if (!fp) {
-        vg_cli_fail(CMD, "cannot read the peer file %s: %s", path, why);
-        return -1;
-    }
-    char *line = NULL;
-    size_t cap = 0;
-    int n = 0, lineno = 0, bad = 0;
-    while (!bad && getline(&line, &cap, fp) >= 0) {
-        lineno++;
-        if (line[strspn(line, " \t\r\n")] == '\0') continue;
-        cJSON *j = cJSON_Parse(line);
-        const cJSON *B = cJSON_GetObjectItem(j, "B");
-        if (!cJSON_IsObject(j) || !cJSON_IsNumber(B) || B->valuedouble < 1)
-            bad = vg_cli_fail(CMD, "%s:%d: not a line of the peer's output (a JSON object with \"B\", "
-                                   "\"eager_ms_per_step\", \"static_compiled_ms_per_step\")", path, lineno);
-        else if (n == max)
-            bad = vg_cli_fail(CMD, "%s: more than %d lines", path, max);
-        else
-            out[n++] = (peer_line){(int64_t)B->valuedouble, (int64_t)positive(j, "prompt"),
-                                   positive(j, "eager_ms_per_step"), positive(j, "static_compiled_ms_per_step")};
-        cJSON_Delete(j);
-    }
-    if (!bad && ferror(fp)) bad = vg_cli_fail(CMD, "cannot read the peer file %s: %s", path, strerror(errno));
-    if (!bad && !n) bad = vg_cli_fail(CMD, "the peer file %s holds no measurements", path);
-    free(line);
-    fclose(fp);
-    return bad ? -1 : n;
-}
 
 /* "1.23" or "-" when absent. */
 static const char *ms_text(double ms, char *buf, size_t cap)
@@ -191,7 +140,7 @@ static vg_status run_batch(vg_lm *lm, int64_t b, int prompt, int steps, int voca
         for (int64_t i = 0; i < b; i++) s[i] = (vg_lm_seq_tokens){ids[i], &toks[i], 1};
         vg_lm_step_info info;
         st = vg_lm_step(lm, s, (int)b, NULL, toks, &info);
-        if (j >= 0) *ms += info.total_ms;
+        if (st == VG_OK && j >= 0) *ms += info.total_ms;
         if (j == -1 && warm_pieces) vg_runner_piece_times(vg_lm_runner(lm), warm_pieces, max);
     }
     *ms /= steps;
@@ -232,17 +181,20 @@ int vg_cmd_lm_bench(int argc, char **argv)
                   : strcmp(a.dtype_name, "bf16") == 0 ? VG_DTYPE_BF16
                                                       : VG_DTYPE_COUNT_;
     if (dt == VG_DTYPE_COUNT_) return vg_cli_usage(CMD, "--dtype is bf16, f16 or f32, not '%s'", a.dtype_name);
-    peer_line peer[MAX_PEER];
-    int npeer = 0;
-    if (a.peer && (npeer = read_peer(a.peer, peer, MAX_PEER)) < 0) return 1;
-    lm_fast_peer fast = {0}; /* the fast peer's lines (peer_lm_fast.py) of the same file */
-    if (a.peer && lm_fast_peer_read(CMD, a.peer, &fast)) return 1;
-    int hf_peer = 0;
-    for (int p = 0; p < npeer; p++) hf_peer |= peer[p].eager_ms > 0 || peer[p].compiled_ms > 0;
-    for (int p = 0; p < npeer; p++)
-        if (peer[p].prompt && peer[p].prompt != a.prompt)
+    vg_tp_rank tr;
+    int is_rank = vg_tp_rank_from_env(CMD, a.tp, &tr);
+    if (is_rank == 2) return 2;
+    int quiet_rank = is_rank && tr.rank != 0; /* ranks other than 0 report nothing */
+    if (quiet_rank) a.quiet = 1;
+    const int launcher = a.tp > 1 && !is_rank; /* starts the ranks, which measure */
+    /* The peer's lines, read once and only where they are reported (not by --tp's launcher nor its
+     * quiet ranks): a FIFO or a pipe cannot be read twice. Before anything is measured. */
+    lm_peer peer = {0};
+    if (a.peer && !quiet_rank && !launcher && lm_peer_read(CMD, a.peer, &peer)) return 1;
+    for (int p = 0; p < peer.n; p++)
+        if (peer.prompt[p] && peer.prompt[p] != a.prompt)
             fprintf(stderr, "vg " CMD ": note: the peer measured batch %lld with a prompt of %lld tokens, "
-                            "this run %d\n", (long long)peer[p].batch, (long long)peer[p].prompt, a.prompt);
+                            "this run %d\n", (long long)peer.batch[p], (long long)peer.prompt[p], a.prompt);
     int64_t maxb = 0;
     for (int i = 0; i < a.nbatch; i++) maxb = a.batch[i] > maxb ? a.batch[i] : maxb;
     int bs = a.block_size ? a.block_size : 16;
@@ -253,12 +205,7 @@ int vg_cmd_lm_bench(int argc, char **argv)
         return vg_cli_usage(CMD, "--prompt %d and --new %d (plus 2 warm-up steps) make %lld positions, more "
                                  "than max_position_embeddings %lld of %s", a.prompt, a.new_tokens,
                             (long long)len, (long long)model.max_position, a.config);
-    vg_tp_rank tr;
-    int is_rank = vg_tp_rank_from_env(CMD, a.tp, &tr);
-    if (is_rank == 2) return 2;
-    if (a.tp > 1 && !is_rank) return vg_tp_launch(CMD, a.tp, a.backend, &model, argc, argv);
-    int quiet_rank = is_rank && tr.rank != 0; /* ranks other than 0 report nothing */
-    if (quiet_rank) a.quiet = 1;
+    if (launcher) return vg_tp_launch(CMD, a.tp, a.backend, &model, argc, argv);
     vg_lm_options o;
     vg_lm_options_init(&o);
     o.mode = VG_MODE_NONE;
@@ -292,9 +239,8 @@ int vg_cmd_lm_bench(int argc, char **argv)
     for (int i = 0; !rc && i < a.nbatch; i++) {
         bench_row *r = &rows[i];
         r->batch = a.batch[i];
-        for (int p = 0; p < npeer; p++)
-            if (peer[p].batch == r->batch && (peer[p].eager_ms > 0 || peer[p].compiled_ms > 0)) /* not a fast-peer line */
-                r->peer_eager_ms = peer[p].eager_ms, r->peer_compiled_ms = peer[p].compiled_ms;
+        const int at = lm_peer_find(&peer, r->batch);
+        if (at >= 0) r->peer_eager_ms = peer.eager_ms[at], r->peer_compiled_ms = peer.compiled_ms[at];
         for (int g = 0; !rc && g < (a.pieces ? 3 : 2); g++) {
             /* 0: eager, 1: graphs, 2: eager with piece timing */
             o.mode = g == 1 ? VG_MODE_FULL_AND_PIECEWISE : VG_MODE_NONE;
@@ -371,7 +317,7 @@ int vg_cmd_lm_bench(int argc, char **argv)
                 cJSON_AddNumberToObject(e, "peer_static_compiled_ms_per_step", rows[i].peer_compiled_ms);
                 cJSON_AddNumberToObject(e, "speedup_vs_peer_compiled", rows[i].peer_compiled_ms / rows[i].graph_ms);
             }
-            lm_fast_peer_json(&fast, rows[i].batch, rows[i].graph_ms, e);
+            lm_fast_peer_json(&peer, rows[i].batch, rows[i].graph_ms, e);
             if (a.pieces) {
                 cJSON *pa = cJSON_AddArrayToObject(e, "pieces");
                 cJSON_AddNumberToObject(e, "pieces_ms_per_step", rows[i].pieces_ms);
@@ -415,7 +361,7 @@ int vg_cmd_lm_bench(int argc, char **argv)
                 printf("  %-14s %4dx  %8.3f ms  %5.1f%%\n", r->pieces[g].name, r->pieces[g].count,
                        r->pieces[g].ms, r->pieces_ms > 0 ? 100 * r->pieces[g].ms / r->pieces_ms : 0.0);
         }
-        if (a.peer && (hf_peer || !fast.n)) {
+        if (a.peer && (peer.hf || !peer.fast)) {
             char pe[24], pc[24], re[24], rcmp[24];
             printf("\nbeside the peer (%s; ms per decode step; speed-up = peer / vg graph):\n", a.peer);
             printf("  batch   vg graph   peer compiled   speed-up   peer eager   speed-up\n");
@@ -428,9 +374,9 @@ int vg_cmd_lm_bench(int argc, char **argv)
             }
         }
     }
-    if (!rc && !a.json && !quiet_rank && fast.n) {
+    if (!rc && !a.json && !quiet_rank && peer.fast) {
         lm_fast_peer_print_head(a.peer);
-        for (int i = 0; i < a.nbatch; i++) lm_fast_peer_print_row(&fast, rows[i].batch, rows[i].graph_ms);
+        for (int i = 0; i < a.nbatch; i++) lm_fast_peer_print_row(&peer, rows[i].batch, rows[i].graph_ms);
     }
     if (!rc && !a.json && !quiet_rank && a.loop) vg_cli_lm_bench_loop_report(loop_rows, a.nbatch, a.new_tokens, NULL);
     free(loop_rows);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The fast peer's lines for vg lm bench --peer (see lm_bench_peer.h). */
+/* The peers' lines for vg lm bench --peer (see lm_bench_peer.h). */
 #include "lm_bench_peer.h"
 
 #include <errno.h>
@@ -9,56 +9,91 @@
 
 #include "vg_cli.h"
 
-static int find(const lm_fast_peer *p, int64_t batch)
+int lm_peer_find(const lm_peer *p, int64_t batch)
 {
     for (int i = 0; i < p->n; i++)
         if (p->batch[i] == batch) return i;
     return -1;
 }
 
-static double number(const cJSON *j, const char *key)
+/* A positive number of milliseconds, or 0 when absent. */
+static double ms(const cJSON *j, const char *key)
 {
-    const cJSON *v = cJSON_GetObjectItem(j, key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
     return cJSON_IsNumber(v) && v->valuedouble > 0 ? v->valuedouble : 0;
 }
 
-int lm_fast_peer_read(const char *cmd, const char *path, lm_fast_peer *p)
+/* What a peer says failed ("error", "<variant>_error"), as notes: the row shows "-" there. */
+static void notes(const char *cmd, const char *path, int lineno, int64_t batch, const cJSON *j)
+{
+    const cJSON *v;
+    cJSON_ArrayForEach(v, j) {
+        const size_t len = v->string ? strlen(v->string) : 0;
+        if (cJSON_IsString(v) && len >= 5 && strcmp(v->string + len - 5, "error") == 0)
+            fprintf(stderr, "vg %s: note: %s:%d: the peer's batch %lld: %s: %s\n", cmd, path, lineno,
+                    (long long)batch, v->string, v->valuestring);
+    }
+}
+
+/* One line into p: 0, or 1 after a message. */
+static int line_in(const char *cmd, const char *path, int lineno, const cJSON *j, lm_peer *p)
+{
+    const cJSON *B = cJSON_GetObjectItemCaseSensitive(j, "B");
+    const cJSON *prompt = cJSON_GetObjectItemCaseSensitive(j, "prompt");
+    if (!cJSON_IsObject(j) || !B)
+        return vg_cli_fail(cmd, "%s:%d: not a line of the peer's output (a JSON object with \"B\" and "
+                                "\"eager_ms_per_step\"/\"static_compiled_ms_per_step\" or \"step_ms\")",
+                           path, lineno);
+    if (!vg_cli_json_whole(B, 1, 9e15) || (prompt && !vg_cli_json_whole(prompt, 0, 9e15)))
+        return vg_cli_fail(cmd, "%s:%d: \"B\" must be a whole number >= 1 and \"prompt\" one >= 0", path,
+                           lineno);
+    const int64_t b = (int64_t)B->valuedouble;
+    int at = lm_peer_find(p, b);
+    if (at < 0) {
+        if (p->n == LM_PEER_MAX)
+            return vg_cli_fail(cmd, "%s:%d: more than %d batches", path, lineno, LM_PEER_MAX);
+        at = p->n++;
+        p->batch[at] = b;
+    }
+    if (prompt) p->prompt[at] = (int64_t)prompt->valuedouble;
+    const double eager = ms(j, "eager_ms_per_step"), compiled = ms(j, "static_compiled_ms_per_step");
+    const double step = ms(j, "step_ms");
+    if (eager > 0 || compiled > 0) p->eager_ms[at] = eager, p->compiled_ms[at] = compiled;
+    if (step > 0) p->step_ms[at] = step, p->device_ms[at] = ms(j, "device_ms");
+    /* which peer wrote the line, numbers or not (a failed batch): its table is printed */
+    if (cJSON_GetObjectItemCaseSensitive(j, "step_ms") || cJSON_GetObjectItemCaseSensitive(j, "error")) p->fast = 1;
+    else p->hf = 1;
+    notes(cmd, path, lineno, b, j);
+    return 0;
+}
+
+int lm_peer_read(const char *cmd, const char *path, lm_peer *p)
 {
     memset(p, 0, sizeof *p);
-    FILE *fp = fopen(path, "r");
-    if (!fp) return vg_cli_fail(cmd, "cannot read the peer file %s: %s", path, strerror(errno));
+    char why[96];
+    FILE *fp = vg_cli_open_text(cmd, path, why, sizeof why);
+    if (!fp) return vg_cli_fail(cmd, "cannot read the peer file %s: %s", path, why);
     char *line = NULL;
     size_t cap = 0;
     int bad = 0, lineno = 0;
     while (!bad && getline(&line, &cap, fp) >= 0) {
         lineno++;
-        cJSON *j = cJSON_Parse(line);
-        const cJSON *B = cJSON_GetObjectItem(j, "B");
-        const double step = number(j, "step_ms");
-        /* the line's form is lm_bench.c's to judge; here only the fast peer's numbers */
-        if (cJSON_IsObject(j) && cJSON_IsNumber(B) && B->valuedouble >= 1 && step > 0) {
-            const int64_t b = (int64_t)B->valuedouble;
-            int at = find(p, b);
-            if (at < 0 && p->n == LM_FAST_PEER_MAX)
-                bad = vg_cli_fail(cmd, "%s:%d: more than %d batches of the fast peer", path, lineno,
-                                  LM_FAST_PEER_MAX);
-            else {
-                if (at < 0) at = p->n++;
-                p->batch[at] = b, p->step_ms[at] = step, p->device_ms[at] = number(j, "device_ms");
-            }
-        }
+        if (line[strspn(line, " \t\r\n")] == '\0') continue;
+        cJSON *j = vg_cli_json_line(line);
+        bad = line_in(cmd, path, lineno, j, p);
         cJSON_Delete(j);
     }
     if (!bad && ferror(fp)) bad = vg_cli_fail(cmd, "cannot read the peer file %s: %s", path, strerror(errno));
+    if (!bad && !p->n) bad = vg_cli_fail(cmd, "the peer file %s holds no measurements", path);
     free(line);
     fclose(fp);
     return bad;
 }
 
-void lm_fast_peer_json(const lm_fast_peer *p, int64_t batch, double vg_ms, cJSON *entry)
+void lm_fast_peer_json(const lm_peer *p, int64_t batch, double vg_ms, cJSON *entry)
 {
-    const int at = find(p, batch);
-    if (at < 0) return;
+    const int at = lm_peer_find(p, batch);
+    if (at < 0 || !(p->step_ms[at] > 0)) return;
     cJSON_AddNumberToObject(entry, "peer_step_ms", p->step_ms[at]);
     if (p->device_ms[at] > 0) cJSON_AddNumberToObject(entry, "peer_device_ms", p->device_ms[at]);
     if (vg_ms > 0) cJSON_AddNumberToObject(entry, "speedup_vs_peer", p->step_ms[at] / vg_ms);
@@ -71,11 +106,11 @@ void lm_fast_peer_print_head(const char *path)
     printf("  batch   vg graph   peer step   speed-up   peer device\n");
 }
 
-void lm_fast_peer_print_row(const lm_fast_peer *p, int64_t batch, double vg_ms)
+void lm_fast_peer_print_row(const lm_peer *p, int64_t batch, double vg_ms)
 {
-    const int at = find(p, batch);
+    const int at = lm_peer_find(p, batch);
     char step[24] = "-", ratio[24] = "-", dev[24] = "-";
-    if (at >= 0) {
+    if (at >= 0 && p->step_ms[at] > 0) {
         snprintf(step, sizeof step, "%.3f", p->step_ms[at]);
         if (vg_ms > 0) snprintf(ratio, sizeof ratio, "%.2fx", p->step_ms[at] / vg_ms);
         if (p->device_ms[at] > 0) snprintf(dev, sizeof dev, "%.3f", p->device_ms[at]);

@@ -86,7 +86,7 @@ static vg_status one_generation(vg_lm *lm, int64_t b, int prompt, int n, vg_lm_l
     o.max_new_tokens = n;
     o.loop = loop;
     if (st == VG_OK) st = vg_lm_generate(lm, seqs, (int)b, &o, toks, counts, NULL, info);
-    *ms = info->total_ms;
+    *ms = st == VG_OK ? info->total_ms : 0;
     *made = 0;
     for (int64_t i = 0; st == VG_OK && i < b; i++) *made += counts[i];
     for (int64_t i = 0; i < added; i++) vg_lm_seq_free(lm, ids[i]);

@@ -36,6 +36,12 @@ int vg_cli_is_help(const char *arg);
  * that vg waits when nothing has been written to it yet); NULL with the reason in why (a
  * directory, a device) otherwise. */
 FILE *vg_cli_open_text(const char *cmd, const char *path, char *why, size_t cap);
+/* The JSON value of one line of a JSON-lines file, with nothing after it but whitespace
+ * (cJSON_Parse stops after the first value, so "{...}{...}" would silently lose the second):
+ * the value (cJSON_Delete it), or NULL. */
+cJSON *vg_cli_json_line(const char *line);
+/* Whether v is a number with a whole value in [lo, hi] (checked before any cast to an integer). */
+int vg_cli_json_whole(const cJSON *v, double lo, double hi);
 /* Format bytes as "1.50 GiB". */
 const char *vg_cli_bytes(unsigned long long bytes, char *buf, size_t cap);
 /* Print the command's one JSON document on stdout, indented or on one line, and delete it: 0,

@@ -64,8 +64,7 @@ static int whole(const cJSON *j, const char *key, int64_t lo, int optional, cons
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(j, key);
     *out = 0;
     if (!v && optional) return 0;
-    if (!cJSON_IsNumber(v) || v->valuedouble < (double)lo || v->valuedouble > 9e15 ||
-        v->valuedouble != floor(v->valuedouble))
+    if (!vg_cli_json_whole(v, (double)lo, 9e15))
         return vg_cli_fail(CMD, "%s:%d: \"%s\" must be a whole number >= %lld", at->path, at->line,
                            key, (long long)lo);
     *out = (int64_t)v->valuedouble;
@@ -191,7 +190,7 @@ static int read_one(const char *path, peer_data *out)
     while (!bad && getline(&line, &cap, fp) >= 0) {
         at.line++;
         if (blank(line)) continue;
-        cJSON *j = cJSON_Parse(line);
+        cJSON *j = vg_cli_json_line(line);
         const cJSON *method = cJSON_GetObjectItemCaseSensitive(j, "method");
         if (!cJSON_IsObject(j))
             bad = vg_cli_fail(CMD, "%s:%d: not a line of a peer's output (a JSON object from "

@@ -133,18 +133,12 @@ static int blank(const char *s)
     return s[strspn(s, " \t\r\n")] == '\0';
 }
 
-static int whole_in(const cJSON *v, double lo, double hi)
-{
-    return cJSON_IsNumber(v) && v->valuedouble >= lo && v->valuedouble <= hi &&
-           v->valuedouble == floor(v->valuedouble);
-}
-
 /* One line into r: 0, or 1 after a message. */
 static int parse_request(const char *text, const char *path, int line, stream_list *l, stream_request *r)
 {
     memset(r, 0, sizeof *r);
     r->line = line;
-    cJSON *j = cJSON_Parse(text);
+    cJSON *j = vg_cli_json_line(text);
     const cJSON *imgs = cJSON_GetObjectItemCaseSensitive(j, "images");
     const cJSON *patch = cJSON_GetObjectItemCaseSensitive(j, "patch");
     const cJSON *patches = cJSON_GetObjectItemCaseSensitive(j, "patches");
@@ -155,18 +149,18 @@ static int parse_request(const char *text, const char *path, int line, stream_li
     else if (n < 1 || n > STREAM_MAX_IMAGES)
         bad = vg_cli_fail(CMD, "%s:%d: a request holds 1 to %d images, this one %d", path, line,
                           STREAM_MAX_IMAGES, n);
-    else if (patch && !whole_in(patch, 1, 1024))
+    else if (patch && !vg_cli_json_whole(patch, 1, 1024))
         bad = vg_cli_fail(CMD, "%s:%d: \"patch\" must be a whole number of pixels, 1..1024", path, line);
     else if (patch && l->patch && l->patch != (int)patch->valuedouble)
         bad = vg_cli_fail(CMD, "%s:%d: \"patch\" is %g, an earlier line said %d", path, line,
                           patch->valuedouble, l->patch);
-    else if (patches && !whole_in(patches, 1, 9e15))
+    else if (patches && !vg_cli_json_whole(patches, 1, 9e15))
         bad = vg_cli_fail(CMD, "%s:%d: \"patches\" must be a whole number >= 1", path, line);
     for (int k = 0; !bad && k < n; k++) {
         const cJSON *hw = cJSON_GetArrayItem(imgs, k);
         const cJSON *h = cJSON_GetArrayItem(hw, 0), *w = cJSON_GetArrayItem(hw, 1);
-        if (!cJSON_IsArray(hw) || cJSON_GetArraySize(hw) != 2 || !whole_in(h, 1, 1 << 20) ||
-            !whole_in(w, 1, 1 << 20))
+        if (!cJSON_IsArray(hw) || cJSON_GetArraySize(hw) != 2 || !vg_cli_json_whole(h, 1, 1 << 20) ||
+            !vg_cli_json_whole(w, 1, 1 << 20))
             bad = vg_cli_fail(CMD, "%s:%d: image %d is not [height, width], two whole numbers of "
                                    "pixels from 1 to %d", path, line, k + 1, 1 << 20);
         else

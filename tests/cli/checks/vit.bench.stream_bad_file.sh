@@ -3,6 +3,7 @@ r() { printf '%s\n' "$@" >"$T/r.jsonl"; fails 1 "$T/err" vit bench --config qwen
 fails 1 "$T/err" vit bench --config qwen2.5-vl-tiny --stream-from "$T/absent.jsonl" &&
 grep -q "cannot read the request file $T/absent.jsonl: No such file or directory" "$T/err" &&
 r '{"images": [[56, 56]]}' 'not json' && grep -q "r.jsonl:2: not a request" "$T/err" &&
+r '{"images": [[56, 56]]} {"images": [[56, 56]]}' && grep -q "r.jsonl:1: not a request" "$T/err" &&
 r '{"images": []}' && grep -q "r.jsonl:1: a request holds 1 to 16 images, this one 0" "$T/err" &&
 r '{"images": [[56, 56, 56]]}' && grep -q "r.jsonl:1: image 1 is not \[height, width\]" "$T/err" &&
 r '{"images": [[56, -56]]}' && grep -q "r.jsonl:1: image 1 is not \[height, width\]" "$T/err" &&
