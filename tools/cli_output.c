@@ -164,13 +164,14 @@ int vg_out_check(const char *cmd, const char *path)
     return rc;
 }
 
-int vg_out_check_distinct(const char *cmd, const char *path, const char *opt, const char *other)
+int vg_out_check_distinct(const char *cmd, const char *out_opt, const char *path, const char *opt,
+                          const char *other)
 {
     struct stat a, b;
     if (!other || stat(path, &a) != 0 || stat(other, &b) != 0 || a.st_dev != b.st_dev || a.st_ino != b.st_ino)
         return 0;
-    return vg_cli_usage(cmd, "--output %s is the same file as %s %s: it would be replaced; write the "
-                             "output elsewhere", path, opt, other);
+    return vg_cli_usage(cmd, "%s %s is the same file as %s %s: it would be replaced; write the "
+                             "output elsewhere", out_opt, path, opt, other);
 }
 
 int vg_out_check_not_in(const char *cmd, const char *path, const char *dir)
@@ -195,8 +196,8 @@ int vg_out_check_not_in(const char *cmd, const char *path, const char *dir)
 int vg_out_check_result(const char *cmd, const char *path, const char *model, const char *input,
                         const char *expected)
 {
-    int rc = vg_out_check_distinct(cmd, path, "--expected", expected);
-    if (!rc) rc = vg_out_check_distinct(cmd, path, "--input", input);
+    int rc = vg_out_check_distinct(cmd, "--output", path, "--expected", expected);
+    if (!rc) rc = vg_out_check_distinct(cmd, "--output", path, "--input", input);
     if (!rc) rc = vg_out_check_not_in(cmd, path, model);
     return rc ? rc : vg_out_check(cmd, path);
 }

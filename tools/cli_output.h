@@ -29,9 +29,10 @@ typedef struct vg_out {
 /* Whether path can be written, checked before long work (a file is created beside it and
  * removed): 0, or 1 after printing why not. */
 int vg_out_check(const char *cmd, const char *path);
-/* 0, or 2 after a usage message when path and `other` (an input, given with option opt; may be
- * NULL) are one file, by device and inode: through links too. */
-int vg_out_check_distinct(const char *cmd, const char *path, const char *opt, const char *other);
+/* 0, or 2 after a usage message when path (an output, given with option out_opt) and `other` (an
+ * input, given with option opt; may be NULL) are one file, by device and inode: through links too. */
+int vg_out_check_distinct(const char *cmd, const char *out_opt, const char *path, const char *opt,
+                          const char *other);
 /* 0, or 2 after a usage message when path is one of the regular files of directory dir (the
  * model's weights or configuration), by device and inode. */
 int vg_out_check_not_in(const char *cmd, const char *path, const char *dir);

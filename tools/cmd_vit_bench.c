@@ -349,8 +349,22 @@ static vg_status measure(const bench_args *a, vg_runtime *rt, vg_vit *v, vg_vit_
 }
 
 /* Inputs and outputs, before anything is measured or loaded: 0, or 1 after a message. */
+/* An output that is one of the inputs would replace it: 0, or 2 after a usage message. */
+static int outputs_not_inputs(const bench_args *a)
+{
+    const char *outs[2][2] = {{"--plot", a->plot}, {"--requests-file", a->requests_file}};
+    for (int o = 0; o < 2; o++) {
+        if (!outs[o][1]) continue;
+        if (vg_out_check_distinct("vit bench", outs[o][0], outs[o][1], "--stream-from", a->stream_from)) return 2;
+        for (int p = 0; p < a->peers.count; p++)
+            if (vg_out_check_distinct("vit bench", outs[o][0], outs[o][1], "--peer", a->peer_paths[p])) return 2;
+    }
+    return 0;
+}
+
 static int check_files(const bench_args *a, peer_data *peer, stream_list *list)
 {
+    if (outputs_not_inputs(a)) return 2;
     if (a->plot && vg_out_check("vit bench", a->plot)) return 1;
     if (a->requests_file && vg_out_check("vit bench", a->requests_file)) return 1;
     if (vit_bench_read_peers(a->peer_paths, a->peers.count, peer)) return 1;
@@ -405,6 +419,7 @@ static int stream_inputs(const bench_args *a, const vg_vit_info *info, const pee
     if (a->sides && (a->side_lo % unit || a->side_hi % unit))
         return vg_cli_usage("vit bench", "--sides: %lld and %lld must be multiples of %d (spatial "
                             "merge x patch)", (long long)a->side_lo, (long long)a->side_hi, unit);
+    if (vit_stream_caps_check(a, info)) return 2; /* before the request file is written */
     int lo = a->sides ? (int)(a->side_lo / unit) : 8, hi = a->sides ? (int)(a->side_hi / unit) : 48;
     if (!a->stream_from && vit_stream_generate((uint64_t)a->seed, a->stream, unit, lo, hi, list))
         return 1;
@@ -483,7 +498,8 @@ int vg_cmd_vit_bench(int argc, char **argv)
     if (prc) return prc == VG_OPT_HELP ? 0 : prc;
     static peer_data peer; /* large: not on the stack */
     stream_list list = {0};
-    if (check_files(&a, &peer, &list)) return 1;
+    int bad = check_files(&a, &peer, &list);
+    if (bad) return bad;
     vg_runtime_options ro;
     vg_runtime_options_init(&ro);
     ro.backend = a.backend;

@@ -171,6 +171,9 @@ int vit_bench_stream_report(const bench_args *a, vg_runtime *rt, const vg_vit_in
 /* Results on stdout, as text or one JSON document; then the plot. 0, or 1 after a message. */
 int vit_bench_report(const bench_args *a, vg_runtime *rt, const vg_vit_info *info,
                      const row *rows, const warmup16 *w);
+/* The stream's capture sizes (--capture-sizes, else the server ladder) against the model: 0, or 2
+ * after a usage message. Before anything is written or measured. */
+int vit_stream_caps_check(const bench_args *a, const vg_vit_info *info);
 /* The stream benchmark on a loaded model, reported on stdout: 0, or 1 after a message. */
 int vit_bench_stream(const bench_args *a, vg_runtime *rt, vg_vit *v, const vg_vit_info *info,
                      const stream_list *list, const peer_data *peer);

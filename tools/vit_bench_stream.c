@@ -118,7 +118,20 @@ static int serve(const bench_args *a, vg_vit *v, const vg_vit_info *info, const 
     return rc;
 }
 
-/* Capture sizes, warm-up, the stream, statistics: 0, or 1 after a message. */
+int vit_stream_caps_check(const bench_args *a, const vg_vit_info *info)
+{
+    static int64_t ladder[MAX_CAPTURE_SIZES];
+    const int n = a->ncaps ? a->ncaps : server_sizes(ladder), unit = info->spatial_merge * info->spatial_merge;
+    const int64_t *caps = a->ncaps ? a->caps : ladder;
+    for (int i = 0; i < n; i++)
+        if (caps[i] % unit)
+            return vg_cli_usage("vit bench", "--capture-sizes: %lld is not a multiple of spatial "
+                                "merge^2 = %d", (long long)caps[i], unit);
+    return 0;
+}
+
+/* Capture sizes (checked by vit_stream_caps_check first), warm-up, the stream, statistics: 0, or 1
+ * after a message. */
 static int measure_stream(const bench_args *a, vg_runtime *rt, vg_vit *v, const vg_vit_info *info,
                           const stream_list *l, const void *pixels, samples *s, stream_result *r)
 {
@@ -126,11 +139,6 @@ static int measure_stream(const bench_args *a, vg_runtime *rt, vg_vit *v, const 
     r->ncaps = a->ncaps ? a->ncaps : server_sizes(ladder);
     r->caps = a->ncaps ? a->caps : ladder;
     r->lazy = a->lazy;
-    int unit = info->spatial_merge * info->spatial_merge;
-    for (int i = 0; i < r->ncaps; i++)
-        if (r->caps[i] % unit)
-            return vg_cli_usage("vit bench", "--capture-sizes: %lld is not a multiple of spatial "
-                                "merge^2 = %d", (long long)r->caps[i], unit);
     vg_vit_options o;
     vg_vit_options_init(&o);
     o.mode = a->mode;
