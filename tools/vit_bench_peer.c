@@ -145,6 +145,9 @@ static int stream_line(const cJSON *j, const cJSON *method, const where *at, pee
         return 0;
     }
     peer_stream s = {.requests = 0};
+    if (strlen(method->valuestring) >= sizeof s.method) /* cut short, two names could become one */
+        return vg_cli_fail(CMD, "%s:%d: stream method name longer than %zu characters", at->path, at->line,
+                           sizeof s.method - 1);
     snprintf(s.method, sizeof s.method, "%s", method->valuestring);
     if (whole(j, "requests", 1, 0, at, &s.requests) || whole(j, "images", 1, 0, at, &s.images) ||
         whole(j, "patches", 1, 0, at, &s.patches) || whole(j, "done", 1, 0, at, &s.done) ||

@@ -12,6 +12,9 @@ p '{"stream": "vit", "method": "sglang", "requests": 6, "images": 10, "patches":
   'a stream peer line needs requests_per_s, p50_ms and p99_ms' &&
 p '{"method": "sglang", "requests": 6, "images": 10, "patches": 200, "done": 7, "requests_per_s": 2, "p50_ms": 1, "p99_ms": 2}' \
   '"done" 7 is more than "requests" 6' &&
+p '{"method": "sglang_with_a_very_long_name_beyond", "requests": 6, "images": 10, "patches": 200, "done": 6, "requests_per_s": 2, "p50_ms": 1, "p99_ms": 2}' \
+  'stream method name longer than 31 characters' &&
+p '{"S": 16, "torch_blocks_graph_ms": 2} {"S": 64}' "p.jsonl:1: not a line of a peer's output" &&
 printf '' >"$T/empty.jsonl" && fails 1 "$T/err" vit bench --config qwen2.5-vl-tiny --peer "$T/empty.jsonl" &&
 grep -q "the peer file $T/empty.jsonl holds no measurements" "$T/err" &&
 fails 2 "$T/err" vit bench $(for i in 1 2 3 4 5 6 7 8 9; do printf -- '--peer %s ' "$T/p.jsonl"; done) &&
