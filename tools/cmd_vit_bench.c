@@ -348,8 +348,8 @@ static vg_status measure(const bench_args *a, vg_runtime *rt, vg_vit *v, vg_vit_
     return st;
 }
 
-/* Inputs and outputs, before anything is measured or loaded: 0, or 1 after a message. */
-/* An output that is one of the inputs would replace it: 0, or 2 after a usage message. */
+/* An output that is one of the inputs would replace it: 0, or 2 after a usage message. (--plot and
+ * --requests-file never meet: one is the per-size benchmark's, the other the stream's.) */
 static int outputs_not_inputs(const bench_args *a)
 {
     const char *outs[2][2] = {{"--plot", a->plot}, {"--requests-file", a->requests_file}};
@@ -362,6 +362,8 @@ static int outputs_not_inputs(const bench_args *a)
     return 0;
 }
 
+/* Inputs and outputs, before anything is measured or loaded: 0, or 1 (2 for a usage error) after
+ * a message. */
 static int check_files(const bench_args *a, peer_data *peer, stream_list *list)
 {
     if (outputs_not_inputs(a)) return 2;
@@ -410,8 +412,8 @@ static int match_peer_sizes(const bench_args *a, const vg_vit_info *info, const 
     return 0;
 }
 
-/* The stream's request list fits the model, the peers replayed it, and it is written where
- * asked: 0, or 1 after a message. */
+/* The stream's request list and capture sizes fit the model, the peers replayed it, and it is
+ * written where asked: 0, or 1 (2 for a usage error) after a message. */
 static int stream_inputs(const bench_args *a, const vg_vit_info *info, const peer_data *peer,
                          stream_list *list)
 {

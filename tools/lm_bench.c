@@ -5,9 +5,11 @@
  * With --peer, the JSON lines of the PyTorch peer (tools/peer/peer_lm_torch.py, run in the same
  * device call) are read first and printed beside vg's numbers with the ratios. */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli_args.h"
 #include "cli_progress.h"
@@ -191,10 +193,19 @@ int vg_cmd_lm_bench(int argc, char **argv)
      * quiet ranks): a FIFO or a pipe cannot be read twice. Before anything is measured. */
     lm_peer peer = {0};
     if (a.peer && !quiet_rank && !launcher && lm_peer_read(CMD, a.peer, &peer)) return 1;
-    for (int p = 0; p < peer.n; p++)
-        if (peer.prompt[p] && peer.prompt[p] != a.prompt)
-            fprintf(stderr, "vg " CMD ": note: the peer measured batch %lld with a prompt of %lld tokens, "
-                            "this run %d\n", (long long)peer.batch[p], (long long)peer.prompt[p], a.prompt);
+    if (a.peer && launcher) { /* a bad file fails here at once, not after the ranks' join times out */
+        struct stat pst;
+        if (stat(a.peer, &pst) != 0)
+            return vg_cli_fail(CMD, "cannot read the peer file %s: %s", a.peer, strerror(errno));
+        if (S_ISREG(pst.st_mode) && lm_peer_read(CMD, a.peer, &peer)) return 1; /* a regular file reads twice */
+    }
+    for (int p = 0; !launcher && p < peer.n; p++)
+        for (int k = 0; k < 2; k++) {
+            const int64_t pr = k ? peer.fast_prompt[p] : peer.hf_prompt[p];
+            if (pr && pr != a.prompt)
+                fprintf(stderr, "vg " CMD ": note: the %speer measured batch %lld with a prompt of %lld tokens, "
+                                "this run %d\n", k ? "fast " : "", (long long)peer.batch[p], (long long)pr, a.prompt);
+        }
     int64_t maxb = 0;
     for (int i = 0; i < a.nbatch; i++) maxb = a.batch[i] > maxb ? a.batch[i] : maxb;
     int bs = a.block_size ? a.block_size : 16;

@@ -44,9 +44,10 @@ static int line_in(const char *cmd, const char *path, int lineno, const cJSON *j
         return vg_cli_fail(cmd, "%s:%d: not a line of the peer's output (a JSON object with \"B\" and "
                                 "\"eager_ms_per_step\"/\"static_compiled_ms_per_step\" or \"step_ms\")",
                            path, lineno);
-    if (!vg_cli_json_whole(B, 1, 9e15) || (prompt && !vg_cli_json_whole(prompt, 0, 9e15)))
-        return vg_cli_fail(cmd, "%s:%d: \"B\" must be a whole number >= 1 and \"prompt\" one >= 0", path,
-                           lineno);
+    if (!vg_cli_json_whole(B, 1, 9e15))
+        return vg_cli_fail(cmd, "%s:%d: \"B\" must be a whole number >= 1", path, lineno);
+    if (prompt && !vg_cli_json_whole(prompt, 0, 9e15))
+        return vg_cli_fail(cmd, "%s:%d: \"prompt\" must be a whole number >= 0", path, lineno);
     const int64_t b = (int64_t)B->valuedouble;
     int at = lm_peer_find(p, b);
     if (at < 0) {
@@ -55,11 +56,11 @@ static int line_in(const char *cmd, const char *path, int lineno, const cJSON *j
         at = p->n++;
         p->batch[at] = b;
     }
-    if (prompt) p->prompt[at] = (int64_t)prompt->valuedouble;
+    const int64_t pr = prompt ? (int64_t)prompt->valuedouble : 0;
     const double eager = ms(j, "eager_ms_per_step"), compiled = ms(j, "static_compiled_ms_per_step");
     const double step = ms(j, "step_ms");
-    if (eager > 0 || compiled > 0) p->eager_ms[at] = eager, p->compiled_ms[at] = compiled;
-    if (step > 0) p->step_ms[at] = step, p->device_ms[at] = ms(j, "device_ms");
+    if (eager > 0 || compiled > 0) p->eager_ms[at] = eager, p->compiled_ms[at] = compiled, p->hf_prompt[at] = pr;
+    if (step > 0) p->step_ms[at] = step, p->device_ms[at] = ms(j, "device_ms"), p->fast_prompt[at] = pr;
     /* which peer wrote the line, numbers or not (a failed batch): its table is printed */
     if (cJSON_GetObjectItemCaseSensitive(j, "step_ms") || cJSON_GetObjectItemCaseSensitive(j, "error")) p->fast = 1;
     else p->hf = 1;

@@ -5,7 +5,8 @@
  *     "static_compiled_ms_per_step"; "<variant>_error" where a variant failed;
  *   the fast peer (shared/tools/peer_lm_fast.py): "B", "prompt", "new", "step_ms", "device_ms";
  *     "error" where a batch failed.
- * A batch given again takes the later line's numbers. */
+ * A batch given again by the same peer takes the later line's numbers; a later line without
+ * numbers (a failed run) leaves the earlier ones. */
 #ifndef VG_TOOLS_LM_BENCH_PEER_H
 #define VG_TOOLS_LM_BENCH_PEER_H
 
@@ -17,7 +18,7 @@
 typedef struct lm_peer {
     int n;
     int64_t batch[LM_PEER_MAX];
-    int64_t prompt[LM_PEER_MAX];                          /* 0: not given */
+    int64_t hf_prompt[LM_PEER_MAX], fast_prompt[LM_PEER_MAX]; /* with each peer's numbers; 0: not given */
     double eager_ms[LM_PEER_MAX], compiled_ms[LM_PEER_MAX]; /* the HF peer's (0: absent) */
     double step_ms[LM_PEER_MAX];   /* the fast peer's: replay + tokens read back, host wall clock */
     double device_ms[LM_PEER_MAX]; /* the fast peer's back-to-back replays, device time (0: absent) */

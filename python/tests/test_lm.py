@@ -98,6 +98,7 @@ def test_refusals(stub):
         with pytest.raises(vgraph.VgError):
             lm.free_sequence(2**32 + s)
         assert lm.sequence_length(s) == 0  # the refusals left the sequence alone
+        assert lm.sequence_length(2**32 + s) == -1  # no such id
         lm.free_sequence(s)
         assert lm.tokenizer is None
 

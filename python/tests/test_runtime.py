@@ -72,6 +72,9 @@ def test_device_index_out_of_range_refused():
     with pytest.raises(vgraph.VgError) as e:  # not wrapped to device 0
         vgraph.Runtime("kunlun_stub", device=2**32)
     assert e.value.status_name == "VG_ERR_INVALID_ARG"
+    import numpy as np
+    with vgraph.Runtime("kunlun_stub", device=np.float32(0)) as rt:  # a whole number of any kind
+        assert rt.backend == "kunlun_stub"
 
 
 def test_closed_runtime_refuses():
@@ -123,6 +126,7 @@ def test_objects_outliving_their_runtime_refuse():
     rt.close()
     for call in (g.stats, lambda: g(x), g.invalidate, s.synchronize, lambda: s.native, borrowed.synchronize):
         refused(call)
+    assert g.capture_sizes() == [4]  # what the wrapper knows without the library
     g.close()
     s.close()
     imp.release()  # the runtime's close released it already
@@ -178,7 +182,7 @@ def test_options_mirrors_match_the_library():
 
 def test_options_mirror_of_another_version_refused():
     from vgraph import _types as T
-    from vgraph._lib import libmodels
+    from vgraph._lib import libmodels, libvg
 
     class Shorter(ctypes.Structure):  # vg_lm_options without its last member
         _fields_ = T.LmOptions._fields_[:-1]
@@ -186,3 +190,9 @@ def test_options_mirror_of_another_version_refused():
     with pytest.raises(vgraph.VgError) as e:
         T.options_init(libmodels().vg_lm_options_init, Shorter)
     assert e.value.status_name == "VG_ERR_ABI" and "different versions" in e.value.message
+
+    class Longer(ctypes.Structure):  # vg_runtime_options with a member this library predates
+        _fields_ = T.RuntimeOptions._fields_ + [("appended", ctypes.c_int)]
+
+    o = T.options_init(libvg().vg_runtime_options_init, Longer, versioned=True)  # read as far as it reaches
+    assert o.struct_size == ctypes.sizeof(T.RuntimeOptions) and o.appended == 0

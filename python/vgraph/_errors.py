@@ -48,11 +48,17 @@ def checked_int(v, what, bits=64, unsigned=False):
     """v as a Python int that a C integer of `bits` bits holds: an int (or NumPy integer), or a
     float with no fraction; anything else, or a value out of range, is VgError (VG_ERR_INVALID_ARG)
     rather than the wrap-around or truncation ctypes would do silently."""
+    import numbers
     import operator
     try:
         i = operator.index(v)
     except TypeError:
-        if not (isinstance(v, float) and v.is_integer()):
+        whole = isinstance(v, numbers.Real) or hasattr(v, "is_integer")  # NumPy's float32 too
+        try:
+            whole = whole and float(v).is_integer()
+        except (OverflowError, ValueError, TypeError):  # inf, nan
+            whole = False
+        if not whole:
             raise_python(ERR_INVALID_ARG, f"{what}: {v!r} is not an integer")
         i = int(v)
     lo, hi = (0, 1 << bits) if unsigned else (-(1 << (bits - 1)), 1 << (bits - 1))

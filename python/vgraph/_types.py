@@ -208,15 +208,21 @@ class LmStepInfo(Structure):
 _INIT_SCRATCH = 4096
 
 
-def options_init(init, cls):
+def options_init(init, cls, versioned=False):
     """A `cls` filled by the library's init function (vg_*_options_init), which sets struct_size
     to the library's own sizeof. Where that is not this mirror's size, the library and the
     package are different versions, and the library would read or write past the mirror:
-    VgError (VG_ERR_ABI) instead."""
+    VgError (VG_ERR_ABI) instead. versioned: the library takes a struct of any size from 8 bytes
+    (vg_runtime_options, whose members it reads as far as struct_size reaches): the smaller of
+    the two sizes is passed, the members beyond it left at zero."""
     from ._errors import ERR_ABI, raise_python
     scratch = ctypes.create_string_buffer(_INIT_SCRATCH)
     init(ctypes.cast(scratch, init.argtypes[0] if init.argtypes else POINTER(cls)))
     size, mine = c_uint32.from_buffer(scratch).value, ctypes.sizeof(cls)
+    if versioned and size >= 8:
+        o = cls.from_buffer_copy(scratch.raw[:mine])
+        o.struct_size = min(size, mine)
+        return o
     if size != mine:
         raise_python(ERR_ABI, f"{cls.__name__}: the library's struct is {size} bytes, this package's mirror "
                               f"{mine}: the vg library and the vgraph package are different versions")

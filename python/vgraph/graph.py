@@ -542,7 +542,10 @@ class GraphWrapper:
                 ev_in, ev_out, caller = self._side_events
                 ev_in.record(caller)
                 side.wait_event(ev_in)
-        st = self._vg_replay(self._runner, ent.desc, ent.inputs, ent.count, self._info_p, self._replayed_p)
+        h = self._runner_res.handle  # the hot path: the record itself, not the property
+        if h is None:
+            raise_python(ERR_STATE, "GraphWrapper: its runtime is closed")
+        st = self._vg_replay(h, ent.desc, ent.inputs, ent.count, self._info_p, self._replayed_p)
         if st:
             check(st)
         if not self._replayed.value:
@@ -664,7 +667,7 @@ class GraphWrapper:
         return libvg().vg_graph_mode_name(libvg().vg_runner_mode(self._runner)).decode()
 
     def capture_sizes(self):
-        if self._runner is None:
+        if self._runner_res is None:
             return list(self._capture_sizes) if self._capture_sizes is not None else default_capture_sizes()
         return list(self._sizes)
 

@@ -111,7 +111,10 @@ class LanguageModel(ModelBase):
 
     def sequence_length(self, seq):
         """Tokens the sequence holds in the KV cache; -1 for an unknown id."""
-        return libmodels().vg_lm_seq_len(self.handle, checked_int(seq, "LanguageModel.sequence_length", 32))
+        seq = checked_int(seq, "LanguageModel.sequence_length", 64)
+        if not -(1 << 31) <= seq < 1 << 31:  # beyond vg's int32 ids: no sequence has it
+            return -1
+        return libmodels().vg_lm_seq_len(self.handle, seq)
 
     def step(self, batch, logits=True):
         """One forward. batch: {seq: tokens} or [(seq, tokens), ...], tokens any int sequence or

@@ -109,7 +109,7 @@ class Runtime:
 
     def __init__(self, backend=None, device=-1, options=None):
         vg = libvg()
-        o = T.options_init(vg.vg_runtime_options_init, T.RuntimeOptions)
+        o = T.options_init(vg.vg_runtime_options_init, T.RuntimeOptions, versioned=True)
         o.backend = backend.encode() if backend else None
         o.device = checked_int(device, "Runtime: device", 32)
         self._handle = None
