@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """vg's failures as a Python exception carrying vg's status and message."""
+import numbers
+import operator
 
 
 class VgError(RuntimeError):
@@ -48,8 +50,6 @@ def checked_int(v, what, bits=64, unsigned=False):
     """v as a Python int that a C integer of `bits` bits holds: an int (or NumPy integer), or a
     float with no fraction; anything else, or a value out of range, is VgError (VG_ERR_INVALID_ARG)
     rather than the wrap-around or truncation ctypes would do silently."""
-    import numbers
-    import operator
     try:
         i = operator.index(v)
     except TypeError:

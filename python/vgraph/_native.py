@@ -92,13 +92,12 @@ class Stream:
         # owned=False: a stream of vg's (a runner's), borrowed, never destroyed here; it lives as
         # long as `owner` (the runtime's record of what made it) is open
         self._res = rt._own(libvg().vg_stream_destroy, handle) if owned else None
-        self._owner = owner
+        self._life = self._res if owned else owner  # the record whose close ends this stream, if any
 
     @property
     def handle(self):
         """The vg_stream; VgError (VG_ERR_STATE) once it, its runtime or its runner is closed."""
-        if self._h is None or (self._res is not None and self._res.handle is None) or \
-                (self._owner is not None and self._owner.handle is None):
+        if self._h is None or (self._life is not None and self._life.handle is None):
             raise_python(ERR_STATE, "Stream: closed (or the runtime or runner it belongs to)")
         return self._h
 

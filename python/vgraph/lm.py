@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Decoder-only language models (vg_lm.h): Qwen2 and Qwen3 with a paged KV cache, graphs per
 token-count bucket. Sequences, steps, and a greedy generate that stops at EOS."""
+import array
 import ctypes
 import os
 
@@ -16,7 +17,10 @@ def _tokens(obj, what):
     vals = obj.tolist() if hasattr(obj, "tolist") else list(obj)
     if isinstance(vals, int):
         vals = [vals]
-    out = [checked_int(v, f"{what}: token", 32) for v in vals]
+    try:  # C's int32 conversion checks a whole prompt at C speed (a float or an overflow raises)
+        out = array.array("i", vals)
+    except (OverflowError, TypeError):  # the slow path, which names the value or takes a whole float
+        out = [checked_int(v, f"{what}: token", 32) for v in vals]
     if not out:
         raise_python(ERR_INVALID_ARG, f"{what}: no tokens")
     return out
