@@ -143,6 +143,9 @@ vg_status vg_stream_create(vg_runtime *rt, vg_stream **out)
 vg_status vg_stream_destroy(vg_stream *s)
 {
     if (!s) return VG_OK;
+    /* a destroy waits for the stream's work, which another stream's capture on this thread forbids:
+     * refused, and the stream stays usable (destroy it once that capture ended) */
+    if (tl_capturing && tl_capturing != s) return vg_capture_forbid("vg_stream_destroy");
     if (s->capturing) { /* end the capture so the backend's stream is sane, and drop it */
         vg_log(VG_LOG_WARN, "vg_stream_destroy: the stream is capturing; the capture is discarded");
         vg_graph *g = NULL;

@@ -10,6 +10,7 @@
 #include "test_util.h"
 #include "vg/vg_device.h"
 #include "vg/vg_half.h"
+#include "vg/vg_native.h"
 
 typedef struct ctx {
     vg_runtime *rt;
@@ -515,6 +516,71 @@ static void test_failed_capture_recovers(void **state)
     VG_CHECK(vg_graph_exec_destroy(exec));
     VG_CHECK(vg_mem_free(g.rt, c.x));
     VG_CHECK(vg_mem_free(g.rt, c.y));
+}
+
+/* Streams come and go (a runner makes its own, and a backend may hand a destroyed stream's native
+ * stream to the next one: cuda does). Each new stream is idle and not capturing, even after one
+ * was destroyed mid-capture; two live streams never share a native stream; a graph captured on a
+ * destroyed stream replays on a later one; and the work of every stream is its own. */
+static void test_streams_come_and_go(void **state)
+{
+    (void)state;
+    if (!supports(VG_OP_AXPBY)) skip();
+    enum { N = 256, ROUNDS = 12 };
+    float hx[N], back[N];
+    fill_random(hx, N, 5);
+    float *x = dalloc(N * 4), *y = dalloc(N * 4);
+    upload(x, hx, sizeof hx);
+    vg_graph_exec *exec = NULL; /* captured on a stream destroyed before it replays */
+    for (int r = 0; r < ROUNDS; r++) {
+        vg_stream *t = NULL, *u = NULL;
+        VG_CHECK(vg_stream_create(g.rt, &t));
+        VG_CHECK(vg_stream_create(g.rt, &u));
+        assert_false(vg_stream_is_capturing(t));
+        void *nt = NULL, *nu = NULL;
+        if (vg_stream_native(t, &nt) == VG_OK && vg_stream_native(u, &nu) == VG_OK) assert_true(nt != nu);
+        vg_error_clear();
+        /* y = (r + 1)·x on t, then read back through u after t's work is done */
+        VG_CHECK(vg_mem_set(t, y, 0, N * 4));
+        VG_CHECK(vg_op_axpby(t, N, (float)(r + 1), x, 0.0f, y));
+        VG_CHECK(vg_stream_sync(t));
+        VG_CHECK(vg_mem_copy_d2h(u, back, y, sizeof back));
+        VG_CHECK(vg_stream_sync(u));
+        for (int i = 0; i < N; i++) assert_true(back[i] == (float)(r + 1) * hx[i]);
+        if (has_graphs() && r == 3) { /* this stream's graph outlives it */
+            vg_graph *graph = NULL;
+            VG_CHECK(vg_graph_capture_begin(t));
+            VG_CHECK(vg_op_axpby(t, N, 1.0f, x, 1.0f, y));
+            VG_CHECK(vg_graph_capture_end(t, &graph));
+            VG_CHECK(vg_graph_instantiate(graph, &exec));
+            VG_CHECK(vg_graph_destroy(graph));
+        }
+        if (has_graphs() && r % 3 == 1) { /* u destroyed while capturing: the capture is discarded */
+            VG_CHECK(vg_graph_capture_begin(u));
+            VG_CHECK(vg_op_axpby(u, N, 100.0f, x, 0.0f, y));
+            /* another stream's destroy waits for its work: refused while u captures, t stays */
+            VG_CHECK_FAILS(vg_stream_destroy(t), VG_ERR_CAPTURE, "vg_stream_destroy");
+            VG_CHECK(vg_stream_destroy(u));
+            u = NULL;
+        }
+        VG_CHECK(vg_stream_destroy(t));
+        VG_CHECK(vg_stream_destroy(u));
+        if (exec && r == 5) { /* y = 6x from round 5; one replay adds x */
+            vg_stream *v = NULL;
+            VG_CHECK(vg_stream_create(g.rt, &v));
+            VG_CHECK(vg_graph_exec_launch(exec, v));
+            VG_CHECK(vg_mem_copy_d2h(v, back, y, sizeof back));
+            VG_CHECK(vg_stream_sync(v));
+            for (int i = 0; i < N; i++) assert_true(back[i] == hx[i] + 6.0f * hx[i]);
+            VG_CHECK(vg_stream_destroy(v));
+        }
+    }
+    /* what the discarded captures recorded never ran: y is still the last round's (12x + 0) */
+    download(back, y, sizeof back);
+    for (int i = 0; i < N; i++) assert_true(back[i] == (float)ROUNDS * hx[i]);
+    VG_CHECK(vg_graph_exec_destroy(exec));
+    VG_CHECK(vg_mem_free(g.rt, x));
+    VG_CHECK(vg_mem_free(g.rt, y));
 }
 
 static void test_capture_cycles_return_memory(void **state)
@@ -1970,6 +2036,7 @@ int main(void)
         cmocka_unit_test_teardown(test_layernorm, end_stray_capture),
         cmocka_unit_test_teardown(test_gather_weighted, end_stray_capture),
         cmocka_unit_test_teardown(test_failed_capture_recovers, end_stray_capture),
+        cmocka_unit_test_teardown(test_streams_come_and_go, end_stray_capture),
         cmocka_unit_test_teardown(test_capture_cycles_return_memory, end_stray_capture),
     };
     int failed = cmocka_run_group_tests_name("conformance", tests, setup, teardown);

@@ -37,6 +37,9 @@ enum { VGC_PDL_OFF = 0, VGC_PDL_EAGER, VGC_PDL_ALWAYS };
  * (the default), or also a search of the configurations around that one. */
 enum { VGC_TUNE_OFF = 0, VGC_TUNE_CANDIDATES, VGC_TUNE_WIDE };
 
+/* Streams kept for reuse per device (stream.cu says why); beyond that they are destroyed. */
+#define VGC_SPARE_STREAMS 8
+
 struct vg_bk_device {
     int index;
     int simple_attention; /* VG_CUDA_ATTENTION=simple: the CUDA-core kernel for every dtype */
@@ -52,7 +55,14 @@ struct vg_bk_device {
     cudaDeviceProp prop;
     cudaStream_t upload_stream; /* for graph uploads at instantiate */
     void *blas;                 /* cublasLtHandle_t (hipBLASLt or none under HIP) */
+    /* stream.cu: the CUDA streams of destroyed vg streams, handed to the next ones */
+    pthread_mutex_t spare_lock;
+    cudaStream_t spare[VGC_SPARE_STREAMS];
+    int nspare;
 };
+
+/* stream.cu: the device's spare streams destroyed (at device close). */
+void vgc_stream_spares_fini(vg_bk_device *dev);
 
 /* Block counters of the kernels that merge their blocks' partial results in the last block to
  * finish (split-K): words [0, VGC_COUNTERS_ATTENTION) for the skinny GEMM, the rest for paged

@@ -90,11 +90,16 @@ extern "C" vg_status vgc_device_open(int index, vg_bk_device **out)
     vg_bk_device *dev = (vg_bk_device *)calloc(1, sizeof *dev);
     if (!dev) return VGC_ERR(VG_ERR_OUT_OF_MEMORY, VG_VENDOR_NAME ": out of host memory");
     dev->index = index;
+    if (pthread_mutex_init(&dev->spare_lock, NULL) != 0) {
+        free(dev);
+        return VGC_ERR(VG_ERR_DEVICE, VG_VENDOR_NAME ": pthread_mutex_init failed");
+    }
     cudaError_t e = cudaSetDevice(index);
     if (e == cudaSuccess) e = cudaGetDeviceProperties(&dev->prop, index);
     if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&dev->upload_stream, cudaStreamNonBlocking);
     if (e != cudaSuccess) {
         st = vgc_fail(e, "opening the device", __FILE__, __LINE__);
+        pthread_mutex_destroy(&dev->spare_lock);
         free(dev);
         return st;
     }
@@ -122,6 +127,7 @@ extern "C" vg_status vgc_device_open(int index, vg_bk_device **out)
     if (st == VG_OK) st = vgc_gemm_device_init(dev);
     if (st != VG_OK) {
         (void)cudaStreamDestroy(dev->upload_stream);
+        pthread_mutex_destroy(&dev->spare_lock);
         free(dev);
         return st;
     }
@@ -134,7 +140,9 @@ extern "C" vg_status vgc_device_close(vg_bk_device *dev)
     if (!dev) return VG_OK;
     (void)cudaSetDevice(dev->index);
     vgc_gemm_device_fini(dev);
+    vgc_stream_spares_fini(dev);
     cudaError_t e = cudaStreamDestroy(dev->upload_stream);
+    pthread_mutex_destroy(&dev->spare_lock);
     free(dev);
     VGC_CHECK(e);
     return VG_OK;

@@ -4,6 +4,46 @@
 
 #include "common.cuh"
 
+/* Spare streams. The CUDA stream of a destroyed vg stream is kept (once its work is done) and
+ * handed to the next vg stream created on the device, instead of a new one. On an H100 a graph
+ * replayed on a CUDA stream created later in the process ran its kernels with ~3x longer gaps
+ * between them (0.5-0.9 us against 0.15-0.3), the kernels themselves as fast: a language model's
+ * decode step 7% slower once it had been reconfigured (a runner makes its own streams) or after
+ * another batch size had run; with the streams reused every run was as fast as the first
+ * (docs/performance.md, eighth session). The stream's work and capture state end with its vg
+ * stream, so nothing of one owner reaches the next. */
+static cudaStream_t spare_take(vg_bk_device *dev)
+{
+    cudaStream_t s = NULL;
+    pthread_mutex_lock(&dev->spare_lock);
+    if (dev->nspare > 0) s = dev->spare[--dev->nspare];
+    pthread_mutex_unlock(&dev->spare_lock);
+    return s;
+}
+
+/* Keeps `s` for the next vg stream when it is idle, healthy and there is room; 0 when the caller
+ * must destroy it. */
+static int spare_keep(vg_bk_device *dev, cudaStream_t s)
+{
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusActive;
+    if (cudaStreamIsCapturing(s, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone ||
+        cudaStreamSynchronize(s) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    pthread_mutex_lock(&dev->spare_lock);
+    const int kept = dev->nspare < VGC_SPARE_STREAMS;
+    if (kept) dev->spare[dev->nspare++] = s;
+    pthread_mutex_unlock(&dev->spare_lock);
+    return kept;
+}
+
+void vgc_stream_spares_fini(vg_bk_device *dev)
+{
+    for (int i = 0; i < dev->nspare; i++) (void)cudaStreamDestroy(dev->spare[i]);
+    dev->nspare = 0;
+}
+
 extern "C" vg_status vgc_stream_create(vg_bk_device *dev, vg_bk_stream **out)
 {
     if (!dev || !out) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": stream_create: NULL");
@@ -12,14 +52,15 @@ extern "C" vg_status vgc_stream_create(vg_bk_device *dev, vg_bk_stream **out)
     vg_bk_stream *s = (vg_bk_stream *)calloc(1, sizeof *s);
     if (!s) return VGC_ERR(VG_ERR_OUT_OF_MEMORY, VG_VENDOR_NAME ": out of host memory");
     s->dev = dev;
-    cudaError_t e = cudaStreamCreateWithFlags(&s->s, cudaStreamNonBlocking);
+    s->s = spare_take(dev);
+    cudaError_t e = s->s ? cudaSuccess : cudaStreamCreateWithFlags(&s->s, cudaStreamNonBlocking);
     if (e != cudaSuccess) {
         free(s);
         return vgc_fail(e, "cudaStreamCreateWithFlags", __FILE__, __LINE__);
     }
     vg_status st = vgc_gemm_stream_init(s);
     if (st != VG_OK) {
-        (void)cudaStreamDestroy(s->s);
+        if (!spare_keep(dev, s->s)) (void)cudaStreamDestroy(s->s);
         free(s);
         return st;
     }
@@ -34,7 +75,8 @@ extern "C" vg_status vgc_stream_destroy(vg_bk_device *dev, vg_bk_stream *s)
     /* the gemm workspace must outlive pending work (bounded while communicators live) */
     vg_status st = vgc_comm_wait(dev, s->s, NULL, "stream_destroy");
     vgc_gemm_stream_fini(s);
-    cudaError_t e = s->wrapped ? cudaSuccess : cudaStreamDestroy(s->s); /* the caller's stays */
+    cudaError_t e = s->wrapped || spare_keep(dev, s->s) ? cudaSuccess /* the caller's stays */
+                                                        : cudaStreamDestroy(s->s);
     free(s);
     if (st != VG_OK) return st;
     VGC_CHECK(e);

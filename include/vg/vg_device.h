@@ -46,6 +46,8 @@ VG_API vg_status vg_mem_set(vg_stream *s, void *dst, int value, size_t bytes);
 /* ---- streams and events -------------------------------------------------------------------- */
 
 VG_API vg_status vg_stream_create(vg_runtime *rt, vg_stream **out);
+/* Waits for s's work. A capturing s has its capture discarded (logged); while this thread captures
+ * on another stream the destroy is refused (VG_ERR_CAPTURE, that capture invalidated) and s stays. */
 VG_API vg_status vg_stream_destroy(vg_stream *s); /* NULL is a no-op */
 /* Wait on the host until everything enqueued on s has finished. Refused while s captures. */
 VG_API vg_status vg_stream_sync(vg_stream *s);
