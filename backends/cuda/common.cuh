@@ -78,6 +78,7 @@ struct vg_bk_stream {
     struct vgc_gemm_cache *gemm_cache;
     unsigned *counters; /* VGC_COUNTERS words of device memory, or NULL (HIP): see above */
     int wrapped;        /* stream_wrap: `s` is the caller's, never destroyed here */
+    int native_given;   /* stream_native handed `s` out: destroyed with this stream, never a spare */
     /* graph_loop.cu: between loop_capture_begin and loop_capture_end, the graph holding the
      * WHILE node whose body the stream captures into, its condition and the loop's flag */
     cudaGraph_t loop_graph;

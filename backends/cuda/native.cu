@@ -28,6 +28,7 @@ extern "C" vg_status vgc_stream_native(vg_bk_device *, vg_bk_stream *s, void **o
 {
     if (!s || !out) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": stream_native: NULL");
     *out = (void *)s->s;
+    s->native_given = 1; /* its owner may keep it or set its attributes: never handed to another */
     return VG_OK;
 }
 

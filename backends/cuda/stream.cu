@@ -7,11 +7,12 @@
 /* Spare streams. The CUDA stream of a destroyed vg stream is kept (once its work is done) and
  * handed to the next vg stream created on the device, instead of a new one. On an H100 a graph
  * replayed on a CUDA stream created later in the process ran its kernels with ~3x longer gaps
- * between them (0.5-0.9 us against 0.15-0.3), the kernels themselves as fast: a language model's
- * decode step 7% slower once it had been reconfigured (a runner makes its own streams) or after
- * another batch size had run; with the streams reused every run was as fast as the first
- * (docs/performance.md, eighth session). The stream's work and capture state end with its vg
- * stream, so nothing of one owner reaches the next. */
+ * between them (8x the gap time of a decode step's graph: 122 us a replay against 14), the kernels
+ * themselves as fast: a language model's decode step 7% slower once it had been reconfigured (a
+ * runner makes its own streams) or after another batch size had run; with the streams reused
+ * every run was as fast as the first (docs/performance.md, eighth session). Only a stream whose
+ * work is done (its destroy waited for it), with no capture open and whose native handle was
+ * never handed out (the caller may hold it or have set its attributes) is kept. */
 static cudaStream_t spare_take(vg_bk_device *dev)
 {
     cudaStream_t s = NULL;
@@ -21,13 +22,13 @@ static cudaStream_t spare_take(vg_bk_device *dev)
     return s;
 }
 
-/* Keeps `s` for the next vg stream when it is idle, healthy and there is room; 0 when the caller
- * must destroy it. */
+/* Keeps `s` for the next vg stream when it is idle (no wait here: a query), not capturing and
+ * there is room; 0 when the caller must destroy it. */
 static int spare_keep(vg_bk_device *dev, cudaStream_t s)
 {
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusActive;
     if (cudaStreamIsCapturing(s, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone ||
-        cudaStreamSynchronize(s) != cudaSuccess) {
+        cudaStreamQuery(s) != cudaSuccess) {
         (void)cudaGetLastError();
         return 0;
     }
@@ -60,7 +61,7 @@ extern "C" vg_status vgc_stream_create(vg_bk_device *dev, vg_bk_stream **out)
     }
     vg_status st = vgc_gemm_stream_init(s);
     if (st != VG_OK) {
-        if (!spare_keep(dev, s->s)) (void)cudaStreamDestroy(s->s);
+        (void)cudaStreamDestroy(s->s);
         free(s);
         return st;
     }
@@ -75,8 +76,8 @@ extern "C" vg_status vgc_stream_destroy(vg_bk_device *dev, vg_bk_stream *s)
     /* the gemm workspace must outlive pending work (bounded while communicators live) */
     vg_status st = vgc_comm_wait(dev, s->s, NULL, "stream_destroy");
     vgc_gemm_stream_fini(s);
-    cudaError_t e = s->wrapped || spare_keep(dev, s->s) ? cudaSuccess /* the caller's stays */
-                                                        : cudaStreamDestroy(s->s);
+    const int keep = !s->wrapped && !s->native_given && st == VG_OK && spare_keep(dev, s->s);
+    cudaError_t e = s->wrapped || keep ? cudaSuccess /* the caller's stays */ : cudaStreamDestroy(s->s);
     free(s);
     if (st != VG_OK) return st;
     VGC_CHECK(e);

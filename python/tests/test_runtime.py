@@ -196,3 +196,23 @@ def test_options_mirror_of_another_version_refused():
 
     o = T.options_init(libvg().vg_runtime_options_init, Longer, versioned=True)  # read as far as it reaches
     assert o.struct_size == ctypes.sizeof(T.RuntimeOptions) and o.appended == 0
+
+
+def test_close_refused_during_capture_keeps_the_handle():
+    # vg_stream_destroy (and vg_mem_free) refuse with VG_ERR_CAPTURE while the thread captures on
+    # another stream and keep the object: the Python owner must keep its handle to close it later
+    calls = []
+
+    def destroy(handle):
+        calls.append(handle)
+        return vgraph._errors.ERR_CAPTURE if len(calls) == 1 else vgraph._errors.OK
+
+    owned = vgraph.runtime._Owned(destroy, 42)
+    with pytest.raises(vgraph.VgError) as e:
+        owned.close()
+    assert e.value.status == vgraph._errors.ERR_CAPTURE
+    assert owned.handle == 42
+    owned.close()
+    assert owned.handle is None and calls == [42, 42]
+    owned.close()  # closed once
+    assert calls == [42, 42]

@@ -3,7 +3,7 @@
 import ctypes
 
 from . import _types as T
-from ._errors import check, checked_int, raise_python
+from ._errors import ERR_CAPTURE, check, checked_int, raise_python
 from ._lib import libvg
 
 # names for capability bits a libvg may not name yet (vg_cap_name knows its own)
@@ -96,7 +96,10 @@ class _Owned:
     def close(self):
         if self.handle is not None:
             h, self.handle = self.handle, None
-            check(self.destroy(h))
+            st = self.destroy(h)
+            if st == ERR_CAPTURE:  # refused while this thread captures (vg_device.h): kept, close it later
+                self.handle = h
+            check(st)
 
 
 class Runtime:
