@@ -196,6 +196,9 @@ typedef struct vgc_decode_call {
      * does it inside its kernel, every other path launches it: vgc_decode_rope_first); NULL for
      * paged_attention */
     const vg_rotary_paged_args *rope;
+    /* 1: vg's kernels keep each row's context whole, one slice (a measured choice of
+     * vgc_decode_lib_pick, VGC_DECODE_OWN_WHOLE); 0: they split it as vgc_decode_splits says */
+    int whole;
 } vgc_decode_call;
 /* ops_lm.cu: a rotary_paged_attention call's rotary_kv_store, as its own launch (VG_OK and nothing
  * for a plain paged_attention call). */

@@ -386,14 +386,15 @@ static int fi_nchoices;
 
 /* VG_CUDA_DECODE: 0 measure, 1 always vg's kernel, 2 + deep + 2·whole always the library:
  * flashinfer (its own shape at the default split count), flashinfer_deep (the deeper shape),
- * flashinfer_whole and flashinfer_deep_whole (without splits: no plan kernel) */
+ * flashinfer_whole and flashinfer_deep_whole (without splits: no plan kernel); 6 (vg_whole)
+ * always vg's kernel without splits */
 static int fi_forced(void)
 {
     static int forced = -1;
     if (forced < 0) {
         const char *v = getenv("VG_CUDA_DECODE");
         static const char *const lib[] = {"flashinfer", "flashinfer_deep", "flashinfer_whole", "flashinfer_deep_whole"};
-        forced = v && !strcmp(v, "vg") ? 1 : 0;
+        forced = v && !strcmp(v, "vg") ? 1 : v && !strcmp(v, "vg_whole") ? 6 : 0;
         for (int i = 0; v && i < 4; i++)
             if (!strcmp(v, lib[i])) forced = 2 + i;
     }
@@ -404,6 +405,11 @@ typedef vg_status (*fi_own_fn)(vg_bk_stream *, const vgc_decode_call *);
 
 static vg_status fi_run_pick(vg_bk_stream *s, const vgc_decode_call *c, int pick, fi_own_fn own)
 {
+    if (pick == VGC_DECODE_OWN_WHOLE) {
+        vgc_decode_call whole = *c;
+        whole.whole = 1;
+        return own(s, &whole);
+    }
     return pick ? vgc_decode_lib(s, c, pick) : own(s, c);
 }
 
@@ -462,6 +468,7 @@ static float fi_time(vg_bk_stream *s, const vgc_decode_call *c, int pick, fi_own
 int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c, fi_own_fn own)
 {
     const int n = fi_splits(s, c);
+    if (fi_forced() == 6) return VGC_DECODE_OWN_WHOLE;
     if (fi_forced()) {
         const int f = fi_forced() - 2; /* bit 0: deep, bit 1: whole */
         return f < 0 ? 0 : fi_pick(f & 2 ? 1 : n, f & 1);
@@ -513,10 +520,11 @@ int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c, fi_own_fn own
     }
     if (ra) kept = (char *)flush + flush_bytes;
     const float base_ms = fi_graph_ms(s, c, -1, own, flush, flush_bytes, e0, e1);
-    /* vg's kernel, then the library at the default split count, half and twice that, and none;
-     * then the deeper variant at the default split count and none */
-    enum { NCAND = 7 };
+    /* vg's kernel, split and whole; then the library at the default split count, half and twice
+     * that, and none; then the deeper variant at the default split count and none */
+    enum { NCAND = 8, OWN = 2 /* candidates of vg's */ };
     const int cand[NCAND] = {0,
+                             VGC_DECODE_OWN_WHOLE,
                              fi_pick(n, 0),
                              n > 1 ? fi_pick((n + 1) / 2, 0) : 0,
                              2 * n <= FI_MAX_SPLIT ? fi_pick(2 * n, 0) : 0,
@@ -524,21 +532,22 @@ int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c, fi_own_fn own
                              fi_pick(n, 1),
                              n > 1 ? fi_pick(1, 1) : 0};
     float us[NCAND];
-    int lib = 1, len = 0; /* the library's fastest candidate */
+    int lib = OWN, len = 0; /* the library's fastest candidate */
     char line[512];
     for (int i = 0; i < NCAND; i++) {
         us[i] = INFINITY;
         int dup = 0;
-        for (int j = 1; j < i; j++) dup |= cand[j] == cand[i];
-        if (i && (!cand[i] || dup ||
-                  fi_layout(nullptr, c, fi_pick_splits(cand[i])).bytes > s->gemm_workspace_bytes))
+        for (int j = OWN; j < i; j++) dup |= cand[j] == cand[i];
+        if (i >= OWN && (!cand[i] || dup ||
+                         fi_layout(nullptr, c, fi_pick_splits(cand[i])).bytes > s->gemm_workspace_bytes))
             continue;
         us[i] = base_ms < INFINITY ? fi_time(s, c, cand[i], own, flush, flush_bytes, base_ms, e0, e1) : INFINITY;
-        if (i && us[i] < us[lib]) lib = i;
+        if (i >= OWN && us[i] < us[lib]) lib = i;
         if (len < (int)sizeof line)
-            len += i ? snprintf(line + len, sizeof line - len, ", %d splits%s %.1f us", fi_pick_splits(cand[i]),
-                                fi_variant_name[fi_pick_variant(cand[i])], us[i])
-                     : snprintf(line + len, sizeof line - len, "vg %.1f us; %s:", us[i], vgc_decode_lib_name);
+            len += i >= OWN ? snprintf(line + len, sizeof line - len, ", %d splits%s %.1f us",
+                                       fi_pick_splits(cand[i]), fi_variant_name[fi_pick_variant(cand[i])], us[i])
+                   : i    ? snprintf(line + len, sizeof line - len, ", whole %.1f us; %s:", us[i], vgc_decode_lib_name)
+                          : snprintf(line + len, sizeof line - len, "vg %.1f us", us[i]);
     }
     if (kept && (cudaMemcpyAsync(ra->qkv, kept, qkv_bytes, cudaMemcpyDeviceToDevice, s->s) != cudaSuccess ||
                  cudaStreamSynchronize(s->s) != cudaSuccess)) {
@@ -555,12 +564,15 @@ int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c, fi_own_fn own
     /* vg's kernel only by a margin: in two near ties it won here and lost in the step (H100:
      * Qwen3-0.6B at 16 rows, 15.3 against 15.7 us, the step 10% slower; with the rotary inside
      * it, 23.6 against 24.4 us, the step 2% slower; docs/performance.md) */
-    const int pick = us[lib] < INFINITY && !(us[0] < DECODE_OWN_MARGIN * us[lib]) ? cand[lib] : 0;
+    /* vg's whole form over its split one by the same margin: a near tie is no reason to switch */
+    const int own_pick = us[1] < DECODE_OWN_MARGIN * us[0] ? 1 : 0;
+    const int pick = us[lib] < INFINITY && !(us[own_pick] < DECODE_OWN_MARGIN * us[lib]) ? cand[lib] : cand[own_pick];
     vgc_host->log(VG_LOG_DEBUG,
                   "cuda: paged_attention rows=%lld seqs=%d heads=%d/%d head_dim=%d block_size=%d reach=%d "
                   "(per call, in a graph): %s; takes %s",
                   (long long)c->rows, c->num_seqs, c->heads, c->kv_heads, c->head_dim, c->block_size,
-                  c->max_blocks * c->block_size, line, pick ? vgc_decode_lib_name : "vg");
+                  c->max_blocks * c->block_size, line,
+                  pick == VGC_DECODE_OWN_WHOLE ? "vg, whole" : pick ? vgc_decode_lib_name : "vg");
     std::lock_guard<std::mutex> g(fi_lock);
     if (fi_nchoices < FI_CHOICES) fi_choices[fi_nchoices++] = {key, pick};
     return pick;

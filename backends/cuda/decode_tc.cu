@@ -348,8 +348,9 @@ vg_status vgc_decode_tc(vg_bk_stream *s, const vgc_decode_call *c)
     if (s->dev->decode_tc_off || !b16 || (hd != 64 && hd != 128) || group > PD_GMAX || addr % 16 ||
         c->ld_q % 8 || !(c->scale > 0.0f) || s->dev->prop.major < 8 || (c->rope && c->rows > DT_ROPE_MAX_ROWS))
         return VG_ERR_UNSUPPORTED;
-    const int nsplit = vgc_decode_splits(s, c->rows, c->heads, c->kv_heads, 1, hd, c->max_blocks, c->block_size,
-                                         DT_PER_SM, DT_MIN_CHUNK);
+    const int nsplit = c->whole ? 1
+                                : vgc_decode_splits(s, c->rows, c->heads, c->kv_heads, 1, hd, c->max_blocks,
+                                                    c->block_size, DT_PER_SM, DT_MIN_CHUNK);
     if (hd == 64) {
         if (c->t == VG_DTYPE_BF16) dt_launch<vgc_bf16, 64>(s, c, nsplit);
         else dt_launch<vgc_f16, 64>(s, c, nsplit);

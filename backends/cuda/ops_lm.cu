@@ -618,12 +618,13 @@ template <typename T>
 static vg_status pd_run(vg_bk_stream *s, const T *q, int64_t ld_q, T *out, int64_t ld_out,
                         int64_t rows, const T *kc, const T *vc, const int32_t *bt, int max_blocks,
                         const int32_t *cl, const int32_t *qs, int num_seqs, int heads, int kv_heads,
-                        int head_dim, int block_size, float scale)
+                        int head_dim, int block_size, float scale, int whole)
 {
     const int hpb = pd_heads_per_block(s, rows, heads, kv_heads);
     const int hchunks = (heads / kv_heads + hpb - 1) / hpb;
-    const int nsplit = vgc_decode_splits(s, rows, heads, kv_heads, hchunks, head_dim, max_blocks, block_size,
-                                         PD_PER_SM, PD_MIN_CHUNK);
+    const int nsplit = whole ? 1
+                             : vgc_decode_splits(s, rows, heads, kv_heads, hchunks, head_dim, max_blocks, block_size,
+                                                 PD_PER_SM, PD_MIN_CHUNK);
     float *part = nsplit > 1 ? (float *)s->gemm_workspace : nullptr;
     unsigned *counters = nsplit > 1 ? s->counters + VGC_COUNTERS_ATTENTION : nullptr;
     const float scale_log2 = scale * 1.4426950408889634f;
@@ -668,7 +669,7 @@ static vg_status decode_own(vg_bk_stream *s, const vgc_decode_call *c)
                                                  (const T *)c->k_cache, (const T *)c->v_cache,
                                                  c->block_tables, c->max_blocks, c->context_lens,
                                                  c->query_start, c->num_seqs, c->heads, c->kv_heads,
-                                                 c->head_dim, c->block_size, c->scale));
+                                                 c->head_dim, c->block_size, c->scale, c->whole));
     return VG_ERR_INTERNAL;
 }
 
@@ -694,6 +695,11 @@ static vg_status paged_run(vg_bk_stream *s, const vgc_decode_call *c)
         if (pick < 0)
             return VGC_ERR(VG_ERR_DEVICE, VG_VENDOR_NAME ": rotary_paged_attention: qkv could not be restored "
                                           "after timing the kernels");
+        if (pick == VGC_DECODE_OWN_WHOLE) {
+            vgc_decode_call whole = *c;
+            whole.whole = 1;
+            return decode_own(s, &whole);
+        }
         if (pick) return vgc_decode_lib(s, c, pick);
 #endif
         return decode_own(s, c);
@@ -721,7 +727,7 @@ vg_status vgc_op_paged_attention(vg_bk_device *, vg_bk_stream *s, vg_dtype t, co
     if (!rows) return VG_OK;
     const vgc_decode_call c = {t, q, ld_q, out, ld_out, rows, k_cache, v_cache, block_tables,
                                max_blocks, context_lens, query_start, num_seqs, heads, kv_heads,
-                               head_dim, block_size, scale, nullptr};
+                               head_dim, block_size, scale, nullptr, 0};
     return paged_run(s, &c);
 }
 
@@ -731,7 +737,7 @@ vg_status vgc_op_rotary_paged_attention(vg_bk_device *, vg_bk_stream *s, const v
 {
     const vgc_decode_call c = {a->dtype, a->qkv, a->ld, a->out, a->ld_out, a->rows, a->k_cache, a->v_cache,
                                a->block_tables, a->max_blocks, a->context_lens, a->query_start, a->num_seqs,
-                               a->heads, a->kv_heads, a->head_dim, a->block_size, a->scale, a};
+                               a->heads, a->kv_heads, a->head_dim, a->block_size, a->scale, a, 0};
     return paged_run(s, &c);
 }
 
