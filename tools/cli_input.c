@@ -55,11 +55,16 @@ FILE *vg_cli_open_text(const char *cmd, const char *path, char *why, size_t cap)
     return fp;
 }
 
+int vg_cli_blank(const char *line)
+{
+    return line[strspn(line, " \t\r\n")] == '\0';
+}
+
 cJSON *vg_cli_json_line(const char *line)
 {
     const char *end = NULL;
     cJSON *j = cJSON_ParseWithOpts(line, &end, 0);
-    if (j && end && end[strspn(end, " \t\r\n")] != '\0') {
+    if (j && end && !vg_cli_blank(end)) {
         cJSON_Delete(j);
         return NULL;
     }

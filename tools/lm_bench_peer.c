@@ -79,7 +79,7 @@ int lm_peer_read(const char *cmd, const char *path, lm_peer *p)
     int bad = 0, lineno = 0;
     while (!bad && getline(&line, &cap, fp) >= 0) {
         lineno++;
-        if (line[strspn(line, " \t\r\n")] == '\0') continue;
+        if (vg_cli_blank(line)) continue;
         cJSON *j = vg_cli_json_line(line);
         bad = line_in(cmd, path, lineno, j, p);
         cJSON_Delete(j);

@@ -36,6 +36,8 @@ int vg_cli_is_help(const char *arg);
  * that vg waits when nothing has been written to it yet); NULL with the reason in why (a
  * directory, a device) otherwise. */
 FILE *vg_cli_open_text(const char *cmd, const char *path, char *why, size_t cap);
+/* Whether a line of a text file holds nothing but whitespace (skipped in JSON-lines files). */
+int vg_cli_blank(const char *line);
 /* The JSON value of one line of a JSON-lines file, with nothing after it but whitespace
  * (cJSON_Parse stops after the first value, so "{...}{...}" would silently lose the second):
  * the value (cJSON_Delete it), or NULL. */

@@ -33,11 +33,6 @@ vit_family vit_family_of(const vg_vit_info *info)
     return VIT_FAMILY_UNKNOWN;
 }
 
-static int blank(const char *s)
-{
-    return s[strspn(s, " \t\r\n")] == '\0';
-}
-
 typedef struct where {
     const char *path;
     int line;
@@ -192,7 +187,7 @@ static int read_one(const char *path, peer_data *out)
     where at = {path, 0};
     while (!bad && getline(&line, &cap, fp) >= 0) {
         at.line++;
-        if (blank(line)) continue;
+        if (vg_cli_blank(line)) continue;
         cJSON *j = vg_cli_json_line(line);
         const cJSON *method = cJSON_GetObjectItemCaseSensitive(j, "method");
         if (!cJSON_IsObject(j))

@@ -118,11 +118,18 @@ static int serve(const bench_args *a, vg_vit *v, const vg_vit_info *info, const 
     return rc;
 }
 
-int vit_stream_caps_check(const bench_args *a, const vg_vit_info *info)
+/* The stream's capture sizes: --capture-sizes, else the server ladder; their count. */
+static int stream_caps(const bench_args *a, const int64_t **caps)
 {
     static int64_t ladder[MAX_CAPTURE_SIZES];
-    const int n = a->ncaps ? a->ncaps : server_sizes(ladder), unit = info->spatial_merge * info->spatial_merge;
-    const int64_t *caps = a->ncaps ? a->caps : ladder;
+    *caps = a->ncaps ? a->caps : ladder;
+    return a->ncaps ? a->ncaps : server_sizes(ladder);
+}
+
+int vit_stream_caps_check(const bench_args *a, const vg_vit_info *info)
+{
+    const int64_t *caps = NULL;
+    const int n = stream_caps(a, &caps), unit = info->spatial_merge * info->spatial_merge;
     for (int i = 0; i < n; i++)
         if (caps[i] % unit)
             return vg_cli_usage("vit bench", "--capture-sizes: %lld is not a multiple of spatial "
@@ -135,9 +142,7 @@ int vit_stream_caps_check(const bench_args *a, const vg_vit_info *info)
 static int measure_stream(const bench_args *a, vg_runtime *rt, vg_vit *v, const vg_vit_info *info,
                           const stream_list *l, const void *pixels, samples *s, stream_result *r)
 {
-    static int64_t ladder[MAX_CAPTURE_SIZES];
-    r->ncaps = a->ncaps ? a->ncaps : server_sizes(ladder);
-    r->caps = a->ncaps ? a->caps : ladder;
+    r->ncaps = stream_caps(a, &r->caps);
     r->lazy = a->lazy;
     vg_vit_options o;
     vg_vit_options_init(&o);

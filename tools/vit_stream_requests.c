@@ -128,11 +128,6 @@ int vit_stream_write(const char *path, const stream_list *l, int patch)
     return vg_out_commit(&out);
 }
 
-static int blank(const char *s)
-{
-    return s[strspn(s, " \t\r\n")] == '\0';
-}
-
 /* One line into r: 0, or 1 after a message. */
 static int parse_request(const char *text, const char *path, int line, stream_list *l, stream_request *r)
 {
@@ -186,7 +181,7 @@ int vit_stream_read(const char *path, stream_list *out)
     int line = 0, bad = 0;
     while (!bad && getline(&text, &cap, fp) >= 0) {
         line++;
-        if (blank(text)) continue;
+        if (vg_cli_blank(text)) continue;
         if (out->n == MAX_REQUESTS)
             bad = vg_cli_fail(CMD, "%s: more than %d requests", path, MAX_REQUESTS);
         else if (!(bad = grow(out)))

@@ -20,7 +20,7 @@ def _tokens(obj, what):
     try:  # C's int32 conversion checks a whole prompt at C speed (a float or an overflow raises)
         out = array.array("i", vals)
     except (OverflowError, TypeError):  # the slow path, which names the value or takes a whole float
-        out = [checked_int(v, f"{what}: token", 32) for v in vals]
+        out = array.array("i", [checked_int(v, f"{what}: token", 32) for v in vals])
     if not out:
         raise_python(ERR_INVALID_ARG, f"{what}: no tokens")
     return out
@@ -132,7 +132,7 @@ class LanguageModel(ModelBase):
         seqs = (T.LmSeqTokens * len(items))()
         for k, (seq, toks) in enumerate(items):
             toks = _tokens(toks, f"LanguageModel.step: sequence {seq}")
-            a = (ctypes.c_int32 * len(toks))(*toks)
+            a = (ctypes.c_int32 * len(toks)).from_buffer(toks)  # the array's own int32 memory, no copy
             arrays.append(a)
             seqs[k] = T.LmSeqTokens(checked_int(seq, "LanguageModel.step: sequence id", 32), a, len(toks))
         num, vocab = len(items), self.vocab
