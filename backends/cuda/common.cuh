@@ -206,7 +206,7 @@ vg_status vgc_decode_rope_first(vg_bk_stream *s, const vgc_decode_call *c);
 /* decode_tc.cu: paged decode attention on the tensor cores (BF16/F16, head_dim 64 or 128, up to
  * 8 query heads per KV head); VG_ERR_UNSUPPORTED, with no message, for a call it does not take
  * (the caller runs the CUDA-core kernel). */
-vg_status vgc_decode_tc_prepare(void);
+vg_status vgc_decode_tc_prepare(const vg_bk_device *dev);
 vg_status vgc_decode_tc(vg_bk_stream *s, const vgc_decode_call *c);
 /* ops_lm.cu: slices of each row's context for the split decode kernels (decode_split.cuh), per_sm
  * blocks fitting a multiprocessor, at least min_chunk positions a slice at the table's reach. */

@@ -30,7 +30,7 @@ vg_status vgc_decode_lib(vg_bk_stream *s, const vgc_decode_call *c, int pick);
  * take the library without splits. */
 /* A pick that is vg's kernel with each row's context whole (vgc_decode_call.whole): timed beside
  * its split form, which spends more on joining the slices than it gains once the (row, KV head)
- * pairs alone fill the multiprocessors (H100, Qwen2.5-0.5B at 64 rows: 13.8 against 15.7 us). */
+ * pairs alone fill the multiprocessors (H100, Qwen2.5-0.5B at 64 rows: 12.5 against 15.6 us). */
 #define VGC_DECODE_OWN_WHOLE (1 << 20)
 int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c,
                         vg_status (*own)(vg_bk_stream *, const vgc_decode_call *));

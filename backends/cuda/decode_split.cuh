@@ -164,7 +164,7 @@ __device__ void pd_empty_slice(pd_merge_smem &sm, const pd_parts &pt, unsigned *
                                int heads, int h0, int nh, int D, int split)
 {
     if (pt.nsplit == 1) {
-        for (int i = threadIdx.x; i < nh * D; i += PD_THREADS) orow[i] = vgk_from_f<T>(0.0f);
+        for (int i = threadIdx.x; i < nh * D; i += blockDim.x) orow[i] = vgk_from_f<T>(0.0f);
         return;
     }
     if ((int)threadIdx.x < nh) {

@@ -6,13 +6,20 @@
  * A block takes what a block of the split kernel takes (decode_split.cuh): one query row, the
  * query heads of one KV head, as the 16 rows of one m-tile (rows past the group are zeros), and
  * one slice of the row's context; the same partials and last-block merge join the slices. Inside
- * the block the four warps share only the queries: warp w walks the slice's tiles of 16
- * positions w, w + 4, ... through two shared-memory stages of its own, the next tile's keys and
- * values copied by cp.async while this one is used, so the loop needs no block barrier. Scores
- * and outputs stay in registers with attention_tc.cuh's online softmax; the warps' four states
- * are joined once, at the end, through shared memory. Where the CUDA-core kernel spends a dot
- * product of head_dim per (head, position) on its lanes, here one m16n8k16 covers 16 heads,
- * 8 positions and 16 dimensions.
+ * the block the W warps share only the queries: warp w walks the slice's tiles of 16 positions
+ * w, w + W, ... through two shared-memory stages of its own, the next tile's keys and values
+ * copied by cp.async while this one is used, so the loop needs no block barrier; each tile's
+ * page-table entries are read a tile before its copies are issued, so that read's latency is not
+ * paid in the loop. Scores and outputs stay in registers with attention_tc.cuh's online softmax;
+ * the warps' states are joined once, at the end, through shared memory. Where the CUDA-core
+ * kernel spends a dot product of head_dim per (head, position) on its lanes, here one m16n8k16
+ * covers 16 heads, 8 positions and 16 dimensions.
+ *
+ * The split form has four warps a block (decode_split.cuh's merge runs on the whole block). The
+ * whole form (vgc_decode_call.whole: one slice a row), often one block a multiprocessor, has
+ * more (dt_whole_warps): a warp of this kernel issues an instruction only every ~5.6 cycles (its
+ * chain of dependent ones; ncu, H100), so with four warps a multiprocessor's schedulers idle 80%
+ * of the time; eight took Qwen2.5-0.5B's 64 rows from 13.5-14.9 to 12.5 us.
  *
  * With ROPE the kernel is rotary_paged_attention's (vg_ops.h): q, keys and values come unrotated
  * in the qkv rows, and rotary_kv_store's work is done where they are read. The queries are
@@ -26,7 +33,8 @@
 #include "attention_tc.cuh"
 #include "decode_split.cuh"
 
-#define DT_WARPS 4
+#define DT_WARPS 4       /* the split form's warps: decode_split.cuh's merge runs on the whole block */
+#define DT_STAGES 2      /* a warp's shared-memory stages */
 #define DT_TK 16       /* positions per warp tile: the k-step of P·V */
 #define DT_PER_SM 3    /* blocks a multiprocessor holds (head_dim 128: shared memory), for the splits */
 #define DT_MIN_CHUNK 64 /* positions per slice, at least: a tile for each warp */
@@ -37,15 +45,20 @@
 
 static_assert(DT_WARPS * 32 == PD_THREADS, "the merge of decode_split.cuh runs on the whole block");
 
-template <int HD> struct dt_shape {
+/* The whole form's warps (one slice a row: no merge), measured on the H100 (tuner, per call):
+ * head_dim 64 at 64 rows 12.5 us with 8, 13.0 with 16; head_dim 128 at 16 rows 21.3 us with 8,
+ * 20.3 with 12, the most its stages' shared memory allows. */
+template <int HD> constexpr int dt_whole_warps() { return HD == 64 ? 8 : 12; }
+
+template <int HD, int W> struct dt_shape {
     static constexpr int LDS = HD + 8;    /* padded shared row: conflict-free ldmatrix */
     static constexpr int KS = HD / 16;    /* k-steps of Q·Kᵀ */
     static constexpr int NT = HD / 8;     /* n-tiles of the output */
     static constexpr int TILE = DT_TK * LDS; /* elements of one K or V tile */
     static constexpr int JS = HD + 8;        /* the join's row stride: its float2 stores conflict-free */
     static constexpr size_t q_bytes = 16 * LDS * 2;
-    static constexpr size_t stage_bytes = (size_t)DT_WARPS * 2 /* stages */ * 2 /* K, V */ * TILE * 2;
-    static constexpr size_t join_bytes = (size_t)DT_WARPS * 16 * (JS + 2) * 4; /* o, m, l */
+    static constexpr size_t stage_bytes = (size_t)W * DT_STAGES * 2 /* K, V */ * TILE * 2;
+    static constexpr size_t join_bytes = (size_t)W * 16 * (JS + 2) * 4; /* o, m, l */
     static constexpr size_t area = stage_bytes > join_bytes ? stage_bytes : join_bytes;
     static constexpr size_t smem = q_bytes + (area > sizeof(pd_merge_smem) ? area : sizeof(pd_merge_smem));
     /* with ROPE, after the rest: the q and k norms' weights and the row's angles, as floats */
@@ -97,14 +110,14 @@ __device__ __forceinline__ void dt_rope_head(const T *x, T *y, const float *w, f
     for (int i = 0; i < HD / 32; i++) y[lane + 32 * i] = v[i];
 }
 
-template <typename T, int HD, bool ROPE>
-__global__ void __launch_bounds__(DT_WARPS * 32)
+template <typename T, int HD, bool ROPE, int W>
+__global__ void __launch_bounds__(W * 32)
 k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, const T *v_cache,
             const int32_t *block_tables, int max_blocks, const int32_t *context_lens,
             const int32_t *query_start, int num_seqs, int heads, int kv_heads, int block_size,
             float scale_log2, int nsplit, float *part, unsigned *counters, dt_rope<T> rope)
 {
-    using S = dt_shape<HD>;
+    using S = dt_shape<HD, W>;
     constexpr int LDS = S::LDS, KS = S::KS, NT = S::NT;
     extern __shared__ __align__(16) unsigned char dt_smem[];
     T *qs = (T *)dt_smem;
@@ -121,7 +134,7 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
     int32_t slot = -1;  /* and its new entries' slot */
     if (ROPE) { /* once for the block, read by the barriers below */
         prow = (float)rope.pos[row], slot = rope.slots[row];
-        for (int i = threadIdx.x; i < HD; i += DT_WARPS * 32) {
+        for (int i = threadIdx.x; i < HD; i += W * 32) {
             rs.qw[i] = rope.q_norm ? vgk_to_f(rope.q_norm[i]) : 0.0f;
             rs.kw[i] = rope.k_norm ? vgk_to_f(rope.k_norm[i]) : 0.0f;
             if (i < HD / 2) vgk_rotary_cs(i, HD, prow, rope.log2_theta, &rs.c[i], &rs.s[i]);
@@ -152,53 +165,73 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
 
     /* the group's queries (consecutive heads of the row), rows past the group zero */
     const T *qr = q + (int64_t)row * ld_q + (int64_t)h0 * HD;
-    for (int i = threadIdx.x; i < 16 * (HD / 8); i += DT_WARPS * 32) {
+    for (int i = threadIdx.x; i < 16 * (HD / 8); i += W * 32) {
         const int r = i / (HD / 8), v = i % (HD / 8);
         cp_async16(qs + r * LDS + v * 8, r < group ? qr + r * HD + v * 8 : qr, r < group ? 16 : 0);
     }
     cp_async_commit();
 
-    T *wst = (T *)area + (size_t)warp * 2 * 2 * S::TILE; /* this warp's two [K, V] stages */
+    T *wst = (T *)area + (size_t)warp * DT_STAGES * 2 * S::TILE; /* this warp's DT_STAGES [K, V] stages */
     const int32_t *table = block_tables + (int64_t)seq * max_blocks;
     /* with ROPE: positions from new0 on are the sequence's new tokens, qkv rows from qs0 on */
     const int qs0 = ROPE ? query_start[seq] : 0;
     const int new0 = ROPE ? context_lens[seq] - (query_start[seq + 1] - qs0) : INT_MAX;
-    auto issue = [&](int t0, int st) { /* positions past the slice: zeros */
-        T *kd = wst + st * 2 * S::TILE, *vd = kd + S::TILE;
-        /* lane r finds position t0 + r's key and value once (a table read, a division); the lanes
-         * copying that row's vectors take them by shuffle */
-        const int pr = t0 + lane % DT_TK;
-        const T *kr = k_cache, *vr = v_cache;
-        if (ROPE && pr >= new0 && pr < p1) {
-            kr = q + (int64_t)(qs0 + pr - new0) * ld_q + (int64_t)heads * HD + ko;
-            vr = kr + cache_ld;
-        } else if (pr < p1) {
-            const int64_t at = ((int64_t)table[pr / block_size] * block_size + pr % block_size) * cache_ld + ko;
-            kr += at, vr += at;
-        }
+    const int ntiles = (p1 - p0 + DT_TK - 1) / DT_TK;
+    const int lr = lane % DT_TK; /* the tile's position whose cache block this lane looks up */
+    struct dt_at {
+        int32_t blk, off; /* the row's cache block (-1: none to read) and its slot in the block */
+    };
+    /* the warp's i-th tile (positions p0 + (warp + i·W)·DT_TK on): where this lane's row is; the
+     * entry's load is not waited for here, only where issue uses it */
+    auto entry = [&](int i) -> dt_at {
+        const int pr = p0 + (warp + i * W) * DT_TK + lr;
+        if (!(pr < p1 && pr < new0)) return {-1, 0};
+        const int b = pr / block_size;
+        return {table[b], pr - b * block_size};
+    };
+    /* the copies of the warp's i-th tile into stage st; a commit group either way (empty past the
+     * slice), so that the waits below count tiles */
+    auto issue = [&](int i, int st, dt_at at) {
+        const int t0 = p0 + (warp + i * W) * DT_TK;
+        if (t0 < p1) {
+            T *kd = wst + st * 2 * S::TILE, *vd = kd + S::TILE;
+            /* lane r finds position t0 + r's key and value; the lanes copying that row's vectors
+             * take them by shuffle, so that each copy instruction reads whole 128-byte lines
+             * (a lane a row, each reading a few vectors of its own, was 15-40% slower) */
+            const int pr = t0 + lr;
+            const T *kr = k_cache, *vr = v_cache;
+            if (ROPE && pr >= new0 && pr < p1) { /* a new token: its key and value in its qkv row */
+                kr = q + (int64_t)(qs0 + pr - new0) * ld_q + (int64_t)heads * HD + ko;
+                vr = kr + cache_ld;
+            } else if (pr < p1) {
+                const int64_t o = ((int64_t)at.blk * block_size + at.off) * cache_ld + ko;
+                kr += o, vr += o;
+            }
 #pragma unroll
-        for (int i = lane; i < DT_TK * (HD / 8); i += 32) {
-            const int r = i / (HD / 8), v = i % (HD / 8);
-            const bool in = t0 + r < p1;
-            const T *ks = (const T *)__shfl_sync(0xffffffffu, (unsigned long long)kr, r) + v * 8;
-            const T *vs = (const T *)__shfl_sync(0xffffffffu, (unsigned long long)vr, r) + v * 8;
-            cp_async16(kd + r * LDS + v * 8, in ? ks : k_cache, in ? 16 : 0);
-            cp_async16(vd + r * LDS + v * 8, in ? vs : v_cache, in ? 16 : 0);
+            for (int j = lane; j < DT_TK * (HD / 8); j += 32) {
+                const int r = j / (HD / 8), v = j % (HD / 8);
+                const bool in = t0 + r < p1;
+                const T *ks = (const T *)__shfl_sync(0xffffffffu, (unsigned long long)kr, r) + v * 8;
+                const T *vs = (const T *)__shfl_sync(0xffffffffu, (unsigned long long)vr, r) + v * 8;
+                cp_async16(kd + r * LDS + v * 8, in ? ks : k_cache, in ? 16 : 0);
+                cp_async16(vd + r * LDS + v * 8, in ? vs : v_cache, in ? 16 : 0);
+            }
         }
         cp_async_commit();
     };
-    const int ntiles = (p1 - p0 + DT_TK - 1) / DT_TK;
     const int slice_lo[2] = {p0, p0}, slice_hi[2] = {p1, p1}; /* both of a lane's rows: the slice */
-    int t = warp;
-    if (t < ntiles) {
-        issue(p0 + t * DT_TK, 0);
-        cp_async_wait<1>(); /* the queries' group is done; the first tile may fly */
-    } else {
-        cp_async_wait<0>();
+    {
+        dt_at first[DT_STAGES - 1];
+#pragma unroll
+        for (int i = 0; i < DT_STAGES - 1; i++) first[i] = entry(i);
+#pragma unroll
+        for (int i = 0; i < DT_STAGES - 1; i++) issue(i, i, first[i]);
     }
+    dt_at next = entry(DT_STAGES - 1); /* where the tile the loop issues next is */
+    cp_async_wait<DT_STAGES - 1>(); /* the queries' group is done; the first tiles may fly */
     __syncthreads();
     if (ROPE) { /* the group's queries normalised and rotated at the row's position, a warp a head */
-        for (int r = warp; r < group; r += DT_WARPS)
+        for (int r = warp; r < group; r += W)
             dt_rope_head<T, HD>(qs + r * LDS, qs + r * LDS, rope.q_norm ? rs.qw : nullptr, rope.eps, rs.c, rs.s,
                                 prow, rope.log2_theta);
         __syncthreads();
@@ -210,14 +243,14 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
     float o[NT][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int n = 0; n < NT; n++) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
-    for (int st = 0; t < ntiles; t += DT_WARPS, st ^= 1) {
-        const int t0 = p0 + t * DT_TK;
-        if (t + DT_WARPS < ntiles) { /* the warp's next tile into the other stage */
-            issue(t0 + DT_WARPS * DT_TK, st ^ 1);
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
+    for (int i = 0, st = 0; warp + i * W < ntiles; i++, st = st + 1 == DT_STAGES ? 0 : st + 1) {
+        const int t0 = p0 + (warp + i * W) * DT_TK;
+        { /* the tile DT_STAGES - 1 ahead into the stage the previous tile left, then the entries after it */
+            const dt_at at = next;
+            next = entry(i + DT_STAGES);
+            issue(i + DT_STAGES - 1, st == 0 ? DT_STAGES - 1 : st - 1, at);
         }
+        cp_async_wait<DT_STAGES - 1>();
         __syncwarp(); /* every lane's copies of this tile have landed */
         if (ROPE && t0 + DT_TK > new0) { /* the new tokens' keys, as rotary_kv_store leaves them */
             T *kt = wst + st * 2 * S::TILE;
@@ -249,7 +282,7 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
             mma16816<T>(o[2 * np], pf[0], b);
             mma16816<T>(o[2 * np + 1], pf[0], b + 2);
         }
-        __syncwarp(); /* this stage is refilled by the issue two tiles from now */
+        __syncwarp(); /* this stage is refilled by the next iteration's issue */
     }
 
     store_new();
@@ -261,7 +294,7 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
     }
     __syncthreads(); /* every warp is done with its stages */
     constexpr int JS = S::JS;
-    float *jo = (float *)area, *jm = jo + DT_WARPS * 16 * JS, *jl = jm + DT_WARPS * 16;
+    float *jo = (float *)area, *jm = jo + W * 16 * JS, *jl = jm + W * 16;
 #pragma unroll
     for (int n = 0; n < NT; n++)
 #pragma unroll
@@ -272,14 +305,14 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
 #pragma unroll
         for (int i = 0; i < 2; i++) jm[warp * 16 + lane / 4 + 8 * i] = m[i], jl[warp * 16 + lane / 4 + 8 * i] = l[i];
     __syncthreads();
-    for (int i = threadIdx.x; i < group * HD; i += DT_WARPS * 32) {
+    for (int i = threadIdx.x; i < group * HD; i += W * 32) {
         const int r = i / HD, d = i % HD;
         float mx = -INFINITY;
 #pragma unroll
-        for (int w = 0; w < DT_WARPS; w++) mx = fmaxf(mx, jm[w * 16 + r]);
+        for (int w = 0; w < W; w++) mx = fmaxf(mx, jm[w * 16 + r]);
         float sum = 0.0f, acc = 0.0f; /* a warp without positions (max -inf) weighs nothing */
 #pragma unroll
-        for (int w = 0; w < DT_WARPS; w++) {
+        for (int w = 0; w < W; w++) {
             const float mw = jm[w * 16 + r], c = mw == -INFINITY ? 0.0f : ex2((mw - mx) * scale_log2);
             sum += c * jl[w * 16 + r];
             acc += c * jo[(w * 16 + r) * JS + d];
@@ -292,33 +325,51 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
             if (d == 0) pt.ml[2 * at] = mx * scale_log2, pt.ml[2 * at + 1] = sum;
         }
     }
-    if (nsplit == 1) return;
-    __syncthreads(); /* the join's shared memory becomes the merge's */
-    pd_join(*(pd_merge_smem *)area, pt, counters, orow, row, heads, h0, group, HD);
+    if constexpr (W == DT_WARPS) { /* the whole form has one slice */
+        if (nsplit == 1) return;
+        __syncthreads(); /* the join's shared memory becomes the merge's */
+        pd_join(*(pd_merge_smem *)area, pt, counters, orow, row, heads, h0, group, HD);
+    }
 }
 
-template <typename T, int HD>
-static cudaError_t dt_prepare_one()
+/* The dynamic shared memory a launch of the kernel takes. */
+template <int HD, int W> static size_t dt_smem(bool rope)
 {
-    cudaError_t e = cudaFuncSetAttribute(k_decode_tc<T, HD, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         (int)dt_shape<HD>::smem);
+    return dt_shape<HD, W>::smem + (rope ? dt_shape<HD, W>::rope_bytes : 0);
+}
+
+/* The kernel's shared memory set for W warps, where the device has that much (the whole form's
+ * 12 warps at head_dim 128 take ~210 KB: Hopper's; vgc_decode_tc declines it elsewhere). */
+template <typename T, int HD, int W>
+static cudaError_t dt_prepare_warps(const vg_bk_device *dev)
+{
+    if (dt_smem<HD, W>(true) > dev->prop.sharedMemPerBlockOptin) return cudaSuccess;
+    cudaError_t e = cudaFuncSetAttribute(k_decode_tc<T, HD, false, W>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         (int)dt_smem<HD, W>(false));
     if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(k_decode_tc<T, HD, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)(dt_shape<HD>::smem + dt_shape<HD>::rope_bytes));
+        e = cudaFuncSetAttribute(k_decode_tc<T, HD, true, W>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)dt_smem<HD, W>(true));
     return e;
 }
 
-vg_status vgc_decode_tc_prepare(void)
+template <typename T, int HD>
+static cudaError_t dt_prepare_one(const vg_bk_device *dev)
 {
-    cudaError_t e = dt_prepare_one<vgc_bf16, 64>();
-    if (e == cudaSuccess) e = dt_prepare_one<vgc_bf16, 128>();
-    if (e == cudaSuccess) e = dt_prepare_one<vgc_f16, 64>();
-    if (e == cudaSuccess) e = dt_prepare_one<vgc_f16, 128>();
+    cudaError_t e = dt_prepare_warps<T, HD, DT_WARPS>(dev);
+    return e == cudaSuccess ? dt_prepare_warps<T, HD, dt_whole_warps<HD>()>(dev) : e;
+}
+
+vg_status vgc_decode_tc_prepare(const vg_bk_device *dev)
+{
+    cudaError_t e = dt_prepare_one<vgc_bf16, 64>(dev);
+    if (e == cudaSuccess) e = dt_prepare_one<vgc_bf16, 128>(dev);
+    if (e == cudaSuccess) e = dt_prepare_one<vgc_f16, 64>(dev);
+    if (e == cudaSuccess) e = dt_prepare_one<vgc_f16, 128>(dev);
     VGC_CHECK(e);
     return VG_OK;
 }
 
-template <typename T, int HD>
+template <typename T, int HD, int W>
 static void dt_launch(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
 {
     float *part = nsplit > 1 ? (float *)s->gemm_workspace : nullptr;
@@ -331,10 +382,17 @@ static void dt_launch(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
 #define DT_ARGS (const T *)c->q, c->ld_q, (T *)c->out, c->ld_out, (const T *)c->k_cache, (const T *)c->v_cache, \
                 c->block_tables, c->max_blocks, c->context_lens, c->query_start, c->num_seqs, c->heads, c->kv_heads, \
                 c->block_size, c->scale * 1.4426950408889634f, nsplit, part, counters, rope
-    if (a) vgc_launch(s, k_decode_tc<T, HD, true>, grid, DT_WARPS * 32, dt_shape<HD>::smem + dt_shape<HD>::rope_bytes,
-                      DT_ARGS);
-    else vgc_launch(s, k_decode_tc<T, HD, false>, grid, DT_WARPS * 32, dt_shape<HD>::smem, DT_ARGS);
+    if (a) vgc_launch(s, k_decode_tc<T, HD, true, W>, grid, W * 32, dt_smem<HD, W>(true), DT_ARGS);
+    else vgc_launch(s, k_decode_tc<T, HD, false, W>, grid, W * 32, dt_smem<HD, W>(false), DT_ARGS);
 #undef DT_ARGS
+}
+
+/* the split form with four warps a block, the whole form (one slice: nsplit 1) with dt_whole_warps */
+template <typename T, int HD>
+static void dt_launch_form(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
+{
+    if (c->whole) dt_launch<T, HD, dt_whole_warps<HD>()>(s, c, 1);
+    else dt_launch<T, HD, DT_WARPS>(s, c, nsplit);
 }
 
 vg_status vgc_decode_tc(vg_bk_stream *s, const vgc_decode_call *c)
@@ -348,15 +406,18 @@ vg_status vgc_decode_tc(vg_bk_stream *s, const vgc_decode_call *c)
     if (s->dev->decode_tc_off || !b16 || (hd != 64 && hd != 128) || group > PD_GMAX || addr % 16 ||
         c->ld_q % 8 || !(c->scale > 0.0f) || s->dev->prop.major < 8 || (c->rope && c->rows > DT_ROPE_MAX_ROWS))
         return VG_ERR_UNSUPPORTED;
+    const size_t smem = hd == 64 ? (c->whole ? dt_smem<64, dt_whole_warps<64>()>(true) : dt_smem<64, DT_WARPS>(true))
+                                 : (c->whole ? dt_smem<128, dt_whole_warps<128>()>(true) : dt_smem<128, DT_WARPS>(true));
+    if (smem > s->dev->prop.sharedMemPerBlockOptin) return VG_ERR_UNSUPPORTED; /* not prepared: see dt_prepare_warps */
     const int nsplit = c->whole ? 1
                                 : vgc_decode_splits(s, c->rows, c->heads, c->kv_heads, 1, hd, c->max_blocks,
                                                     c->block_size, DT_PER_SM, DT_MIN_CHUNK);
     if (hd == 64) {
-        if (c->t == VG_DTYPE_BF16) dt_launch<vgc_bf16, 64>(s, c, nsplit);
-        else dt_launch<vgc_f16, 64>(s, c, nsplit);
+        if (c->t == VG_DTYPE_BF16) dt_launch_form<vgc_bf16, 64>(s, c, nsplit);
+        else dt_launch_form<vgc_f16, 64>(s, c, nsplit);
     } else {
-        if (c->t == VG_DTYPE_BF16) dt_launch<vgc_bf16, 128>(s, c, nsplit);
-        else dt_launch<vgc_f16, 128>(s, c, nsplit);
+        if (c->t == VG_DTYPE_BF16) dt_launch_form<vgc_bf16, 128>(s, c, nsplit);
+        else dt_launch_form<vgc_f16, 128>(s, c, nsplit);
     }
     VGC_CHECK_LAUNCH("paged_attention (tensor cores)");
     return VG_OK;

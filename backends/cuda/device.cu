@@ -122,7 +122,7 @@ extern "C" vg_status vgc_device_open(int index, vg_bk_device **out)
     const char *arows = vgc_option("VG_CUDA_ATTENTION_ROWS");
     dev->attention_rows = arows && (strcmp(arows, "64") == 0 || strcmp(arows, "128") == 0) ? atoi(arows) : 0;
     st = vgc_attention_tc_prepare();
-    if (st == VG_OK) st = vgc_decode_tc_prepare();
+    if (st == VG_OK) st = vgc_decode_tc_prepare(dev);
     if (st == VG_OK) st = vgc_attention_wg_prepare(dev);
     if (st == VG_OK) st = vgc_gemm_device_init(dev);
     if (st != VG_OK) {
