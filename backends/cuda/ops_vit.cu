@@ -10,48 +10,69 @@ template <typename T, int V> struct alignas(sizeof(T) * V) vec { T v[V]; };
 /* One warp per row, 16-byte vectors when the row allows (VEC > 1): no block barriers;
  * statistics in fp32 with warp shuffles. A lane takes its vectors NB at a time, every load of a
  * batch issued before the first is used (indices clamped into the row): a decode step's short
- * rows cost one memory round trip per pass, not one per vector. */
+ * rows cost one memory round trip per pass, not one per vector. The first batch stays in
+ * registers with its weights, loaded with it, so a row of at most 32·NB vectors (a language
+ * model's hidden row: 896 or 1024 BF16) costs one round trip in all, not two. */
 #define NORM_NB 4
+template <typename V>
+__device__ __forceinline__ void norm_batch_load(const V *xr, const V *w, int c0, int nv, V *a, V *g)
+{
+#pragma unroll
+    for (int u = 0; u < NORM_NB; u++) {
+        const int c = c0 + 32 * u < nv ? c0 + 32 * u : nv - 1;
+        a[u] = xr[c], g[u] = w[c];
+    }
+}
+template <typename T, int VEC>
+__device__ __forceinline__ float norm_batch_squares(const vec<T, VEC> *a, int c0, int nv)
+{
+    float ss = 0.0f;
+#pragma unroll
+    for (int u = 0; u < NORM_NB; u++)
+#pragma unroll
+        for (int e = 0; e < VEC; e++) {
+            const float v = c0 + 32 * u < nv ? vgk_to_f(a[u].v[e]) : 0.0f;
+            ss += v * v;
+        }
+    return ss;
+}
+template <typename T, int VEC>
+__device__ __forceinline__ void norm_batch_store(vec<T, VEC> *orow, const vec<T, VEC> *a, const vec<T, VEC> *g,
+                                                 int c0, int nv, float inv)
+{
+#pragma unroll
+    for (int u = 0; u < NORM_NB; u++) {
+        if (c0 + 32 * u >= nv) break;
+        vec<T, VEC> o;
+#pragma unroll
+        for (int e = 0; e < VEC; e++) o.v[e] = vgk_from_f<T>(vgk_to_f(g[u].v[e]) * (vgk_to_f(a[u].v[e]) * inv));
+        orow[c0 + 32 * u] = o;
+    }
+}
 template <typename T, int VEC>
 __global__ void k_rmsnorm(const T *x, const T *w, T *out, int rows, int cols, float eps)
 {
     vgk_grid_sync();
     typedef vec<T, VEC> V;
+    const V *wv = (const V *)w;
     int lane = threadIdx.x % 32, nv = cols / VEC;
     for (int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; r < rows;
          r += gridDim.x * (blockDim.x / 32)) {
         const V *xr = (const V *)(x + (int64_t)r * cols);
         V *orow = (V *)(out + (int64_t)r * cols);
-        float ss = 0.0f;
-        for (int c0 = lane; c0 < nv; c0 += 32 * NORM_NB) {
-            V a[NORM_NB];
-#pragma unroll
-            for (int u = 0; u < NORM_NB; u++) a[u] = xr[c0 + 32 * u < nv ? c0 + 32 * u : nv - 1];
-#pragma unroll
-            for (int u = 0; u < NORM_NB; u++)
-#pragma unroll
-                for (int e = 0; e < VEC; e++) {
-                    float v = c0 + 32 * u < nv ? vgk_to_f(a[u].v[e]) : 0.0f;
-                    ss += v * v;
-                }
+        V a0[NORM_NB], g0[NORM_NB], a[NORM_NB], g[NORM_NB];
+        norm_batch_load(xr, wv, lane, nv, a0, g0);
+        float ss = norm_batch_squares<T, VEC>(a0, lane, nv);
+        for (int c0 = lane + 32 * NORM_NB; c0 < nv; c0 += 32 * NORM_NB) {
+            norm_batch_load(xr, wv, c0, nv, a, g);
+            ss += norm_batch_squares<T, VEC>(a, c0, nv);
         }
         for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-        float inv = rsqrtf(ss / (float)cols + eps);
-        for (int c0 = lane; c0 < nv; c0 += 32 * NORM_NB) {
-            V a[NORM_NB], g[NORM_NB];
-#pragma unroll
-            for (int u = 0; u < NORM_NB; u++) {
-                int c = c0 + 32 * u < nv ? c0 + 32 * u : nv - 1;
-                a[u] = xr[c], g[u] = ((const V *)w)[c];
-            }
-#pragma unroll
-            for (int u = 0; u < NORM_NB; u++) {
-                if (c0 + 32 * u >= nv) break;
-                V o;
-#pragma unroll
-                for (int e = 0; e < VEC; e++) o.v[e] = vgk_from_f<T>(vgk_to_f(g[u].v[e]) * (vgk_to_f(a[u].v[e]) * inv));
-                orow[c0 + 32 * u] = o;
-            }
+        const float inv = rsqrtf(ss / (float)cols + eps);
+        norm_batch_store<T, VEC>(orow, a0, g0, lane, nv, inv);
+        for (int c0 = lane + 32 * NORM_NB; c0 < nv; c0 += 32 * NORM_NB) {
+            norm_batch_load(xr, wv, c0, nv, a, g);
+            norm_batch_store<T, VEC>(orow, a, g, c0, nv, inv);
         }
     }
 }
