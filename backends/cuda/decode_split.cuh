@@ -25,15 +25,17 @@ __device__ __forceinline__ int64_t pd_last(int row, const int32_t *context_lens,
                                            int block_size, int *seq_out)
 {
     *seq_out = 0;
-    /* decode: row r is sequence r's only row, found with two independent loads */
+    /* decode: row r is sequence r's only row, found with three independent loads (its context
+     * length read before the check says it is row r's: one memory round trip, not two) */
     int32_t lo = row < num_seqs ? query_start[row] : 0, hi = row < num_seqs ? query_start[row + 1] : 0;
+    int32_t len = row < num_seqs ? context_lens[row] : 0;
     int seq = row;
     if (!(row < num_seqs && lo <= row && row < hi)) {
         if (row < query_start[0] || row >= query_start[num_seqs]) return -1;
         seq = vgk_segment_of(query_start, num_seqs, row);
+        lo = query_start[seq], hi = query_start[seq + 1], len = context_lens[seq];
     }
-    int64_t n = (int64_t)query_start[seq + 1] - query_start[seq];
-    int64_t last = (int64_t)context_lens[seq] - n + (row - query_start[seq]);
+    int64_t last = (int64_t)len - (hi - lo) + (row - lo);
     int64_t reach = (int64_t)max_blocks * block_size;
     *seq_out = seq;
     return last < reach ? last : reach - 1;

@@ -132,14 +132,16 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
     vgk_grid_sync(); /* any input may come from the previous kernel: positions and slots too */
     float prow = 0.0f; /* the row's rotary position */
     int32_t slot = -1;  /* and its new entries' slot */
-    if (ROPE) { /* once for the block, read by the barriers below */
-        prow = (float)rope.pos[row], slot = rope.slots[row];
+    if (ROPE) prow = (float)rope.pos[row], slot = rope.slots[row]; /* in flight with the slice's loads */
+    int seq;
+    int64_t b0, b1;
+    pd_slice_range(row, context_lens, query_start, num_seqs, max_blocks, block_size, nsplit, split, &seq, &b0, &b1);
+    if (ROPE) /* once for the block, read by the barriers below */
         for (int i = threadIdx.x; i < HD; i += W * 32) {
             rs.qw[i] = rope.q_norm ? vgk_to_f(rope.q_norm[i]) : 0.0f;
             rs.kw[i] = rope.k_norm ? vgk_to_f(rope.k_norm[i]) : 0.0f;
             if (i < HD / 2) vgk_rotary_cs(i, HD, prow, rope.log2_theta, &rs.c[i], &rs.s[i]);
         }
-    }
     const int64_t cache_ld = (int64_t)kv_heads * HD, ko = (int64_t)kvh * HD;
     /* with ROPE, by slice 0 once its work is done: the row's new key (warp 0, normalised and rotated)
      * and value (warp 1) to its slot, for the calls after this one */
@@ -152,9 +154,6 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
             for (int i = lane; i < HD; i += 32) dst[i] = src[i];
     };
 
-    int seq;
-    int64_t b0, b1;
-    pd_slice_range(row, context_lens, query_start, num_seqs, max_blocks, block_size, nsplit, split, &seq, &b0, &b1);
     if (b0 >= b1) {
         if (ROPE) __syncthreads(); /* the weights and angles */
         store_new();
