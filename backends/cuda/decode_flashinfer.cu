@@ -320,7 +320,9 @@ int vgc_decode_lib_takes(const vg_bk_stream *s, const vgc_decode_call *c)
     return s->gemm_workspace && fi_layout(nullptr, c, fi_splits(s, c)).bytes <= s->gemm_workspace_bytes;
 }
 
-vg_status vgc_decode_lib(vg_bk_stream *s, const vgc_decode_call *c, int pick)
+/* The call through the library as a nonzero, library pick says: the splits of each row's context
+ * and the kernel's variant. */
+static vg_status fi_run_lib(vg_bk_stream *s, const vgc_decode_call *c, int pick)
 {
     const vg_status st = vgc_decode_rope_first(s, c); /* the library's kernels take q rotated */
     if (st != VG_OK) return st;
@@ -403,14 +405,14 @@ static int fi_forced(void)
 
 typedef vg_status (*fi_own_fn)(vg_bk_stream *, const vgc_decode_call *);
 
-static vg_status fi_run_pick(vg_bk_stream *s, const vgc_decode_call *c, int pick, fi_own_fn own)
+vg_status vgc_decode_run_pick(vg_bk_stream *s, const vgc_decode_call *c, int pick, fi_own_fn own)
 {
     if (pick == VGC_DECODE_OWN_WHOLE) {
         vgc_decode_call whole = *c;
         whole.whole = 1;
         return own(s, &whole);
     }
-    return pick ? vgc_decode_lib(s, c, pick) : own(s, c);
+    return pick ? fi_run_lib(s, c, pick) : own(s, c);
 }
 
 /* How much faster than the library's best vg's kernel must time to be taken. */
@@ -429,7 +431,7 @@ static float fi_graph_ms(vg_bk_stream *s, const vgc_decode_call *c, int pick, fi
     vg_status st = VG_OK;
     for (int i = 0; i < FI_REPS && st == VG_OK; i++) {
         if (cudaMemsetAsync(flush, i, bytes, s->s) != cudaSuccess) st = VG_ERR_DEVICE;
-        if (st == VG_OK && pick >= 0) st = fi_run_pick(s, c, pick, own);
+        if (st == VG_OK && pick >= 0) st = vgc_decode_run_pick(s, c, pick, own);
     }
     cudaError_t e = cudaStreamEndCapture(s->s, &g);
     if (st == VG_OK && e == cudaSuccess) e = cudaGraphInstantiate(&x, g, 0);
@@ -460,7 +462,7 @@ static float fi_graph_ms(vg_bk_stream *s, const vgc_decode_call *c, int pick, fi
 static float fi_time(vg_bk_stream *s, const vgc_decode_call *c, int pick, fi_own_fn own, void *flush, size_t bytes,
                      float base_ms, cudaEvent_t e0, cudaEvent_t e1)
 {
-    if (fi_run_pick(s, c, pick, own) != VG_OK) return INFINITY; /* first-use attributes, outside capture */
+    if (vgc_decode_run_pick(s, c, pick, own) != VG_OK) return INFINITY; /* first-use attributes, outside capture */
     const float ms = fi_graph_ms(s, c, pick, own, flush, bytes, e0, e1);
     return ms < INFINITY ? fmaxf(ms - base_ms, 0.0f) * 1000.0f / FI_REPS : INFINITY;
 }

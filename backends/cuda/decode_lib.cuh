@@ -14,9 +14,11 @@ extern const char vgc_decode_lib_name[];
 /* Whether the library path can take this call: dtype, head_dim, group size, strides, alignment,
  * and its plan fitting the stream's workspace. */
 int vgc_decode_lib_takes(const vg_bk_stream *s, const vgc_decode_call *c);
-/* Run the call through the library as `pick` says (a nonzero vgc_decode_lib_pick: the splits of
- * each row's context and the kernel's variant; only where vgc_decode_lib_takes said yes). */
-vg_status vgc_decode_lib(vg_bk_stream *s, const vgc_decode_call *c, int pick);
+/* Run the call as `pick` (vgc_decode_lib_pick's) says: through `own` (vg's kernel; with each row's
+ * context whole for VGC_DECODE_OWN_WHOLE), or through the library with the pick's splits and
+ * variant (only where vgc_decode_lib_takes said yes). */
+vg_status vgc_decode_run_pick(vg_bk_stream *s, const vgc_decode_call *c, int pick,
+                              vg_status (*own)(vg_bk_stream *, const vgc_decode_call *));
 /* Whether to take the library for this call (0: vg's kernel), with how many splits and which of
  * its kernel's variants: the measured choice for its shape, timing `own` (vg's kernel) and the
  * library at a few split counts and variants on the call's operands, each as a replayed graph

@@ -695,14 +695,10 @@ static vg_status paged_run(vg_bk_stream *s, const vgc_decode_call *c)
         if (pick < 0)
             return VGC_ERR(VG_ERR_DEVICE, VG_VENDOR_NAME ": rotary_paged_attention: qkv could not be restored "
                                           "after timing the kernels");
-        if (pick == VGC_DECODE_OWN_WHOLE) {
-            vgc_decode_call whole = *c;
-            whole.whole = 1;
-            return decode_own(s, &whole);
-        }
-        if (pick) return vgc_decode_lib(s, c, pick);
-#endif
+        return vgc_decode_run_pick(s, c, pick, decode_own);
+#else
         return decode_own(s, c);
+#endif
     }
     vg_status st = vgc_decode_rope_first(s, c);
     if (st != VG_OK) return st;
