@@ -54,7 +54,7 @@ typedef fi::DefaultAttention</*custom mask*/ false, /*sliding window*/ false, /*
                              /*alibi*/ false> fi_variant;
 
 /* Query row r's sequence and the positions it attends to (0 .. last), as vg's kernel computes
- * them (ops_lm.cu, pd_last): sequence s owns rows query_start[s] .. query_start[s+1]-1, its row
+ * them (decode_split.cuh, pd_last): sequence s owns rows query_start[s] .. query_start[s+1]-1, its row
  * j of n ends at context_lens[s] - n + j, clamped to the table's reach; rows outside every
  * sequence (padding) attend to nothing and read sequence 0's table. A decode row (one row per
  * sequence) is its own sequence, found without a search. With splits the plan kernel computes

@@ -47,7 +47,7 @@ static_assert(DT_WARPS * 32 == PD_THREADS, "the merge of decode_split.cuh runs o
 
 /* The whole form's warps (one slice a row: no merge), measured on the H100 (tuner, per call):
  * head_dim 64 at 64 rows 12.5 us with 8, 13.0 with 16; head_dim 128 at 16 rows 21.3 us with 8,
- * 20.3 with 12, the most its stages' shared memory allows. */
+ * 20.3 with 12 (~210 KB of shared memory; 13 would barely fit). */
 template <int HD> constexpr int dt_whole_warps() { return HD == 64 ? 8 : 12; }
 
 template <int HD, int W> struct dt_shape {
@@ -324,7 +324,7 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
             if (d == 0) pt.ml[2 * at] = mx * scale_log2, pt.ml[2 * at + 1] = sum;
         }
     }
-    if constexpr (W == DT_WARPS) { /* the whole form has one slice */
+    if constexpr (W == DT_WARPS) { /* only the split form joins slices; more warps come with nsplit 1 */
         if (nsplit == 1) return;
         __syncthreads(); /* the join's shared memory becomes the merge's */
         pd_join(*(pd_merge_smem *)area, pt, counters, orow, row, heads, h0, group, HD);
