@@ -47,7 +47,8 @@ static_assert(DT_WARPS * 32 == PD_THREADS, "the merge of decode_split.cuh runs o
 
 /* The whole form's warps (one slice a row: no merge), measured on the H100 (tuner, per call):
  * head_dim 64 at 64 rows 12.5 us with 8, 13.0 with 16; head_dim 128 at 16 rows 21.3 us with 8,
- * 20.3 with 12 (~210 KB of shared memory; 13 would barely fit). */
+ * 20.3 with 12 (~210 KB of shared memory: 13 would barely fit). A device with less shared memory
+ * runs the whole form with the split form's four warps (dt_launch_form). */
 template <int HD> constexpr int dt_whole_warps() { return HD == 64 ? 8 : 12; }
 
 template <int HD, int W> struct dt_shape {
@@ -324,7 +325,7 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
             if (d == 0) pt.ml[2 * at] = mx * scale_log2, pt.ml[2 * at + 1] = sum;
         }
     }
-    if constexpr (W == DT_WARPS) { /* only the split form joins slices; more warps come with nsplit 1 */
+    if constexpr (W == DT_WARPS) { /* only the split form joins slices: more warps come with nsplit 1 */
         if (nsplit == 1) return;
         __syncthreads(); /* the join's shared memory becomes the merge's */
         pd_join(*(pd_merge_smem *)area, pt, counters, orow, row, heads, h0, group, HD);
@@ -338,7 +339,7 @@ template <int HD, int W> static size_t dt_smem(bool rope)
 }
 
 /* The kernel's shared memory set for W warps, where the device has that much (the whole form's
- * 12 warps at head_dim 128 take ~210 KB: Hopper's; vgc_decode_tc declines it elsewhere). */
+ * 12 warps at head_dim 128 take ~210 KB: Hopper's; dt_launch_form uses four elsewhere). */
 template <typename T, int HD, int W>
 static cudaError_t dt_prepare_warps(const vg_bk_device *dev)
 {
@@ -371,6 +372,7 @@ vg_status vgc_decode_tc_prepare(const vg_bk_device *dev)
 template <typename T, int HD, int W>
 static void dt_launch(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
 {
+    if constexpr (W != DT_WARPS) nsplit = 1; /* the merge runs on DT_WARPS warps: more have no slices */
     float *part = nsplit > 1 ? (float *)s->gemm_workspace : nullptr;
     unsigned *counters = nsplit > 1 ? s->counters + VGC_COUNTERS_ATTENTION : nullptr;
     dim3 grid((unsigned)c->rows, (unsigned)c->kv_heads, (unsigned)nsplit);
@@ -386,12 +388,20 @@ static void dt_launch(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
 #undef DT_ARGS
 }
 
-/* the split form with four warps a block, the whole form (one slice: nsplit 1) with dt_whole_warps */
+/* Whether the whole form's dt_whole_warps fit the device's shared memory (dt_prepare_warps set
+ * them up only then). */
+template <int HD> static bool dt_whole_fits(const vg_bk_stream *s)
+{
+    return dt_smem<HD, dt_whole_warps<HD>()>(true) <= s->dev->prop.sharedMemPerBlockOptin;
+}
+
+/* the split form with four warps a block; the whole form (one slice: nsplit 1) with
+ * dt_whole_warps where they fit, else with four */
 template <typename T, int HD>
 static void dt_launch_form(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
 {
-    if (c->whole) dt_launch<T, HD, dt_whole_warps<HD>()>(s, c, 1);
-    else dt_launch<T, HD, DT_WARPS>(s, c, nsplit);
+    if (c->whole && dt_whole_fits<HD>(s)) dt_launch<T, HD, dt_whole_warps<HD>()>(s, c, 1);
+    else dt_launch<T, HD, DT_WARPS>(s, c, c->whole ? 1 : nsplit);
 }
 
 vg_status vgc_decode_tc(vg_bk_stream *s, const vgc_decode_call *c)
@@ -405,8 +415,7 @@ vg_status vgc_decode_tc(vg_bk_stream *s, const vgc_decode_call *c)
     if (s->dev->decode_tc_off || !b16 || (hd != 64 && hd != 128) || group > PD_GMAX || addr % 16 ||
         c->ld_q % 8 || !(c->scale > 0.0f) || s->dev->prop.major < 8 || (c->rope && c->rows > DT_ROPE_MAX_ROWS))
         return VG_ERR_UNSUPPORTED;
-    const size_t smem = hd == 64 ? (c->whole ? dt_smem<64, dt_whole_warps<64>()>(true) : dt_smem<64, DT_WARPS>(true))
-                                 : (c->whole ? dt_smem<128, dt_whole_warps<128>()>(true) : dt_smem<128, DT_WARPS>(true));
+    const size_t smem = hd == 64 ? dt_smem<64, DT_WARPS>(true) : dt_smem<128, DT_WARPS>(true);
     if (smem > s->dev->prop.sharedMemPerBlockOptin) return VG_ERR_UNSUPPORTED; /* not prepared: see dt_prepare_warps */
     const int nsplit = c->whole ? 1
                                 : vgc_decode_splits(s, c->rows, c->heads, c->kv_heads, 1, hd, c->max_blocks,

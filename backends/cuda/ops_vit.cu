@@ -23,10 +23,10 @@ __device__ __forceinline__ void norm_batch_load(const V *xr, const V *w, int c0,
         a[u] = xr[c], g[u] = w[c];
     }
 }
+/* the batch's squares added to ss one by one, in the order of the row */
 template <typename T, int VEC>
-__device__ __forceinline__ float norm_batch_squares(const vec<T, VEC> *a, int c0, int nv)
+__device__ __forceinline__ void norm_batch_squares(const vec<T, VEC> *a, int c0, int nv, float &ss)
 {
-    float ss = 0.0f;
 #pragma unroll
     for (int u = 0; u < NORM_NB; u++)
 #pragma unroll
@@ -34,7 +34,6 @@ __device__ __forceinline__ float norm_batch_squares(const vec<T, VEC> *a, int c0
             const float v = c0 + 32 * u < nv ? vgk_to_f(a[u].v[e]) : 0.0f;
             ss += v * v;
         }
-    return ss;
 }
 template <typename T, int VEC>
 __device__ __forceinline__ void norm_batch_store(vec<T, VEC> *orow, const vec<T, VEC> *a, const vec<T, VEC> *g,
@@ -61,11 +60,12 @@ __global__ void k_rmsnorm(const T *x, const T *w, T *out, int rows, int cols, fl
         const V *xr = (const V *)(x + (int64_t)r * cols);
         V *orow = (V *)(out + (int64_t)r * cols);
         V a0[NORM_NB], g0[NORM_NB], a[NORM_NB], g[NORM_NB];
-        norm_batch_load(xr, wv, lane, nv, a0, g0);
-        float ss = norm_batch_squares<T, VEC>(a0, lane, nv);
+        norm_batch_load(xr, wv, lane, nv, a0, g0); /* nv >= 1: core refuses empty rows */
+        float ss = 0.0f;
+        norm_batch_squares<T, VEC>(a0, lane, nv, ss);
         for (int c0 = lane + 32 * NORM_NB; c0 < nv; c0 += 32 * NORM_NB) {
             norm_batch_load(xr, wv, c0, nv, a, g);
-            ss += norm_batch_squares<T, VEC>(a, c0, nv);
+            norm_batch_squares<T, VEC>(a, c0, nv, ss);
         }
         for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
         const float inv = rsqrtf(ss / (float)cols + eps);
