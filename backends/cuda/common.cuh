@@ -49,6 +49,7 @@ struct vg_bk_device {
     int gemm_tiled;       /* VG_CUDA_GEMM=tiled: the portable kernel instead of cuBLASLt */
     int decode_heads;     /* VG_CUDA_DECODE_HEADS=1..8: query heads per paged-attention block (0: chosen per call) */
     int decode_tc_off;    /* VG_CUDA_DECODE_TC=0: vg's CUDA-core split kernel for the decode the tensor-core one takes */
+    int decode_cluster_max; /* blocks of a cluster decode_tc.cu's whole form may take (1: no clusters) */
     int attention_rows;   /* VG_CUDA_ATTENTION_ROWS=64|128: rows per tensor-core attention block (0: chosen per call) */
     int pdl;              /* VGC_PDL_*: where kernels use programmatic dependent launch (VG_CUDA_PDL) */
     char gemm_choice[16]; /* VG_CUDA_GEMM, as given at open ("" when unset) */
@@ -110,15 +111,19 @@ struct vg_bk_exec {
  * vgk_grid_sync() (kernels.cuh), which waits for the previous kernel's writes. Errors surface
  * through cudaGetLastError (VGC_CHECK_LAUNCH), as with <<<>>>. Where the vendor has no such
  * launch (HIP: vgc_pdl_capable is 0), dev->pdl is VGC_PDL_OFF and every launch is plain. */
-template <typename... KArgs, typename... Args>
-static inline void vgc_launch(vg_bk_stream *s, void (*kern)(KArgs...), dim3 grid, dim3 block,
-                              size_t smem, Args... args)
+static inline bool vgc_launch_pdl(vg_bk_stream *s)
 {
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (s->dev->pdl == VGC_PDL_EAGER && cudaStreamIsCapturing(s->s, &cs) != cudaSuccess)
         (void)cudaGetLastError(), cs = cudaStreamCaptureStatusActive; /* when unsure, plain */
-    if (s->dev->pdl == VGC_PDL_ALWAYS ||
-        (s->dev->pdl == VGC_PDL_EAGER && cs == cudaStreamCaptureStatusNone)) {
+    return s->dev->pdl == VGC_PDL_ALWAYS || (s->dev->pdl == VGC_PDL_EAGER && cs == cudaStreamCaptureStatusNone);
+}
+/* (vgc_launch_pdl: whether a launch on s is programmatic now; decode_tc.cu's cluster launch asks too.) */
+template <typename... KArgs, typename... Args>
+static inline void vgc_launch(vg_bk_stream *s, void (*kern)(KArgs...), dim3 grid, dim3 block,
+                              size_t smem, Args... args)
+{
+    if (vgc_launch_pdl(s)) {
         vgc_launch_programmatic(kern, grid, block, smem, s->s, args...); /* vendor.h */
         return;
     }
@@ -196,8 +201,10 @@ typedef struct vgc_decode_call {
      * does it inside its kernel, every other path launches it: vgc_decode_rope_first); NULL for
      * paged_attention */
     const vg_rotary_paged_args *rope;
-    /* 1: vg's kernels keep each row's context whole, one slice (a measured choice of
-     * vgc_decode_lib_pick, VGC_DECODE_OWN_WHOLE); 0: they split it as vgc_decode_splits says */
+    /* n >= 1: vg's kernels keep each row's context to one block (1) or to one cluster of n blocks
+     * joined in distributed shared memory (decode_tc.cu, sm_90; one block where the device has no
+     * clusters), no join through memory (a measured choice of vgc_decode_lib_pick,
+     * VGC_DECODE_OWN_WHOLE); 0: they split it as vgc_decode_splits says */
     int whole;
 } vgc_decode_call;
 /* ops_lm.cu: a rotary_paged_attention call's rotary_kv_store, as its own launch (VG_OK and nothing
@@ -206,7 +213,7 @@ vg_status vgc_decode_rope_first(vg_bk_stream *s, const vgc_decode_call *c);
 /* decode_tc.cu: paged decode attention on the tensor cores (BF16/F16, head_dim 64 or 128, up to
  * 8 query heads per KV head); VG_ERR_UNSUPPORTED, with no message, for a call it does not take
  * (the caller runs the CUDA-core kernel). */
-vg_status vgc_decode_tc_prepare(const vg_bk_device *dev);
+vg_status vgc_decode_tc_prepare(vg_bk_device *dev); /* at device open: also sets decode_cluster_max */
 vg_status vgc_decode_tc(vg_bk_stream *s, const vgc_decode_call *c);
 /* ops_lm.cu: slices of each row's context for the split decode kernels (decode_split.cuh), per_sm
  * blocks fitting a multiprocessor, at least min_chunk positions a slice at the table's reach. */

@@ -388,17 +388,22 @@ static int fi_nchoices;
 
 /* VG_CUDA_DECODE: 0 measure, 1 always vg's kernel, 2 + deep + 2·whole always the library:
  * flashinfer (its own shape at the default split count), flashinfer_deep (the deeper shape),
- * flashinfer_whole and flashinfer_deep_whole (without splits: no plan kernel); 6 (vg_whole)
- * always vg's kernel without splits */
+ * flashinfer_whole and flashinfer_deep_whole (without splits: no plan kernel); 6 + k always vg's
+ * kernel without splits, in clusters of 2^k blocks (vg_whole, vg_cluster2, vg_cluster4,
+ * vg_cluster8) */
+#define FI_FORCED_OWN_WHOLE 6
 static int fi_forced(void)
 {
     static int forced = -1;
     if (forced < 0) {
         const char *v = getenv("VG_CUDA_DECODE");
         static const char *const lib[] = {"flashinfer", "flashinfer_deep", "flashinfer_whole", "flashinfer_deep_whole"};
-        forced = v && !strcmp(v, "vg") ? 1 : v && !strcmp(v, "vg_whole") ? 6 : 0;
+        static const char *const own[VGC_DECODE_OWN_FORMS] = {"vg_whole", "vg_cluster2", "vg_cluster4", "vg_cluster8"};
+        forced = v && !strcmp(v, "vg") ? 1 : 0;
         for (int i = 0; v && i < 4; i++)
             if (!strcmp(v, lib[i])) forced = 2 + i;
+        for (int k = 0; v && k < VGC_DECODE_OWN_FORMS; k++)
+            if (!strcmp(v, own[k])) forced = FI_FORCED_OWN_WHOLE + k;
     }
     return forced;
 }
@@ -407,9 +412,9 @@ typedef vg_status (*fi_own_fn)(vg_bk_stream *, const vgc_decode_call *);
 
 vg_status vgc_decode_run_pick(vg_bk_stream *s, const vgc_decode_call *c, int pick, fi_own_fn own)
 {
-    if (pick == VGC_DECODE_OWN_WHOLE) {
+    if (pick >= VGC_DECODE_OWN_WHOLE) {
         vgc_decode_call whole = *c;
-        whole.whole = 1;
+        whole.whole = 1 << (pick - VGC_DECODE_OWN_WHOLE);
         return own(s, &whole);
     }
     return pick ? fi_run_lib(s, c, pick) : own(s, c);
@@ -470,7 +475,7 @@ static float fi_time(vg_bk_stream *s, const vgc_decode_call *c, int pick, fi_own
 int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c, fi_own_fn own)
 {
     const int n = fi_splits(s, c);
-    if (fi_forced() == 6) return VGC_DECODE_OWN_WHOLE;
+    if (fi_forced() >= FI_FORCED_OWN_WHOLE) return VGC_DECODE_OWN_WHOLE + fi_forced() - FI_FORCED_OWN_WHOLE;
     if (fi_forced()) {
         const int f = fi_forced() - 2; /* bit 0: deep, bit 1: whole */
         return f < 0 ? 0 : fi_pick(f & 2 ? 1 : n, f & 1);
@@ -522,11 +527,15 @@ int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c, fi_own_fn own
     }
     if (ra) kept = (char *)flush + flush_bytes;
     const float base_ms = fi_graph_ms(s, c, -1, own, flush, flush_bytes, e0, e1);
-    /* vg's kernel, split and whole; then the library at the default split count, half and twice
-     * that, and none; then the deeper variant at the default split count and none */
-    enum { NCAND = 8, OWN = 2 /* candidates of vg's */ };
+    /* vg's kernel, split, whole and whole in clusters of 2, 4 and 8; then the library at the
+     * default split count, half and twice that, and none; then the deeper variant at the default
+     * split count and none */
+    enum { OWN = 1 + VGC_DECODE_OWN_FORMS /* candidates of vg's */, NCAND = OWN + 6 };
     const int cand[NCAND] = {0,
                              VGC_DECODE_OWN_WHOLE,
+                             VGC_DECODE_OWN_WHOLE + 1,
+                             VGC_DECODE_OWN_WHOLE + 2,
+                             VGC_DECODE_OWN_WHOLE + 3,
                              fi_pick(n, 0),
                              n > 1 ? fi_pick((n + 1) / 2, 0) : 0,
                              2 * n <= FI_MAX_SPLIT ? fi_pick(2 * n, 0) : 0,
@@ -548,8 +557,10 @@ int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c, fi_own_fn own
         if (len < (int)sizeof line)
             len += i >= OWN ? snprintf(line + len, sizeof line - len, ", %d splits%s %.1f us",
                                        fi_pick_splits(cand[i]), fi_variant_name[fi_pick_variant(cand[i])], us[i])
-                   : i    ? snprintf(line + len, sizeof line - len, ", whole %.1f us; %s:", us[i], vgc_decode_lib_name)
-                          : snprintf(line + len, sizeof line - len, "vg %.1f us", us[i]);
+                   : i == OWN - 1 ? snprintf(line + len, sizeof line - len, "/%.1f us; %s:", us[i], vgc_decode_lib_name)
+                   : i > 1        ? snprintf(line + len, sizeof line - len, "/%.1f", us[i])
+                   : i            ? snprintf(line + len, sizeof line - len, ", whole and clusters of 2/4/8 %.1f", us[i])
+                                  : snprintf(line + len, sizeof line - len, "vg %.1f us", us[i]);
     }
     if (kept && (cudaMemcpyAsync(ra->qkv, kept, qkv_bytes, cudaMemcpyDeviceToDevice, s->s) != cudaSuccess ||
                  cudaStreamSynchronize(s->s) != cudaSuccess)) {
@@ -566,15 +577,22 @@ int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c, fi_own_fn own
     /* vg's kernel only by a margin: in two near ties it won here and lost in the step (H100:
      * Qwen3-0.6B at 16 rows, 15.3 against 15.7 us, the step 10% slower; with the rotary inside
      * it, 23.6 against 24.4 us, the step 2% slower; docs/performance.md) */
-    /* vg's whole form over its split one by the same margin: a near tie is no reason to switch */
-    const int own_pick = us[1] < DECODE_OWN_MARGIN * us[0] ? 1 : 0;
+    /* vg's whole form over its split one, and in clusters over without, by the same margin: a near
+     * tie is no reason to switch */
+    int whole = 1;
+    for (int i = 2; i < OWN; i++)
+        if (us[i] < DECODE_OWN_MARGIN * us[1] && us[i] < us[whole]) whole = i;
+    const int own_pick = us[whole] < DECODE_OWN_MARGIN * us[0] ? whole : 0;
     const int pick = us[lib] < INFINITY && !(us[own_pick] < DECODE_OWN_MARGIN * us[lib]) ? cand[lib] : cand[own_pick];
+    char took[64];
+    if (pick > VGC_DECODE_OWN_WHOLE)
+        snprintf(took, sizeof took, "vg, whole in clusters of %d", 1 << (pick - VGC_DECODE_OWN_WHOLE));
+    else snprintf(took, sizeof took, "%s", pick == VGC_DECODE_OWN_WHOLE ? "vg, whole" : pick ? vgc_decode_lib_name : "vg");
     vgc_host->log(VG_LOG_DEBUG,
                   "cuda: paged_attention rows=%lld seqs=%d heads=%d/%d head_dim=%d block_size=%d reach=%d "
                   "(per call, in a graph): %s; takes %s",
                   (long long)c->rows, c->num_seqs, c->heads, c->kv_heads, c->head_dim, c->block_size,
-                  c->max_blocks * c->block_size, line,
-                  pick == VGC_DECODE_OWN_WHOLE ? "vg, whole" : pick ? vgc_decode_lib_name : "vg");
+                  c->max_blocks * c->block_size, line, took);
     std::lock_guard<std::mutex> g(fi_lock);
     if (fi_nchoices < FI_CHOICES) fi_choices[fi_nchoices++] = {key, pick};
     return pick;

@@ -29,11 +29,15 @@ vg_status vgc_decode_run_pick(vg_bk_stream *s, const vgc_decode_call *c, int pic
  * put back afterwards (-1 where that failed: the call must fail).
  * VG_CUDA_DECODE=vg|flashinfer|flashinfer_deep fixes the choice (the library at its default
  * split count, in its own shape or the deeper one); flashinfer_whole and flashinfer_deep_whole
- * take the library without splits. */
+ * take the library without splits; vg_whole, vg_cluster2, vg_cluster4 and vg_cluster8 vg's whole
+ * form alone or in clusters. */
 /* A pick that is vg's kernel with each row's context whole (vgc_decode_call.whole): timed beside
  * its split form, which spends more on joining the slices than it gains once the (row, KV head)
- * pairs alone fill the multiprocessors (H100, Qwen2.5-0.5B at 64 rows: 12.5 against 15.6 us). */
+ * pairs alone fill the multiprocessors (H100, Qwen2.5-0.5B at 64 rows: 12.5 against 15.6 us).
+ * VGC_DECODE_OWN_WHOLE + k (k < VGC_DECODE_OWN_FORMS): the whole form in clusters of 2^k blocks
+ * (decode_tc.cu), for calls with too few (row, KV head) pairs to fill the multiprocessors. */
 #define VGC_DECODE_OWN_WHOLE (1 << 20)
+#define VGC_DECODE_OWN_FORMS 4
 int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c,
                         vg_status (*own)(vg_bk_stream *, const vgc_decode_call *));
 

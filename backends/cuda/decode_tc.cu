@@ -19,7 +19,11 @@
  * whole form (vgc_decode_call.whole: one slice a row), often one block a multiprocessor, has
  * more (dt_whole_warps): a warp of this kernel issues an instruction only every ~5.6 cycles (its
  * chain of dependent ones; ncu, H100), so with four warps a multiprocessor's schedulers idle 80%
- * of the time; eight took Qwen2.5-0.5B's 64 rows from 13.5-14.9 to 12.5 us.
+ * of the time; eight took Qwen2.5-0.5B's 64 rows from 13.5-14.9 to 12.5 us. Where (row, KV head)
+ * pairs are too few to fill the multiprocessors, the whole form cuts a row's context among the
+ * blocks of a cluster (sm_90: vgc_decode_call.whole > 1, the slices along grid z): each block
+ * joins its warps as the whole form does, and the cluster joins its blocks through distributed
+ * shared memory (dt_cluster_join), with no partials in memory, no counter and no last block.
  *
  * With ROPE the kernel is rotary_paged_attention's (vg_ops.h): q, keys and values come unrotated
  * in the qkv rows, and rotary_kv_store's work is done where they are read. The queries are
@@ -29,6 +33,8 @@
  * 0 store their row's new key and value in the cache for the calls after this one (no block of
  * this call reads them there). */
 #include <limits.h>
+
+#include <cooperative_groups.h>
 
 #include "attention_tc.cuh"
 #include "decode_split.cuh"
@@ -42,6 +48,7 @@
  * own position (n²/2 for a sequence of n new rows), so prefill chunks rotate in a launch of their
  * own and a decode batch (a row a sequence) here */
 #define DT_ROPE_MAX_ROWS 64
+#define DT_CLUSTER_MAX 8 /* blocks of the cluster form's cluster, at most: the portable cluster size */
 
 static_assert(DT_WARPS * 32 == PD_THREADS, "the merge of decode_split.cuh runs on the whole block");
 
@@ -60,7 +67,9 @@ template <int HD, int W> struct dt_shape {
     static constexpr size_t q_bytes = 16 * LDS * 2;
     static constexpr size_t stage_bytes = (size_t)W * DT_STAGES * 2 /* K, V */ * TILE * 2;
     static constexpr size_t join_bytes = (size_t)W * 16 * (JS + 2) * 4; /* o, m, l */
-    static constexpr size_t area = stage_bytes > join_bytes ? stage_bytes : join_bytes;
+    /* the cluster form's block state after the join: o [16][HD], m, l */
+    static constexpr size_t block_bytes = (size_t)16 * (HD + 2) * 4;
+    static constexpr size_t area = stage_bytes > join_bytes + block_bytes ? stage_bytes : join_bytes + block_bytes;
     static constexpr size_t smem = q_bytes + (area > sizeof(pd_merge_smem) ? area : sizeof(pd_merge_smem));
     /* with ROPE, after the rest: the q and k norms' weights and the row's angles, as floats */
     static constexpr size_t rope_bytes = (2 * HD + 2 * (HD / 2)) * 4;
@@ -111,6 +120,52 @@ __device__ __forceinline__ void dt_rope_head(const T *x, T *y, const float *w, f
     for (int i = 0; i < HD / 32; i++) y[lane + 32 * i] = v[i];
 }
 
+/* The cluster form's join, by the nb blocks of a cluster (one row and KV head, slice = rank): each
+ * block's warps' states (jo, jm, jl) become the block's (bo, bm, bl: output unnormalised, max in raw
+ * score units, sum), then block c of the cluster writes outputs c·W·32 + t, ... reading every
+ * block's state through distributed shared memory. A block without positions (max -inf) weighs
+ * nothing; a row without any is zeros. */
+template <typename T, int HD, int W>
+__device__ __forceinline__ void dt_cluster_join(const float *jo, const float *jm, const float *jl, float *bo,
+                                                T *orow, int group, float scale_log2, int nb)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    namespace cg = cooperative_groups;
+    constexpr int JS = dt_shape<HD, W>::JS;
+    float *bm = bo + 16 * HD, *bl = bm + 16;
+    for (int i = threadIdx.x; i < group * HD; i += W * 32) {
+        const int r = i / HD, d = i % HD;
+        float mx = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < W; w++) mx = fmaxf(mx, jm[w * 16 + r]);
+        float sum = 0.0f, acc = 0.0f;
+#pragma unroll
+        for (int w = 0; w < W; w++) {
+            const float mw = jm[w * 16 + r], c = mw == -INFINITY ? 0.0f : ex2((mw - mx) * scale_log2);
+            sum += c * jl[w * 16 + r];
+            acc += c * jo[(w * 16 + r) * JS + d];
+        }
+        bo[i] = acc;
+        if (d == 0) bm[r] = mx, bl[r] = sum;
+    }
+    cg::cluster_group cl = cg::this_cluster();
+    cl.sync(); /* every block's state is in its shared memory */
+    for (int i = (int)cl.block_rank() * W * 32 + threadIdx.x; i < group * HD; i += nb * W * 32) {
+        const int r = i / HD;
+        float mx = -INFINITY;
+        for (int c = 0; c < nb; c++) mx = fmaxf(mx, cl.map_shared_rank(bm, c)[r]);
+        float sum = 0.0f, acc = 0.0f;
+        for (int c = 0; c < nb; c++) {
+            const float mc = cl.map_shared_rank(bm, c)[r], w = mc == -INFINITY ? 0.0f : ex2((mc - mx) * scale_log2);
+            sum += w * cl.map_shared_rank(bl, c)[r];
+            acc += w * cl.map_shared_rank(bo, c)[i];
+        }
+        orow[i] = vgk_from_f<T>(sum > 0.0f ? acc / sum : 0.0f);
+    }
+    cl.sync(); /* no block leaves while another reads its shared memory */
+#endif
+}
+
 template <typename T, int HD, bool ROPE, int W>
 __global__ void __launch_bounds__(W * 32)
 k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, const T *v_cache,
@@ -155,7 +210,9 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
             for (int i = lane; i < HD; i += 32) dst[i] = src[i];
     };
 
-    if (b0 >= b1) {
+    /* the cluster form: a row's context cut among the blocks of a cluster (dt_cluster_join) */
+    const bool clustered = W != DT_WARPS && nsplit > 1;
+    if (b0 >= b1 && !clustered) { /* a cluster's block without positions still joins the cluster */
         if (ROPE) __syncthreads(); /* the weights and angles */
         store_new();
         pd_empty_slice(*(pd_merge_smem *)area, pt, counters, orow, row, heads, h0, group, HD, split);
@@ -305,6 +362,12 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
 #pragma unroll
         for (int i = 0; i < 2; i++) jm[warp * 16 + lane / 4 + 8 * i] = m[i], jl[warp * 16 + lane / 4 + 8 * i] = l[i];
     __syncthreads();
+    if constexpr (W != DT_WARPS) {
+        if (clustered) {
+            dt_cluster_join<T, HD, W>(jo, jm, jl, jl + W * 16, orow, group, scale_log2, nsplit);
+            return;
+        }
+    }
     for (int i = threadIdx.x; i < group * HD; i += W * 32) {
         const int r = i / HD, d = i % HD;
         float mx = -INFINITY;
@@ -359,22 +422,49 @@ static cudaError_t dt_prepare_one(const vg_bk_device *dev)
     return e == cudaSuccess ? dt_prepare_warps<T, HD, dt_whole_warps<HD>()>(dev) : e;
 }
 
-vg_status vgc_decode_tc_prepare(const vg_bk_device *dev)
+vg_status vgc_decode_tc_prepare(vg_bk_device *dev)
 {
     cudaError_t e = dt_prepare_one<vgc_bf16, 64>(dev);
     if (e == cudaSuccess) e = dt_prepare_one<vgc_bf16, 128>(dev);
     if (e == cudaSuccess) e = dt_prepare_one<vgc_f16, 64>(dev);
     if (e == cudaSuccess) e = dt_prepare_one<vgc_f16, 128>(dev);
     VGC_CHECK(e);
+    /* the cluster form where the device launches clusters and the kernel that runs on it was
+     * compiled for sm_90 or newer (dt_cluster_join is empty below that) */
+    int clusters = 0;
+    cudaFuncAttributes fa;
+    if (cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, dev->index) != cudaSuccess ||
+        cudaFuncGetAttributes(&fa, k_decode_tc<vgc_bf16, 64, false, dt_whole_warps<64>()>) != cudaSuccess)
+        (void)cudaGetLastError(), clusters = 0;
+    dev->decode_cluster_max = clusters && fa.binaryVersion >= 90 ? DT_CLUSTER_MAX : 1;
     return VG_OK;
 }
 
+/* A launch of the cluster form: the grid's z blocks of a (row, KV head) as one cluster, programmatic
+ * where vgc_launch's would be. */
+template <typename... KArgs, typename... Args>
+static void dt_launch_cluster(vg_bk_stream *s, void (*kern)(KArgs...), dim3 grid, int block, size_t smem,
+                              Args... args)
+{
+    cudaLaunchAttribute attr[2];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = 1, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = grid.z;
+    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[1].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = s->s;
+    cfg.attrs = attr, cfg.numAttrs = vgc_launch_pdl(s) ? 2 : 1;
+    (void)cudaLaunchKernelEx(&cfg, kern, args...);
+}
+
+/* nsplit: the split form's slices (joined through memory); with more warps (the whole form), the
+ * blocks of its cluster (1: none) */
 template <typename T, int HD, int W>
 static void dt_launch(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
 {
-    if constexpr (W != DT_WARPS) nsplit = 1; /* the merge runs on DT_WARPS warps: more have no slices */
-    float *part = nsplit > 1 ? (float *)s->gemm_workspace : nullptr;
-    unsigned *counters = nsplit > 1 ? s->counters + VGC_COUNTERS_ATTENTION : nullptr;
+    const bool merge = W == DT_WARPS && nsplit > 1; /* partials, and the last block's merge */
+    float *part = merge ? (float *)s->gemm_workspace : nullptr;
+    unsigned *counters = merge ? s->counters + VGC_COUNTERS_ATTENTION : nullptr;
     dim3 grid((unsigned)c->rows, (unsigned)c->kv_heads, (unsigned)nsplit);
     const vg_rotary_paged_args *a = c->rope;
     const dt_rope<T> rope = {a ? (const T *)a->q_norm : nullptr, a ? (const T *)a->k_norm : nullptr,
@@ -383,8 +473,14 @@ static void dt_launch(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
 #define DT_ARGS (const T *)c->q, c->ld_q, (T *)c->out, c->ld_out, (const T *)c->k_cache, (const T *)c->v_cache, \
                 c->block_tables, c->max_blocks, c->context_lens, c->query_start, c->num_seqs, c->heads, c->kv_heads, \
                 c->block_size, c->scale * 1.4426950408889634f, nsplit, part, counters, rope
-    if (a) vgc_launch(s, k_decode_tc<T, HD, true, W>, grid, W * 32, dt_smem<HD, W>(true), DT_ARGS);
-    else vgc_launch(s, k_decode_tc<T, HD, false, W>, grid, W * 32, dt_smem<HD, W>(false), DT_ARGS);
+    if (W != DT_WARPS && nsplit > 1) {
+        if (a) dt_launch_cluster(s, k_decode_tc<T, HD, true, W>, grid, W * 32, dt_smem<HD, W>(true), DT_ARGS);
+        else dt_launch_cluster(s, k_decode_tc<T, HD, false, W>, grid, W * 32, dt_smem<HD, W>(false), DT_ARGS);
+    } else if (a) {
+        vgc_launch(s, k_decode_tc<T, HD, true, W>, grid, W * 32, dt_smem<HD, W>(true), DT_ARGS);
+    } else {
+        vgc_launch(s, k_decode_tc<T, HD, false, W>, grid, W * 32, dt_smem<HD, W>(false), DT_ARGS);
+    }
 #undef DT_ARGS
 }
 
@@ -395,13 +491,15 @@ template <int HD> static bool dt_whole_fits(const vg_bk_stream *s)
     return dt_smem<HD, dt_whole_warps<HD>()>(true) <= s->dev->prop.sharedMemPerBlockOptin;
 }
 
-/* the split form with four warps a block; the whole form (one slice: nsplit 1) with
- * dt_whole_warps where they fit, else with four */
+/* the split form with four warps a block; the whole form with dt_whole_warps where they fit (in
+ * clusters of c->whole blocks, up to what the device launches), else with four and no cluster */
 template <typename T, int HD>
 static void dt_launch_form(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
 {
-    if (c->whole && dt_whole_fits<HD>(s)) dt_launch<T, HD, dt_whole_warps<HD>()>(s, c, 1);
-    else dt_launch<T, HD, DT_WARPS>(s, c, c->whole ? 1 : nsplit);
+    if (c->whole && dt_whole_fits<HD>(s)) {
+        const int nb = c->whole < s->dev->decode_cluster_max ? c->whole : s->dev->decode_cluster_max;
+        dt_launch<T, HD, dt_whole_warps<HD>()>(s, c, nb > 1 ? nb : 1);
+    } else dt_launch<T, HD, DT_WARPS>(s, c, c->whole ? 1 : nsplit);
 }
 
 vg_status vgc_decode_tc(vg_bk_stream *s, const vgc_decode_call *c)

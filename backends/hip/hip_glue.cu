@@ -38,7 +38,7 @@ vg_status vgc_attention_tc(vg_bk_stream *, const vgc_attention_call *)
     return VG_ERR_UNSUPPORTED; /* the caller falls back to the portable kernel */
 }
 
-vg_status vgc_decode_tc_prepare(const vg_bk_device *) { return VG_OK; }
+vg_status vgc_decode_tc_prepare(vg_bk_device *) { return VG_OK; }
 
 vg_status vgc_decode_tc(vg_bk_stream *, const vgc_decode_call *)
 {
