@@ -19,13 +19,19 @@
 #define PD_MERGE 4      /* the merge: outputs per thread at a time */
 #define PD_MERGE_S 8    /* the merge: slices per batch of loads */
 
+/* The sequence owning a query row: its index, its first query row and the first position of its
+ * new tokens (its context length less its query rows). */
+struct pd_seq {
+    int seq, lo, new0;
+};
+
 /* The sequence owning `row` and the last position it attends to (-1: padding, or nothing to
  * attend to), clamped to what the block table can hold. */
 __device__ __forceinline__ int64_t pd_last(int row, const int32_t *context_lens,
                                            const int32_t *query_start, int num_seqs, int max_blocks,
-                                           int block_size, int *seq_out)
+                                           int block_size, pd_seq *sq)
 {
-    *seq_out = 0;
+    *sq = {0, 0, 0};
     /* decode: row r is sequence r's only row, found with three independent loads (its context
      * length read before the check says it is row r's: one memory round trip, not two) */
     int32_t lo = row < num_seqs ? query_start[row] : 0, hi = row < num_seqs ? query_start[row + 1] : 0;
@@ -38,7 +44,7 @@ __device__ __forceinline__ int64_t pd_last(int row, const int32_t *context_lens,
     }
     int64_t last = (int64_t)len - (hi - lo) + (row - lo);
     int64_t reach = (int64_t)max_blocks * block_size;
-    *seq_out = seq;
+    *sq = {seq, lo, len - (hi - lo)};
     return last < reach ? last : reach - 1;
 }
 
@@ -46,9 +52,9 @@ __device__ __forceinline__ int64_t pd_last(int row, const int32_t *context_lens,
  * row's sequence: the row's positions cut into nsplit equal slices as the kernel runs. */
 __device__ __forceinline__ void pd_slice_range(int row, const int32_t *context_lens, const int32_t *query_start,
                                                int num_seqs, int max_blocks, int block_size, int nsplit,
-                                               int split, int *seq, int64_t *p0, int64_t *p1)
+                                               int split, pd_seq *sq, int64_t *p0, int64_t *p1)
 {
-    const int64_t npos = pd_last(row, context_lens, query_start, num_seqs, max_blocks, block_size, seq) + 1;
+    const int64_t npos = pd_last(row, context_lens, query_start, num_seqs, max_blocks, block_size, sq) + 1;
     const int64_t chunk = (npos + nsplit - 1) / nsplit;
     *p0 = (int64_t)split * chunk;
     *p1 = *p0 + chunk < npos ? *p0 + chunk : npos;

@@ -189,9 +189,9 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
     float prow = 0.0f; /* the row's rotary position */
     int32_t slot = -1;  /* and its new entries' slot */
     if (ROPE) prow = (float)rope.pos[row], slot = rope.slots[row]; /* in flight with the slice's loads */
-    int seq;
+    pd_seq sq;
     int64_t b0, b1;
-    pd_slice_range(row, context_lens, query_start, num_seqs, max_blocks, block_size, nsplit, split, &seq, &b0, &b1);
+    pd_slice_range(row, context_lens, query_start, num_seqs, max_blocks, block_size, nsplit, split, &sq, &b0, &b1);
     if (ROPE) /* once for the block, read by the barriers below */
         for (int i = threadIdx.x; i < HD; i += W * 32) {
             rs.qw[i] = rope.q_norm ? vgk_to_f(rope.q_norm[i]) : 0.0f;
@@ -229,10 +229,10 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
     cp_async_commit();
 
     T *wst = (T *)area + (size_t)warp * DT_STAGES * 2 * S::TILE; /* this warp's DT_STAGES [K, V] stages */
-    const int32_t *table = block_tables + (int64_t)seq * max_blocks;
+    const int32_t *table = block_tables + (int64_t)sq.seq * max_blocks;
     /* with ROPE: positions from new0 on are the sequence's new tokens, qkv rows from qs0 on */
-    const int qs0 = ROPE ? query_start[seq] : 0;
-    const int new0 = ROPE ? context_lens[seq] - (query_start[seq + 1] - qs0) : INT_MAX;
+    const int qs0 = ROPE ? sq.lo : 0;
+    const int new0 = ROPE ? sq.new0 : INT_MAX;
     const int ntiles = (p1 - p0 + DT_TK - 1) / DT_TK;
     const int lr = lane % DT_TK; /* the tile's position whose cache block this lane looks up */
     struct dt_at {

@@ -554,9 +554,10 @@ k_paged_split(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache
     const pd_parts pt = {part, part ? part + rows * heads * (int64_t)nsplit * D : nullptr, nsplit};
     T *orow = out + (int64_t)row * ld_out + (int64_t)h0 * D;
 
-    int seq;
+    pd_seq sq;
     int64_t p0, p1;
-    pd_slice_range(row, context_lens, query_start, num_seqs, max_blocks, block_size, nsplit, split, &seq, &p0, &p1);
+    pd_slice_range(row, context_lens, query_start, num_seqs, max_blocks, block_size, nsplit, split, &sq, &p0, &p1);
+    const int seq = sq.seq;
     if (p0 >= p1) {
         pd_empty_slice(sm.merge, pt, counters, orow, row, heads, h0, nh, D, split);
         return;
