@@ -118,7 +118,8 @@ static inline bool vgc_launch_pdl(vg_bk_stream *s)
         (void)cudaGetLastError(), cs = cudaStreamCaptureStatusActive; /* when unsure, plain */
     return s->dev->pdl == VGC_PDL_ALWAYS || (s->dev->pdl == VGC_PDL_EAGER && cs == cudaStreamCaptureStatusNone);
 }
-/* (vgc_launch_pdl: whether a launch on s is programmatic now; decode_tc.cu's cluster launch asks too.) */
+/* The launch: programmatic where vgc_launch_pdl says so (decode_tc.cu's cluster launch asks it
+ * too), else plain. */
 template <typename... KArgs, typename... Args>
 static inline void vgc_launch(vg_bk_stream *s, void (*kern)(KArgs...), dim3 grid, dim3 block,
                               size_t smem, Args... args)

@@ -552,7 +552,9 @@ int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c, fi_own_fn own
         if (i >= OWN && (!cand[i] || dup ||
                          fi_layout(nullptr, c, fi_pick_splits(cand[i])).bytes > s->gemm_workspace_bytes))
             continue;
-        us[i] = base_ms < INFINITY ? fi_time(s, c, cand[i], own, flush, flush_bytes, base_ms, e0, e1) : INFINITY;
+        /* clusters the device does not run would time the whole form again: left at inf */
+        const bool no_cluster = i > 1 && i < OWN && (1 << (i - 1)) > s->dev->decode_cluster_max;
+        if (base_ms < INFINITY && !no_cluster) us[i] = fi_time(s, c, cand[i], own, flush, flush_bytes, base_ms, e0, e1);
         if (i >= OWN && us[i] < us[lib]) lib = i;
         if (len < (int)sizeof line)
             len += i >= OWN ? snprintf(line + len, sizeof line - len, ", %d splits%s %.1f us",

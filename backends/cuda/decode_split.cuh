@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the two split decode-attention kernels share: ops_lm.cu's CUDA-core kernel (both
  * vendors) and decode_tc.cu's tensor-core one (NVIDIA). A block (of PD_THREADS threads where
- * nsplit > 1: the merge's; decode_tc.cu's whole form, nsplit 1, has more) takes one query row,
+ * the slices merge through memory: the merge's; decode_tc.cu's whole form, which has no such
+ * merge, has more) takes one query row,
  * the query heads of one KV head (at most PD_GMAX) and one of `nsplit` slices of the
  * row's context; with nsplit > 1 it leaves its slice's unnormalised output, running max (base 2,
  * in scaled units) and sum in the partials (the stream's GEMM workspace), and the last block of

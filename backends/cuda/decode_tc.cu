@@ -163,6 +163,8 @@ __device__ __forceinline__ void dt_cluster_join(const float *jo, const float *jm
         orow[i] = vgk_from_f<T>(sum > 0.0f ? acc / sum : 0.0f);
     }
     cl.sync(); /* no block leaves while another reads its shared memory */
+#else
+    __trap(); /* never launched: vgc_decode_tc_prepare allows clusters only for sm_90 code */
 #endif
 }
 
@@ -177,7 +179,8 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
     constexpr int LDS = S::LDS, KS = S::KS, NT = S::NT;
     extern __shared__ __align__(16) unsigned char dt_smem[];
     T *qs = (T *)dt_smem;
-    unsigned char *area = dt_smem + S::q_bytes; /* the warps' stages, then the join, then the merge */
+    unsigned char *area = dt_smem + S::q_bytes; /* the warps' stages, then the join (and the cluster
+                                                  * form's block state), then the merge */
     const int row = blockIdx.x, kvh = blockIdx.y, split = blockIdx.z;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int group = heads / kv_heads, h0 = kvh * group;
@@ -388,7 +391,8 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
             if (d == 0) pt.ml[2 * at] = mx * scale_log2, pt.ml[2 * at + 1] = sum;
         }
     }
-    if constexpr (W == DT_WARPS) { /* only the split form joins slices: more warps come with nsplit 1 */
+    if constexpr (W == DT_WARPS) { /* only the split form merges slices in memory: more warps come with
+                                    * nsplit 1 or a cluster (dt_cluster_join) */
         if (nsplit == 1) return;
         __syncthreads(); /* the join's shared memory becomes the merge's */
         pd_join(*(pd_merge_smem *)area, pt, counters, orow, row, heads, h0, group, HD);
@@ -422,6 +426,28 @@ static cudaError_t dt_prepare_one(const vg_bk_device *dev)
     return e == cudaSuccess ? dt_prepare_warps<T, HD, dt_whole_warps<HD>()>(dev) : e;
 }
 
+/* The largest cluster of the whole form at head_dim HD (DT_CLUSTER_MAX, halved down to 2) the device
+ * can place (1: none); DT_CLUSTER_MAX where the whole form's warps do not fit, which then runs with
+ * four and no cluster (dt_launch_form). */
+template <int HD> static int dt_cluster_fit(const vg_bk_device *dev)
+{
+    constexpr int W = dt_whole_warps<HD>();
+    if (dt_smem<HD, W>(true) > dev->prop.sharedMemPerBlockOptin) return DT_CLUSTER_MAX;
+    for (int c = DT_CLUSTER_MAX; c > 1; c /= 2) {
+        cudaLaunchAttribute attr;
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = 1, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = (unsigned)c;
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(1, 1, (unsigned)c), cfg.blockDim = dim3(W * 32), cfg.dynamicSmemBytes = dt_smem<HD, W>(true);
+        cfg.attrs = &attr, cfg.numAttrs = 1;
+        int n = 0;
+        if (cudaOccupancyMaxActiveClusters(&n, k_decode_tc<vgc_bf16, HD, true, W>, &cfg) == cudaSuccess && n > 0)
+            return c;
+        (void)cudaGetLastError();
+    }
+    return 1;
+}
+
 vg_status vgc_decode_tc_prepare(vg_bk_device *dev)
 {
     cudaError_t e = dt_prepare_one<vgc_bf16, 64>(dev);
@@ -429,14 +455,17 @@ vg_status vgc_decode_tc_prepare(vg_bk_device *dev)
     if (e == cudaSuccess) e = dt_prepare_one<vgc_f16, 64>(dev);
     if (e == cudaSuccess) e = dt_prepare_one<vgc_f16, 128>(dev);
     VGC_CHECK(e);
-    /* the cluster form where the device launches clusters and the kernel that runs on it was
-     * compiled for sm_90 or newer (dt_cluster_join is empty below that) */
+    /* the cluster form where the device launches clusters, the kernel that runs on it was compiled
+     * for sm_90 or newer (ptxVersion: the __CUDA_ARCH__ it saw; dt_cluster_join has nothing below
+     * 900, and a PTX-only build for an older architecture loads as sm_90 code), and the device can
+     * place such clusters (a partitioned GPU may hold fewer multiprocessors together) */
     int clusters = 0;
     cudaFuncAttributes fa;
     if (cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, dev->index) != cudaSuccess ||
         cudaFuncGetAttributes(&fa, k_decode_tc<vgc_bf16, 64, false, dt_whole_warps<64>()>) != cudaSuccess)
         (void)cudaGetLastError(), clusters = 0;
-    dev->decode_cluster_max = clusters && fa.binaryVersion >= 90 ? DT_CLUSTER_MAX : 1;
+    const int fit64 = dt_cluster_fit<64>(dev), fit128 = dt_cluster_fit<128>(dev);
+    dev->decode_cluster_max = clusters && fa.ptxVersion >= 90 ? (fit64 < fit128 ? fit64 : fit128) : 1;
     return VG_OK;
 }
 
