@@ -556,13 +556,12 @@ int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c, fi_own_fn own
         const bool no_cluster = i > 1 && i < OWN && (1 << (i - 1)) > s->dev->decode_cluster_max;
         if (base_ms < INFINITY && !no_cluster) us[i] = fi_time(s, c, cand[i], own, flush, flush_bytes, base_ms, e0, e1);
         if (i >= OWN && us[i] < us[lib]) lib = i;
+        static const char *const own_label[OWN] = {"vg ", " us, whole and clusters of 2/4/8 ", "/", "/", "/"};
         if (len < (int)sizeof line)
             len += i >= OWN ? snprintf(line + len, sizeof line - len, ", %d splits%s %.1f us",
                                        fi_pick_splits(cand[i]), fi_variant_name[fi_pick_variant(cand[i])], us[i])
-                   : i == OWN - 1 ? snprintf(line + len, sizeof line - len, "/%.1f us; %s:", us[i], vgc_decode_lib_name)
-                   : i > 1        ? snprintf(line + len, sizeof line - len, "/%.1f", us[i])
-                   : i            ? snprintf(line + len, sizeof line - len, ", whole and clusters of 2/4/8 %.1f", us[i])
-                                  : snprintf(line + len, sizeof line - len, "vg %.1f us", us[i]);
+                            : snprintf(line + len, sizeof line - len, "%s%.1f%s%s", own_label[i], us[i],
+                                       i == OWN - 1 ? " us; " : "", i == OWN - 1 ? vgc_decode_lib_name : "");
     }
     if (kept && (cudaMemcpyAsync(ra->qkv, kept, qkv_bytes, cudaMemcpyDeviceToDevice, s->s) != cudaSuccess ||
                  cudaStreamSynchronize(s->s) != cudaSuccess)) {

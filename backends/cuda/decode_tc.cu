@@ -120,34 +120,17 @@ __device__ __forceinline__ void dt_rope_head(const T *x, T *y, const float *w, f
     for (int i = 0; i < HD / 32; i++) y[lane + 32 * i] = v[i];
 }
 
-/* The cluster form's join, by the nb blocks of a cluster (one row and KV head, slice = rank): each
- * block's warps' states (jo, jm, jl) become the block's (bo, bm, bl: output unnormalised, max in raw
- * score units, sum), then block c of the cluster writes outputs c·W·32 + t, ... reading every
+/* The cluster form's join, by the nb blocks of a cluster (one row and KV head, slice = rank), once
+ * each block has joined its warps into its state (bo [16][HD]: output unnormalised, then bm: max in
+ * raw score units, bl: sum): block c of the cluster writes outputs c·W·32 + t, ... reading every
  * block's state through distributed shared memory. A block without positions (max -inf) weighs
  * nothing; a row without any is zeros. */
 template <typename T, int HD, int W>
-__device__ __forceinline__ void dt_cluster_join(const float *jo, const float *jm, const float *jl, float *bo,
-                                                T *orow, int group, float scale_log2, int nb)
+__device__ __forceinline__ void dt_cluster_join(float *bo, float *bm, float *bl, T *orow, int group, float scale_log2,
+                                                int nb)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     namespace cg = cooperative_groups;
-    constexpr int JS = dt_shape<HD, W>::JS;
-    float *bm = bo + 16 * HD, *bl = bm + 16;
-    for (int i = threadIdx.x; i < group * HD; i += W * 32) {
-        const int r = i / HD, d = i % HD;
-        float mx = -INFINITY;
-#pragma unroll
-        for (int w = 0; w < W; w++) mx = fmaxf(mx, jm[w * 16 + r]);
-        float sum = 0.0f, acc = 0.0f;
-#pragma unroll
-        for (int w = 0; w < W; w++) {
-            const float mw = jm[w * 16 + r], c = mw == -INFINITY ? 0.0f : ex2((mw - mx) * scale_log2);
-            sum += c * jl[w * 16 + r];
-            acc += c * jo[(w * 16 + r) * JS + d];
-        }
-        bo[i] = acc;
-        if (d == 0) bm[r] = mx, bl[r] = sum;
-    }
     cg::cluster_group cl = cg::this_cluster();
     cl.sync(); /* every block's state is in its shared memory */
     for (int i = (int)cl.block_rank() * W * 32 + threadIdx.x; i < group * HD; i += nb * W * 32) {
@@ -365,12 +348,8 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
 #pragma unroll
         for (int i = 0; i < 2; i++) jm[warp * 16 + lane / 4 + 8 * i] = m[i], jl[warp * 16 + lane / 4 + 8 * i] = l[i];
     __syncthreads();
-    if constexpr (W != DT_WARPS) {
-        if (clustered) {
-            dt_cluster_join<T, HD, W>(jo, jm, jl, jl + W * 16, orow, group, scale_log2, nsplit);
-            return;
-        }
-    }
+    /* the cluster form's block state, after the join's arrays (dt_cluster_join) */
+    float *bo = jl + W * 16, *bm = bo + 16 * HD, *bl = bm + 16;
     for (int i = threadIdx.x; i < group * HD; i += W * 32) {
         const int r = i / HD, d = i % HD;
         float mx = -INFINITY;
@@ -383,13 +362,19 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
             sum += c * jl[w * 16 + r];
             acc += c * jo[(w * 16 + r) * JS + d];
         }
-        if (nsplit == 1) {
+        if (clustered) {
+            bo[i] = acc;
+            if (d == 0) bm[r] = mx, bl[r] = sum;
+        } else if (nsplit == 1) {
             orow[r * HD + d] = vgk_from_f<T>(sum > 0.0f ? acc / sum : 0.0f);
         } else { /* the partials as the split kernel leaves them: max in scaled units */
             const int64_t at = ((int64_t)row * heads + h0 + r) * nsplit + split;
             pt.acc[at * HD + d] = acc;
             if (d == 0) pt.ml[2 * at] = mx * scale_log2, pt.ml[2 * at + 1] = sum;
         }
+    }
+    if constexpr (W != DT_WARPS) {
+        if (clustered) dt_cluster_join<T, HD, W>(bo, bm, bl, orow, group, scale_log2, nsplit);
     }
     if constexpr (W == DT_WARPS) { /* only the split form merges slices in memory: more warps come with
                                     * nsplit 1 or a cluster (dt_cluster_join) */
@@ -464,8 +449,11 @@ vg_status vgc_decode_tc_prepare(vg_bk_device *dev)
     if (cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, dev->index) != cudaSuccess ||
         cudaFuncGetAttributes(&fa, k_decode_tc<vgc_bf16, 64, false, dt_whole_warps<64>()>) != cudaSuccess)
         (void)cudaGetLastError(), clusters = 0;
-    const int fit64 = dt_cluster_fit<64>(dev), fit128 = dt_cluster_fit<128>(dev);
-    dev->decode_cluster_max = clusters && fa.ptxVersion >= 90 ? (fit64 < fit128 ? fit64 : fit128) : 1;
+    dev->decode_cluster_max = 1;
+    if (clusters && fa.ptxVersion >= 90) {
+        const int fit64 = dt_cluster_fit<64>(dev), fit128 = dt_cluster_fit<128>(dev);
+        dev->decode_cluster_max = fit64 < fit128 ? fit64 : fit128;
+    }
     return VG_OK;
 }
 
