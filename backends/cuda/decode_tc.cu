@@ -37,6 +37,7 @@
 #include <cooperative_groups.h>
 
 #include "attention_tc.cuh"
+#include "cluster.cuh"
 #include "decode_split.cuh"
 
 #define DT_WARPS 4       /* the split form's warps: decode_split.cuh's merge runs on the whole block */
@@ -48,7 +49,6 @@
  * own position (n²/2 for a sequence of n new rows), so prefill chunks rotate in a launch of their
  * own and a decode batch (a row a sequence) here */
 #define DT_ROPE_MAX_ROWS 64
-#define DT_CLUSTER_MAX 8 /* blocks of the cluster form's cluster, at most: the portable cluster size */
 
 static_assert(DT_WARPS * 32 == PD_THREADS, "the merge of decode_split.cuh runs on the whole block");
 
@@ -411,26 +411,16 @@ static cudaError_t dt_prepare_one(const vg_bk_device *dev)
     return e == cudaSuccess ? dt_prepare_warps<T, HD, dt_whole_warps<HD>()>(dev) : e;
 }
 
-/* The largest cluster of the whole form at head_dim HD (DT_CLUSTER_MAX, halved down to 2) the device
- * can place (1: none); DT_CLUSTER_MAX where the whole form's warps do not fit, which then runs with
- * four and no cluster (dt_launch_form). */
+/* The largest cluster of the whole form at head_dim HD the device can place (vgc_cluster_max; 1:
+ * none). Where the whole form's warps do not fit (it then runs with four and no cluster:
+ * dt_launch_form), what the four-warp kernel could take, which says only whether clusters run. */
 template <int HD> static int dt_cluster_fit(const vg_bk_device *dev)
 {
     constexpr int W = dt_whole_warps<HD>();
-    if (dt_smem<HD, W>(true) > dev->prop.sharedMemPerBlockOptin) return DT_CLUSTER_MAX;
-    for (int c = DT_CLUSTER_MAX; c > 1; c /= 2) {
-        cudaLaunchAttribute attr;
-        attr.id = cudaLaunchAttributeClusterDimension;
-        attr.val.clusterDim.x = 1, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = (unsigned)c;
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = dim3(1, 1, (unsigned)c), cfg.blockDim = dim3(W * 32), cfg.dynamicSmemBytes = dt_smem<HD, W>(true);
-        cfg.attrs = &attr, cfg.numAttrs = 1;
-        int n = 0;
-        if (cudaOccupancyMaxActiveClusters(&n, k_decode_tc<vgc_bf16, HD, true, W>, &cfg) == cudaSuccess && n > 0)
-            return c;
-        (void)cudaGetLastError();
-    }
-    return 1;
+    if (dt_smem<HD, W>(true) > dev->prop.sharedMemPerBlockOptin)
+        return vgc_cluster_max(dev, k_decode_tc<vgc_bf16, HD, true, DT_WARPS>, DT_WARPS * 32,
+                               dt_smem<HD, DT_WARPS>(true), 2);
+    return vgc_cluster_max(dev, k_decode_tc<vgc_bf16, HD, true, W>, W * 32, dt_smem<HD, W>(true), 2);
 }
 
 vg_status vgc_decode_tc_prepare(vg_bk_device *dev)
@@ -440,38 +430,11 @@ vg_status vgc_decode_tc_prepare(vg_bk_device *dev)
     if (e == cudaSuccess) e = dt_prepare_one<vgc_f16, 64>(dev);
     if (e == cudaSuccess) e = dt_prepare_one<vgc_f16, 128>(dev);
     VGC_CHECK(e);
-    /* the cluster form where the device launches clusters, the kernel that runs on it was compiled
-     * for sm_90 or newer (ptxVersion: the __CUDA_ARCH__ it saw; dt_cluster_join has nothing below
-     * 900, and a PTX-only build for an older architecture loads as sm_90 code), and the device can
-     * place such clusters (a partitioned GPU may hold fewer multiprocessors together) */
-    int clusters = 0;
-    cudaFuncAttributes fa;
-    if (cudaDeviceGetAttribute(&clusters, cudaDevAttrClusterLaunch, dev->index) != cudaSuccess ||
-        cudaFuncGetAttributes(&fa, k_decode_tc<vgc_bf16, 64, false, dt_whole_warps<64>()>) != cudaSuccess)
-        (void)cudaGetLastError(), clusters = 0;
-    dev->decode_cluster_max = 1;
-    if (clusters && fa.ptxVersion >= 90) {
-        const int fit64 = dt_cluster_fit<64>(dev), fit128 = dt_cluster_fit<128>(dev);
-        dev->decode_cluster_max = fit64 < fit128 ? fit64 : fit128;
-    }
+    /* the cluster form where the device places its clusters at both head sizes (dt_cluster_join has
+     * nothing below sm_90: vgc_cluster_max also asks that the kernel was compiled for it) */
+    const int fit64 = dt_cluster_fit<64>(dev), fit128 = dt_cluster_fit<128>(dev);
+    dev->decode_cluster_max = fit64 < fit128 ? fit64 : fit128;
     return VG_OK;
-}
-
-/* A launch of the cluster form: the grid's z blocks of a (row, KV head) as one cluster, programmatic
- * where vgc_launch's would be. */
-template <typename... KArgs, typename... Args>
-static void dt_launch_cluster(vg_bk_stream *s, void (*kern)(KArgs...), dim3 grid, int block, size_t smem,
-                              Args... args)
-{
-    cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = 1, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = grid.z;
-    attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[1].val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = s->s;
-    cfg.attrs = attr, cfg.numAttrs = vgc_launch_pdl(s) ? 2 : 1;
-    (void)cudaLaunchKernelEx(&cfg, kern, args...);
 }
 
 /* nsplit: the split form's slices (joined through memory); with more warps (the whole form), the
@@ -491,8 +454,9 @@ static void dt_launch(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
                 c->block_tables, c->max_blocks, c->context_lens, c->query_start, c->num_seqs, c->heads, c->kv_heads, \
                 c->block_size, c->scale * 1.4426950408889634f, nsplit, part, counters, rope
     if (W != DT_WARPS && nsplit > 1) {
-        if (a) dt_launch_cluster(s, k_decode_tc<T, HD, true, W>, grid, W * 32, dt_smem<HD, W>(true), DT_ARGS);
-        else dt_launch_cluster(s, k_decode_tc<T, HD, false, W>, grid, W * 32, dt_smem<HD, W>(false), DT_ARGS);
+        const dim3 cluster(1, 1, (unsigned)nsplit);
+        if (a) vgc_launch_cluster(s, k_decode_tc<T, HD, true, W>, grid, cluster, W * 32, dt_smem<HD, W>(true), DT_ARGS);
+        else vgc_launch_cluster(s, k_decode_tc<T, HD, false, W>, grid, cluster, W * 32, dt_smem<HD, W>(false), DT_ARGS);
     } else if (a) {
         vgc_launch(s, k_decode_tc<T, HD, true, W>, grid, W * 32, dt_smem<HD, W>(true), DT_ARGS);
     } else {
