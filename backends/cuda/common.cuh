@@ -50,6 +50,7 @@ struct vg_bk_device {
     int decode_heads;     /* VG_CUDA_DECODE_HEADS=1..8: query heads per paged-attention block (0: chosen per call) */
     int decode_tc_off;    /* VG_CUDA_DECODE_TC=0: vg's CUDA-core split kernel for the decode the tensor-core one takes */
     int decode_cluster_max; /* blocks of a cluster decode_tc.cu's whole form may take (1: no clusters) */
+    int gemm_cluster_max;   /* blocks of a cluster the skinny GEMM's split may take (1 or 0: no clusters) */
     int attention_rows;   /* VG_CUDA_ATTENTION_ROWS=64|128: rows per tensor-core attention block (0: chosen per call) */
     int pdl;              /* VGC_PDL_*: where kernels use programmatic dependent launch (VG_CUDA_PDL) */
     char gemm_choice[16]; /* VG_CUDA_GEMM, as given at open ("" when unset) */

@@ -19,8 +19,9 @@
  * vg's own skinny kernel (gemm_skinny.cu, m <= 64) is timed the same way beside cuBLASLt's
  * candidates, in a few split-K variants, and a plan uses it only when it was faster; the log
  * (debug) gives both times and bandwidths. VG_CUDA_GEMM=cublaslt leaves it out;
- * VG_CUDA_GEMM=skinny (4 warps a block) or skinny_wide (8 warps where m <= 8) runs it for every
- * call it can take (for testing it).
+ * VG_CUDA_GEMM=skinny (4 warps a block), skinny_wide (8 warps where m <= 8) or skinny_cluster (its
+ * split-K in a thread-block cluster, where the device runs them) runs it for every call it can take
+ * (for testing it).
  *
  * A gated call (args.gate, op table version 6: C = silu(gate half) · up half) is one launch of
  * the skinny kernel, which gates in its epilogue, or cuBLASLt then silu_mul in place; a call with
@@ -60,10 +61,10 @@ typedef struct gemm_plan {
 struct vgc_gemm_cache {
     gemm_plan plans[VGC_GEMM_CACHE];
     uint64_t tick;
-    int own; /* OWN_TUNED, OWN_NEVER (VG_CUDA_GEMM=cublaslt), OWN_ALWAYS(_WIDE) (=skinny(_wide)) */
+    int own; /* OWN_TUNED, OWN_NEVER (VG_CUDA_GEMM=cublaslt), OWN_ALWAYS(_WIDE, _CLUSTER) (=skinny(_wide, _cluster)) */
 };
 
-enum { OWN_TUNED = 0, OWN_NEVER, OWN_ALWAYS, OWN_ALWAYS_WIDE };
+enum { OWN_TUNED = 0, OWN_NEVER, OWN_ALWAYS, OWN_ALWAYS_WIDE, OWN_ALWAYS_CLUSTER };
 
 static vg_status lt_fail(cublasStatus_t st, const char *what)
 {
@@ -84,6 +85,7 @@ vg_status vgc_gemm_device_init(vg_bk_device *dev)
     cublasLtHandle_t h = NULL;
     LT_CHECK(cublasLtCreate(&h));
     dev->blas = h;
+    dev->gemm_cluster_max = vgc_skinny_cluster_max(dev);
     return VG_OK;
 }
 
@@ -118,7 +120,8 @@ vg_status vgc_gemm_stream_init(vg_bk_stream *s)
     const char *g = s->dev->gemm_choice; /* VG_CUDA_GEMM, read at open */
     s->gemm_cache->own = g && strcmp(g, "cublaslt") == 0      ? OWN_NEVER
                          : g && strcmp(g, "skinny") == 0      ? OWN_ALWAYS
-                         : g && strcmp(g, "skinny_wide") == 0 ? OWN_ALWAYS_WIDE : OWN_TUNED;
+                         : g && strcmp(g, "skinny_wide") == 0 ? OWN_ALWAYS_WIDE
+                         : g && strcmp(g, "skinny_cluster") == 0 ? OWN_ALWAYS_CLUSTER : OWN_TUNED;
     e = cudaMalloc(&s->counters, VGC_COUNTERS * sizeof(unsigned));
     if (e == cudaSuccess) e = cudaMemsetAsync(s->counters, 0, VGC_COUNTERS * sizeof(unsigned), s->s);
     if (e != cudaSuccess) {
@@ -160,7 +163,7 @@ static int32_t align_of(const void *p, int64_t ld, size_t elem)
 
 /* What timing a candidate needs: the plan, the operands, a scratch output, a buffer whose
  * clearing evicts the operands from L2, and two events. */
-static const vgc_skinny_cfg k_no_own = {0, 0};
+static const vgc_skinny_cfg k_no_own = {0, 0, 0};
 
 typedef struct tune_ctx {
     vg_bk_stream *s;
@@ -323,9 +326,9 @@ static void tune_own(tune_ctx *t, float lt_ms)
     const vg_gemm_args *a = t->a;
     static const double scales[] = {1.0, 0.5, 2.0, 0.0};
     int sms = t->s->dev->prop.multiProcessorCount, ntried = 0;
-    vgc_skinny_cfg tried[8], best_cfg = k_no_own;
+    vgc_skinny_cfg tried[16], best_cfg = k_no_own;
     float best = INFINITY;
-    char each[256] = "";
+    char each[384] = "";
     size_t len = 0;
     for (int wide = 0; wide < (a->m <= 8 ? 2 : 1); wide++)
         for (int i = 0; i < 4; i++) {
@@ -336,18 +339,27 @@ static void tune_own(tune_ctx *t, float lt_ms)
             for (int j = 0; j < ntried; j++) seen |= tried[j].ksplit == c.ksplit && tried[j].wide == c.wide;
             if (seen) continue;
             tried[ntried++] = c;
-            float ms = time_cold(t, NULL, c, 3);
-            int w = snprintf(each + len, sizeof each - len, "%s%dx%d: %.1f", len ? ", " : "",
-                             c.wide ? 8 : 4, c.ksplit, ms * 1e3);
-            if (w > 0 && len + (size_t)w < sizeof each) len += (size_t)w;
-            if (ms < best) best = ms, best_cfg = c;
         }
+    /* the clustered split, in clusters of 2 to gemm_cluster_max blocks */
+    for (int wide = 0; wide < (a->m <= 8 ? 2 : 1); wide++)
+        for (int nb = 2; nb <= t->s->dev->gemm_cluster_max; nb *= 2) {
+            vgc_skinny_cfg c = vgc_skinny_cluster(a, nb, wide);
+            if (c.ksplit > 0) tried[ntried++] = c;
+        }
+    for (int i = 0; i < ntried; i++) {
+        const vgc_skinny_cfg c = tried[i];
+        float ms = time_cold(t, NULL, c, 3);
+        int w = snprintf(each + len, sizeof each - len, "%s%dx%d%s: %.1f", len ? ", " : "", c.wide ? 8 : 4,
+                         c.ksplit, c.cluster ? "c" : "", ms * 1e3);
+        if (w > 0 && len + (size_t)w < sizeof each) len += (size_t)w;
+        if (ms < best) best = ms, best_cfg = c;
+    }
     const float bar = a->m > OWN_MARGIN_ROWS ? lt_ms * OWN_MARGIN : lt_ms;
     size_t eab = a->dtype_ab == VG_DTYPE_F32 ? 4 : 2, ec = a->dtype_c == VG_DTYPE_F32 ? 4 : 2;
     double bytes = (double)a->n * (double)a->k * (double)eab + (double)a->m * (double)a->k * (double)eab +
                    (double)a->m * (double)a->n * (double)ec * (a->residual ? 2.0 : 1.0);
     vgc_host->log(VG_LOG_DEBUG, "cuda: gemm m=%lld n=%lld k=%lld: cuBLASLt %.1f us cold (%.0f GB/s), vg "
-                  "skinny %.1f us (%.0f GB/s; us per warps x split: %s): %s", (long long)a->m,
+                  "skinny %.1f us (%.0f GB/s; us per warps x split, c: clustered: %s): %s", (long long)a->m,
                   (long long)a->n, (long long)a->k, lt_ms * 1e3, bytes / (lt_ms * 1e6), best * 1e3,
                   bytes / (best * 1e6), each, best < bar ? "skinny" : "cuBLASLt");
     if (best < bar) t->p->own = best_cfg;
@@ -465,15 +477,25 @@ static vg_status plan_get(vg_bk_stream *s, const gemm_key *k, const vg_gemm_args
     return VG_OK;
 }
 
+/* The skinny kernel's configuration where VG_CUDA_GEMM forces it: the split that fills the GPU;
+ * with skinny_cluster, the largest clustered split k allows where the device runs clusters. */
+static vgc_skinny_cfg forced_cfg(const vg_bk_stream *s, const vg_gemm_args *a)
+{
+    if (s->gemm_cache->own == OWN_ALWAYS_CLUSTER)
+        for (int nb = s->dev->gemm_cluster_max; nb >= 2; nb /= 2) {
+            vgc_skinny_cfg c = vgc_skinny_cluster(a, nb, 0);
+            if (c.ksplit > 0) return c;
+        }
+    return vgc_skinny_split(a, s->dev->prop.multiProcessorCount, 1.0, s->gemm_cache->own == OWN_ALWAYS_WIDE,
+                            s->gemm_workspace_bytes, VGC_COUNTERS_ATTENTION);
+}
+
 vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
 {
     if (s->dev->gemm_tiled) return vgc_gemm_tiled(s, a); /* the portable kernel, for testing it */
     /* a gate (vg_ops.h): fused by the skinny kernel where it runs, else silu_mul after the GEMM */
     if (s->gemm_cache->own >= OWN_ALWAYS && vgc_skinny_fits(a))
-        return vgc_gemm_skinny(s, a, vgc_skinny_split(a, s->dev->prop.multiProcessorCount, 1.0,
-                                                      s->gemm_cache->own == OWN_ALWAYS_WIDE,
-                                                      s->gemm_workspace_bytes, VGC_COUNTERS_ATTENTION),
-                               (float *)s->gemm_workspace, s->counters);
+        return vgc_gemm_skinny(s, a, forced_cfg(s, a), (float *)s->gemm_workspace, s->counters);
     /* Decide what cuBLASLt fuses. Its bias must have C's type and be 16-byte aligned (it
      * refuses others at matmul time, after a plan was found); its epilogue applies the
      * activation after beta·C, so a residual is fused only when there is no activation. */

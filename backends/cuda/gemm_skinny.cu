@@ -12,8 +12,14 @@
  * When 16-column groups are too few to fill the GPU (n small, k large), the k range is also
  * split across blocks (split-K): each leaves fp32 partials and the last block of the group to
  * finish (an atomic counter, reset by that block, so graphs replay it) sums them and applies the
- * epilogue. The weights do not depend on the previous kernel: each warp prefetches its chunks
- * into L2 before waiting for that kernel (under a programmatic launch the fetch overlaps it). */
+ * epilogue; or, on sm_90, the blocks of a group run as one thread-block cluster and each adds its
+ * share of the outputs from every block's shared memory (the clustered split: no partials in
+ * memory, no counter, no last block). The weights do not depend on the previous kernel: each warp
+ * prefetches its chunks into L2 before waiting for that kernel (under a programmatic launch the
+ * fetch overlaps it). */
+#include <cooperative_groups.h>
+
+#include "cluster.cuh"
 #include "gemm_skinny.cuh"
 #include "kernels.cuh"
 
@@ -104,6 +110,54 @@ template <typename T> __device__ __forceinline__ uint4 sk_scale(uint4 x, uint4 w
     return r;
 }
 
+/* The clustered split's epilogue (vgc_skinny_cfg.cluster), once each warp's sums are in red: the
+ * block adds its warps' into red[0]; then block b of the cluster takes outputs b·32W + t, ...,
+ * adding the blocks' red[0] in rank order through distributed shared memory, and applies the
+ * epilogue (scaled by the row's 1/rms with a norm). The second cluster barrier keeps every block's
+ * shared memory until the others have read it. */
+template <typename T, typename TC, int MT, int W>
+__device__ __forceinline__ void sk_cluster_epilogue(float (*red)[8 * MT][SK_ROWS + 1], const float *inv_row,
+                                                    int items, TC *C, int64_t ldc, const T *bias, const TC *res,
+                                                    int64_t ldr, int n, int r0, int o0, int half, bool normed,
+                                                    float alpha, vg_activation act)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    namespace cg = cooperative_groups;
+    cg::cluster_group cl = cg::this_cluster();
+    for (int e = threadIdx.x; e < items; e += 32 * W) {
+        const int tok = e / SK_ROWS, r = e % SK_ROWS;
+        float v = 0.0f;
+#pragma unroll
+        for (int w = 0; w < W; w++) v += red[w][tok][r];
+        red[0][tok][r] = v; /* (tok, r) is this thread's alone */
+    }
+    cl.sync();
+    const int nb = (int)cl.num_blocks(), first = (int)cl.block_rank() * 32 * W + threadIdx.x;
+    auto sum = [&](int tok, int r) {
+        float v = 0.0f;
+        for (int b = 0; b < nb; b++) v += *cl.map_shared_rank(&red[0][tok][r], b);
+        return v;
+    };
+    if (half) {
+        for (int e = first; e < items / 2; e += nb * 32 * W) { /* m·8 gated outputs */
+            const int tok = e / 8, r = e % 8;
+            if (o0 + r >= half) continue;
+            const float sc = normed ? inv_row[tok] : 1.0f;
+            sk_store_gated(C, ldc, bias, half, tok, o0 + r, sum(tok, r) * sc, sum(tok, r + 8) * sc, alpha);
+        }
+    } else {
+        for (int e = first; e < items; e += nb * 32 * W) {
+            const int tok = e / SK_ROWS, r = e % SK_ROWS, col = r0 + r;
+            if (col >= n) continue;
+            sk_store(C, ldc, bias, res, ldr, tok, col, normed ? sum(tok, r) * inv_row[tok] : sum(tok, r), alpha, act);
+        }
+    }
+    cl.sync();
+#else
+    __trap(); /* never launched: vgc_skinny_cluster_max allows clusters only for sm_90 code */
+#endif
+}
+
 /* MT: 8-row tiles of activations (m <= 8·MT); W: warps per block. half > 0: gated (n = 2·half):
  * a block owns 8 outputs, its fragment rows g the gate rows and g + 8 the matching up rows.
  * norm_w: A is rmsnorm'd (vg_ops.h, gemm's norm_w): every block takes each row's 1/rms over the
@@ -113,7 +167,8 @@ template <typename T, typename TC, int MT, int W>
 __global__ void __launch_bounds__(32 * W)
 k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t ldc, const T *bias,
               const TC *res, int64_t ldr, int m, int n, int k, float alpha, vg_activation act,
-              int half, const T *norm_w, float norm_eps, int ksplit, float *part, unsigned *counters)
+              int half, const T *norm_w, float norm_eps, int ksplit, float *part, unsigned *counters,
+              int clustered)
 {
     constexpr int SK_WARPS = W, SK_THREADS = 32 * W, UNR = sk_shape<MT, W>::unroll;
     __shared__ float red[SK_WARPS][8 * MT][SK_ROWS + 1];
@@ -191,6 +246,11 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
     }
     __syncthreads();
     const int items = m * SK_ROWS; /* m <= 8·MT */
+    if (clustered) {
+        sk_cluster_epilogue<T, TC, MT, W>(red, inv_row, items, C, ldc, bias, res, ldr, n, r0, o0, half,
+                                          norm_w != nullptr, alpha, act);
+        return;
+    }
     if (ksplit == 1 && half) {
         for (int e = threadIdx.x; e < m * 8; e += SK_THREADS) {
             int tok = e / 8, r = e % 8;
@@ -273,31 +333,52 @@ vgc_skinny_cfg vgc_skinny_split(const vg_gemm_args *a, int sms, double scale, in
     if (ks > most) ks = most;
     if (ks > 1 && (groups > ncounters || (size_t)ks * (size_t)a->m * (size_t)a->n * sizeof(float) > ws_bytes))
         ks = 1;
-    vgc_skinny_cfg c = {ks < 1 ? 1 : (int)ks, warps == 8};
+    vgc_skinny_cfg c = {ks < 1 ? 1 : (int)ks, warps == 8, 0};
     return c;
 }
 
-template <typename T, typename TC, int MT, int W>
-static void sk_launch(vg_bk_stream *s, const vg_gemm_args *a, int ksplit, float *ws, unsigned *counters)
+vgc_skinny_cfg vgc_skinny_cluster(const vg_gemm_args *a, int nb, int wide)
 {
+    const int warps = wide && a->m <= 8 ? 8 : 4;
+    const int64_t chunks = (a->k + SK_CHUNK - 1) / SK_CHUNK;
+    vgc_skinny_cfg c = {nb, warps == 8, 1};
+    if (nb < 2 || chunks < (int64_t)nb * warps) c.ksplit = 0; /* a chunk for each warp at least */
+    return c;
+}
+
+int vgc_skinny_cluster_max(const vg_bk_device *dev)
+{
+    /* the largest block the kernel has: 64 rows of activations (its shared memory is static) */
+    return vgc_cluster_max(dev, k_gemm_skinny<vgc_bf16, vgc_bf16, 8, 4>, 4 * 32, 0, 1);
+}
+
+template <typename T, typename TC, int MT, int W>
+static void sk_launch(vg_bk_stream *s, const vg_gemm_args *a, vgc_skinny_cfg c, float *ws, unsigned *counters)
+{
+    const int ksplit = c.ksplit;
     int half = a->gate == VG_GEMM_GATE_SILU ? (int)(a->n / 2) : 0;
     /* gated: 8 outputs a block, as many blocks as 16 weight rows ungated (n = 2·half) */
     unsigned groups = (unsigned)(half ? (half + SK_ROWS / 2 - 1) / (SK_ROWS / 2) : (a->n + SK_ROWS - 1) / SK_ROWS);
     dim3 grid(groups, (unsigned)ksplit);
-    vgc_launch(s, k_gemm_skinny<T, TC, MT, W>, grid, 32 * W, 0, (const T *)a->a, a->lda,
-               (const T *)a->b, a->ldb, (TC *)a->c, a->ldc, (const T *)a->bias,
-               (const TC *)a->residual, a->ldr, (int)a->m, (int)a->n, (int)a->k, a->alpha, a->act,
-               half, (const T *)a->norm_w, a->norm_eps, ksplit, ws, counters);
+#define SK_ARGS (const T *)a->a, a->lda, (const T *)a->b, a->ldb, (TC *)a->c, a->ldc, (const T *)a->bias, \
+                (const TC *)a->residual, a->ldr, (int)a->m, (int)a->n, (int)a->k, a->alpha, a->act, half, \
+                (const T *)a->norm_w, a->norm_eps, ksplit
+    if (c.cluster && ksplit > 1)
+        vgc_launch_cluster(s, k_gemm_skinny<T, TC, MT, W>, grid, dim3(1, (unsigned)ksplit), 32 * W, 0, SK_ARGS,
+                           (float *)nullptr, (unsigned *)nullptr, 1);
+    else
+        vgc_launch(s, k_gemm_skinny<T, TC, MT, W>, grid, 32 * W, 0, SK_ARGS, ws, counters, 0);
+#undef SK_ARGS
 }
 
 template <typename T, typename TC>
 static void sk_dispatch(vg_bk_stream *s, const vg_gemm_args *a, vgc_skinny_cfg c, float *ws, unsigned *counters)
 {
-    if (a->m <= 8 && c.wide) sk_launch<T, TC, 1, 8>(s, a, c.ksplit, ws, counters);
-    else if (a->m <= 8) sk_launch<T, TC, 1, 4>(s, a, c.ksplit, ws, counters);
-    else if (a->m <= 16) sk_launch<T, TC, 2, 4>(s, a, c.ksplit, ws, counters);
-    else if (a->m <= 32) sk_launch<T, TC, 4, 4>(s, a, c.ksplit, ws, counters);
-    else sk_launch<T, TC, 8, 4>(s, a, c.ksplit, ws, counters);
+    if (a->m <= 8 && c.wide) sk_launch<T, TC, 1, 8>(s, a, c, ws, counters);
+    else if (a->m <= 8) sk_launch<T, TC, 1, 4>(s, a, c, ws, counters);
+    else if (a->m <= 16) sk_launch<T, TC, 2, 4>(s, a, c, ws, counters);
+    else if (a->m <= 32) sk_launch<T, TC, 4, 4>(s, a, c, ws, counters);
+    else sk_launch<T, TC, 8, 4>(s, a, c, ws, counters);
 }
 
 vg_status vgc_gemm_skinny(vg_bk_stream *s, const vg_gemm_args *a, vgc_skinny_cfg c, float *ws, unsigned *counters)

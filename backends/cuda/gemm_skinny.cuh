@@ -20,6 +20,8 @@ int vgc_skinny_fits(const vg_gemm_args *a);
  * more warps, so fewer blocks need split-K; the tuner tries both). */
 typedef struct vgc_skinny_cfg {
     int ksplit, wide;
+    int cluster; /* 1: the ksplit blocks of a column group are one cluster (sm_90) and add each
+                  * other's sums through distributed shared memory: no partials, no counters */
 } vgc_skinny_cfg;
 
 /* The split for `wide` blocks: enough blocks to give every multiprocessor work (`sms`) when n is
@@ -28,10 +30,19 @@ typedef struct vgc_skinny_cfg {
 vgc_skinny_cfg vgc_skinny_split(const vg_gemm_args *a, int sms, double scale, int wide, size_t ws_bytes,
                                 int ncounters);
 
+/* The clustered split of nb blocks (vgc_skinny_cfg.cluster; nb no more than what
+ * vgc_skinny_cluster_max allows), or ksplit 0 where k is too short to give each warp of nb blocks a
+ * chunk. */
+vgc_skinny_cfg vgc_skinny_cluster(const vg_gemm_args *a, int nb, int wide);
+
+/* The most blocks a clustered split may join on this device (1: none; cluster.cuh). */
+int vgc_skinny_cluster_max(const vg_bk_device *dev);
+
 /* C = act(alpha·A·Bᵀ + bias) + residual in one launch, or with a->gate the gated product, and
  * with a->norm_w A normalised on load (vg_ops.h), in one launch. With cfg.ksplit > 1, the blocks of one
  * column group leave fp32 partials in ws (ksplit·m·n floats) and the last to finish, counted in
- * counters[group] (zero before, zero again after), adds them and applies the epilogue. */
+ * counters[group] (zero before, zero again after), adds them and applies the epilogue; with
+ * cfg.cluster the blocks share out the epilogue and neither ws nor counters is touched. */
 vg_status vgc_gemm_skinny(vg_bk_stream *s, const vg_gemm_args *a, vgc_skinny_cfg cfg, float *ws,
                           unsigned *counters);
 
