@@ -205,7 +205,7 @@ typedef struct vgc_decode_call {
     const vg_rotary_paged_args *rope;
     /* n >= 1: vg's kernels keep each row's context to one block (1) or to one cluster of n blocks
      * joined in distributed shared memory (decode_tc.cu, sm_90; one block where the device has no
-     * clusters), no join through memory (a measured choice of vgc_decode_lib_pick,
+     * clusters), no join through memory (a measured choice of vgc_decode_pick,
      * VGC_DECODE_OWN_WHOLE); 0: they split it as vgc_decode_splits says */
     int whole;
 } vgc_decode_call;

@@ -34,8 +34,7 @@
 #include <cub/block/block_scan.cuh>
 
 #include <math.h>
-#include <mutex>
-#include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "decode_lib.cuh"
@@ -320,9 +319,7 @@ int vgc_decode_lib_takes(const vg_bk_stream *s, const vgc_decode_call *c)
     return s->gemm_workspace && fi_layout(nullptr, c, fi_splits(s, c)).bytes <= s->gemm_workspace_bytes;
 }
 
-/* The call through the library as a nonzero, library pick says: the splits of each row's context
- * and the kernel's variant. */
-static vg_status fi_run_lib(vg_bk_stream *s, const vgc_decode_call *c, int pick)
+vg_status vgc_decode_lib_run(vg_bk_stream *s, const vgc_decode_call *c, int pick)
 {
     const vg_status st = vgc_decode_rope_first(s, c); /* the library's kernels take q rotated */
     if (st != VG_OK) return st;
@@ -370,231 +367,38 @@ static vg_status fi_run_lib(vg_bk_stream *s, const vgc_decode_call *c, int pick)
     }
 }
 
-/* ---- the choice, per shape, by measurement ------------------------------------------------------ */
+/* ---- the library's side of the measured choice (decode_tune.cu) --------------------------------- */
 
-/* What a decision depends on, beside the lengths of the first real call that measured it. */
-struct fi_key {
-    int device, rows, num_seqs, heads, kv_heads, head_dim, block_size, max_blocks;
-    int rope; /* rotary_paged_attention: vg's kernel does rotary_kv_store's work, the library a launch more */
-};
-struct fi_choice {
-    fi_key key;
-    int pick; /* 0: vg's kernel; n > 0: the library with n splits */
-};
-#define FI_CHOICES 256
-static std::mutex fi_lock;
-static fi_choice fi_choices[FI_CHOICES];
-static int fi_nchoices;
-
-/* VG_CUDA_DECODE: 0 measure, 1 always vg's kernel, 2 + deep + 2·whole always the library:
- * flashinfer (its own shape at the default split count), flashinfer_deep (the deeper shape),
- * flashinfer_whole and flashinfer_deep_whole (without splits: no plan kernel); 6 + k always vg's
- * kernel without splits, in clusters of 2^k blocks (vg_whole, vg_cluster2, vg_cluster4,
- * vg_cluster8) */
-#define FI_FORCED_OWN_WHOLE 6
-static int fi_forced(void)
-{
-    static int forced = -1;
-    if (forced < 0) {
-        const char *v = getenv("VG_CUDA_DECODE");
-        static const char *const lib[] = {"flashinfer", "flashinfer_deep", "flashinfer_whole", "flashinfer_deep_whole"};
-        static const char *const own[VGC_DECODE_OWN_FORMS] = {"vg_whole", "vg_cluster2", "vg_cluster4", "vg_cluster8"};
-        forced = v && !strcmp(v, "vg") ? 1 : 0;
-        for (int i = 0; v && i < 4; i++)
-            if (!strcmp(v, lib[i])) forced = 2 + i;
-        for (int k = 0; v && k < VGC_DECODE_OWN_FORMS; k++)
-            if (!strcmp(v, own[k])) forced = FI_FORCED_OWN_WHOLE + k;
-    }
-    return forced;
-}
-
-typedef vg_status (*fi_own_fn)(vg_bk_stream *, const vgc_decode_call *);
-
-vg_status vgc_decode_run_pick(vg_bk_stream *s, const vgc_decode_call *c, int pick, fi_own_fn own)
-{
-    if (pick >= VGC_DECODE_OWN_WHOLE) {
-        vgc_decode_call whole = *c;
-        whole.whole = 1 << (pick - VGC_DECODE_OWN_WHOLE);
-        return own(s, &whole);
-    }
-    return pick ? fi_run_lib(s, c, pick) : own(s, c);
-}
-
-/* How much faster than the library's best vg's kernel must time to be taken. */
-#define DECODE_OWN_MARGIN 0.95f
-
-/* Milliseconds of one replay of a graph of FI_REPS rounds, each clearing `flush` (bytes; evicts
- * the cache from L2) and then, with `pick` >= 0, making the call as `pick` says: the best of
- * three replays after a warm-up one; INFINITY on any error. */
-#define FI_REPS 20
-static float fi_graph_ms(vg_bk_stream *s, const vgc_decode_call *c, int pick, fi_own_fn own, void *flush,
-                         size_t bytes, cudaEvent_t e0, cudaEvent_t e1)
-{
-    cudaGraph_t g = nullptr;
-    cudaGraphExec_t x = nullptr;
-    if (cudaStreamBeginCapture(s->s, cudaStreamCaptureModeThreadLocal) != cudaSuccess) return INFINITY;
-    vg_status st = VG_OK;
-    for (int i = 0; i < FI_REPS && st == VG_OK; i++) {
-        if (cudaMemsetAsync(flush, i, bytes, s->s) != cudaSuccess) st = VG_ERR_DEVICE;
-        if (st == VG_OK && pick >= 0) st = vgc_decode_run_pick(s, c, pick, own);
-    }
-    cudaError_t e = cudaStreamEndCapture(s->s, &g);
-    if (st == VG_OK && e == cudaSuccess) e = cudaGraphInstantiate(&x, g, 0);
-    if (g) cudaGraphDestroy(g);
-    float best = INFINITY;
-    for (int rep = 0; rep < 4 && st == VG_OK && e == cudaSuccess; rep++) {
-        float ms = INFINITY;
-        if (cudaEventRecord(e0, s->s) != cudaSuccess || cudaGraphLaunch(x, s->s) != cudaSuccess ||
-            cudaEventRecord(e1, s->s) != cudaSuccess || cudaEventSynchronize(e1) != cudaSuccess ||
-            cudaEventElapsedTime(&ms, e0, e1) != cudaSuccess) {
-            best = INFINITY;
-            break;
-        }
-        if (rep > 0 && ms < best) best = ms; /* rep 0 warms up */
-    }
-    if (x) cudaGraphExecDestroy(x);
-    (void)cudaGetLastError();
-    return best;
-}
-
-/* Microseconds per call of one candidate (0: vg's kernel, else a fi_pick of the library) as a
- * step runs it: in a replayed graph (timed eagerly, the library's three launches would pay three
- * launch latencies that a graph does not), each call after a clearing of L2 (a step's layer finds
- * its cache in memory, and repeated calls would find it in L2: measured on an H100, that chose
- * vg's kernel for Qwen3-0.6B at batch 16, 15.3 against 15.7 us, and the step ran 10% slower),
- * which also keeps vg's kernels, programmatic launches, from overlapping their own previous call
- * as no step lets them; minus the clearing alone (base_ms); INFINITY on any error. */
-static float fi_time(vg_bk_stream *s, const vgc_decode_call *c, int pick, fi_own_fn own, void *flush, size_t bytes,
-                     float base_ms, cudaEvent_t e0, cudaEvent_t e1)
-{
-    if (vgc_decode_run_pick(s, c, pick, own) != VG_OK) return INFINITY; /* first-use attributes, outside capture */
-    const float ms = fi_graph_ms(s, c, pick, own, flush, bytes, e0, e1);
-    return ms < INFINITY ? fmaxf(ms - base_ms, 0.0f) * 1000.0f / FI_REPS : INFINITY;
-}
-
-int vgc_decode_lib_pick(vg_bk_stream *s, const vgc_decode_call *c, fi_own_fn own)
+int vgc_decode_lib_candidates(const vg_bk_stream *s, const vgc_decode_call *c, int *picks, int max)
 {
     const int n = fi_splits(s, c);
-    if (fi_forced() >= FI_FORCED_OWN_WHOLE) return VGC_DECODE_OWN_WHOLE + fi_forced() - FI_FORCED_OWN_WHOLE;
-    if (fi_forced()) {
-        const int f = fi_forced() - 2; /* bit 0: deep, bit 1: whole */
-        return f < 0 ? 0 : fi_pick(f & 2 ? 1 : n, f & 1);
-    }
-    const fi_key key = {s->dev->index, (int)c->rows, c->num_seqs, c->heads, c->kv_heads, c->head_dim,
-                        c->block_size, c->max_blocks, c->rope != nullptr};
-    {
-        std::lock_guard<std::mutex> g(fi_lock);
-        for (int i = 0; i < fi_nchoices; i++)
-            if (!memcmp(&fi_choices[i].key, &key, sizeof key)) return fi_choices[i].pick;
-        if (fi_nchoices == FI_CHOICES) return 0; /* the table is full: vg's kernel, unmeasured */
-    }
-    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(s->s, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) {
-        (void)cudaGetLastError();
-        return 0; /* nothing can run while capturing: vg's kernel, until measured */
-    }
-    /* an all-padding call (a runner's warm-up) measures nothing: decide on a real one */
-    int32_t used = 0;
-    if (cudaMemcpyAsync(&used, c->query_start + c->num_seqs, sizeof used, cudaMemcpyDeviceToHost, s->s) !=
-            cudaSuccess ||
-        cudaStreamSynchronize(s->s) != cudaSuccess) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    if (used <= 0) return 0;
-    cudaEvent_t e0, e1;
-    if (cudaEventCreate(&e0) != cudaSuccess) return (void)cudaGetLastError(), 0;
-    if (cudaEventCreate(&e1) != cudaSuccess) return (void)cudaGetLastError(), cudaEventDestroy(e0), 0;
-    /* twice L2 cleared before each timed call (see fi_time) */
-    const size_t flush_bytes = 2 * (size_t)(s->dev->prop.l2CacheSize > 0 ? s->dev->prop.l2CacheSize : 64 << 20);
-    /* with rope the library's candidates rotate q and k in place, again at every timed call: qkv
-     * is kept here and put back before the call itself runs (the caches' new entries are rewritten
-     * by it) */
-    const vg_rotary_paged_args *ra = c->rope;
-    const size_t qkv_bytes =
-        ra ? ((size_t)(ra->rows - 1) * (size_t)ra->ld + (size_t)(ra->heads + 2 * ra->kv_heads) * (size_t)ra->head_dim) *
-                 (ra->dtype == VG_DTYPE_F32 ? 4 : 2)
-           : 0;
-    void *flush = nullptr, *kept = nullptr;
-    if (cudaMalloc(&flush, flush_bytes + qkv_bytes) != cudaSuccess ||
-        (ra && cudaMemcpyAsync((char *)flush + flush_bytes, ra->qkv, qkv_bytes, cudaMemcpyDeviceToDevice, s->s) !=
-                   cudaSuccess)) {
-        (void)cudaGetLastError();
-        if (flush) cudaFree(flush);
-        cudaEventDestroy(e0);
-        cudaEventDestroy(e1);
-        return 0; /* vg's kernel, unmeasured */
-    }
-    if (ra) kept = (char *)flush + flush_bytes;
-    const float base_ms = fi_graph_ms(s, c, -1, own, flush, flush_bytes, e0, e1);
-    /* vg's kernel, split, whole and whole in clusters of 2, 4 and 8; then the library at the
-     * default split count, half and twice that, and none; then the deeper variant at the default
+    /* the default split count, half and twice that, and none; the deeper variant at the default
      * split count and none */
-    enum { OWN = 1 + VGC_DECODE_OWN_FORMS /* candidates of vg's */, NCAND = OWN + 6 };
-    const int cand[NCAND] = {0,
-                             VGC_DECODE_OWN_WHOLE,
-                             VGC_DECODE_OWN_WHOLE + 1,
-                             VGC_DECODE_OWN_WHOLE + 2,
-                             VGC_DECODE_OWN_WHOLE + 3,
-                             fi_pick(n, 0),
-                             n > 1 ? fi_pick((n + 1) / 2, 0) : 0,
-                             2 * n <= FI_MAX_SPLIT ? fi_pick(2 * n, 0) : 0,
-                             n > 1 ? fi_pick(1, 0) : 0,
-                             fi_pick(n, 1),
-                             n > 1 ? fi_pick(1, 1) : 0};
-    float us[NCAND];
-    int lib = OWN, len = 0; /* the library's fastest candidate */
-    char line[512];
-    for (int i = 0; i < NCAND; i++) {
-        us[i] = INFINITY;
+    const int cand[] = {fi_pick(n, 0),
+                        n > 1 ? fi_pick((n + 1) / 2, 0) : 0,
+                        2 * n <= FI_MAX_SPLIT ? fi_pick(2 * n, 0) : 0,
+                        n > 1 ? fi_pick(1, 0) : 0,
+                        fi_pick(n, 1),
+                        n > 1 ? fi_pick(1, 1) : 0};
+    int k = 0;
+    for (int i = 0; i < (int)(sizeof cand / sizeof cand[0]) && k < max; i++) {
         int dup = 0;
-        for (int j = OWN; j < i; j++) dup |= cand[j] == cand[i];
-        if (i >= OWN && (!cand[i] || dup ||
-                         fi_layout(nullptr, c, fi_pick_splits(cand[i])).bytes > s->gemm_workspace_bytes))
-            continue;
-        /* clusters the device does not run would time the whole form again: left at inf */
-        const bool no_cluster = i > 1 && i < OWN && (1 << (i - 1)) > s->dev->decode_cluster_max;
-        if (base_ms < INFINITY && !no_cluster) us[i] = fi_time(s, c, cand[i], own, flush, flush_bytes, base_ms, e0, e1);
-        if (i >= OWN && us[i] < us[lib]) lib = i;
-        static const char *const own_label[OWN] = {"vg ", " us, whole and clusters of 2/4/8 ", "/", "/", "/"};
-        if (len < (int)sizeof line)
-            len += i >= OWN ? snprintf(line + len, sizeof line - len, ", %d splits%s %.1f us",
-                                       fi_pick_splits(cand[i]), fi_variant_name[fi_pick_variant(cand[i])], us[i])
-                            : snprintf(line + len, sizeof line - len, "%s%.1f%s%s", own_label[i], us[i],
-                                       i == OWN - 1 ? " us; " : "", i == OWN - 1 ? vgc_decode_lib_name : "");
+        for (int j = 0; j < k; j++) dup |= picks[j] == cand[i];
+        if (cand[i] && !dup && fi_layout(nullptr, c, fi_pick_splits(cand[i])).bytes <= s->gemm_workspace_bytes)
+            picks[k++] = cand[i];
     }
-    if (kept && (cudaMemcpyAsync(ra->qkv, kept, qkv_bytes, cudaMemcpyDeviceToDevice, s->s) != cudaSuccess ||
-                 cudaStreamSynchronize(s->s) != cudaSuccess)) {
-        (void)cudaGetLastError();
-        cudaFree(flush);
-        cudaEventDestroy(e0);
-        cudaEventDestroy(e1);
-        return -1; /* qkv may be left rotated: the call must fail, not run on it */
-    }
-    cudaFree(flush);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    (void)cudaGetLastError();
-    /* vg's kernel only by a margin: in two near ties it won here and lost in the step (H100:
-     * Qwen3-0.6B at 16 rows, 15.3 against 15.7 us, the step 10% slower; with the rotary inside
-     * it, 23.6 against 24.4 us, the step 2% slower; docs/performance.md) */
-    /* vg's whole form over its split one, and in clusters over without, by the same margin: a near
-     * tie is no reason to switch */
-    int whole = 1;
-    for (int i = 2; i < OWN; i++)
-        if (us[i] < DECODE_OWN_MARGIN * us[1] && us[i] < us[whole]) whole = i;
-    const int own_pick = us[whole] < DECODE_OWN_MARGIN * us[0] ? whole : 0;
-    const int pick = us[lib] < INFINITY && !(us[own_pick] < DECODE_OWN_MARGIN * us[lib]) ? cand[lib] : cand[own_pick];
-    char took[64];
-    if (pick > VGC_DECODE_OWN_WHOLE)
-        snprintf(took, sizeof took, "vg, whole in clusters of %d", 1 << (pick - VGC_DECODE_OWN_WHOLE));
-    else snprintf(took, sizeof took, "%s", pick == VGC_DECODE_OWN_WHOLE ? "vg, whole" : pick ? vgc_decode_lib_name : "vg");
-    vgc_host->log(VG_LOG_DEBUG,
-                  "cuda: paged_attention rows=%lld seqs=%d heads=%d/%d head_dim=%d block_size=%d reach=%d "
-                  "(per call, in a graph): %s; takes %s",
-                  (long long)c->rows, c->num_seqs, c->heads, c->kv_heads, c->head_dim, c->block_size,
-                  c->max_blocks * c->block_size, line, took);
-    std::lock_guard<std::mutex> g(fi_lock);
-    if (fi_nchoices < FI_CHOICES) fi_choices[fi_nchoices++] = {key, pick};
-    return pick;
+    return k;
+}
+
+int vgc_decode_lib_forced(const vg_bk_stream *s, const vgc_decode_call *c, const char *value)
+{
+    static const char *const name[] = {"flashinfer", "flashinfer_deep", "flashinfer_whole", "flashinfer_deep_whole"};
+    for (int f = 0; value && f < 4; f++) /* bit 0: deep, bit 1: whole */
+        if (!strcmp(value, name[f])) return fi_pick(f & 2 ? 1 : fi_splits(s, c), f & 1);
+    return 0;
+}
+
+int vgc_decode_lib_label(int pick, char *buf, size_t n)
+{
+    return snprintf(buf, n, "%d splits%s", fi_pick_splits(pick), fi_variant_name[fi_pick_variant(pick) % FI_VARIANTS]);
 }

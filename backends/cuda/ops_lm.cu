@@ -11,10 +11,8 @@
  * query starts) is read when the kernel runs, so one capture serves any contents, and values no
  * op could follow (a query row beyond its table, say) are clamped or skipped, as kunlun_stub does. */
 #include "decode_split.cuh"
+#include "decode_tune.cuh"
 #include "kernels.cuh"
-#ifdef VG_HAVE_KERNEL_LIBS
-#include "decode_lib.cuh"
-#endif
 
 /* Every thread of the block gets the block's sum (or max); red holds blockDim.x / 32 floats.
  * Every thread must call it; it synchronises twice. */
@@ -690,16 +688,12 @@ static vg_status paged_run(vg_bk_stream *s, const vgc_decode_call *c)
     /* the split kernel reads keys and values 8 elements at a time */
     size_t vec = 8 * (t == VG_DTYPE_F32 ? 4 : 2);
     int split_ok = !s->dev->simple_attention && ((uintptr_t)c->k_cache | (uintptr_t)c->v_cache) % vec == 0;
-    if (split_ok) {
-#ifdef VG_HAVE_KERNEL_LIBS /* FlashInfer's batch decode where it was compiled and measures faster */
-        const int pick = vgc_decode_lib_takes(s, c) ? vgc_decode_lib_pick(s, c, decode_own) : 0;
+    if (split_ok) { /* vg's kernel in the form, or the kernel library's where built, that measures faster */
+        const int pick = vgc_decode_pick(s, c, decode_own);
         if (pick < 0)
             return VGC_ERR(VG_ERR_DEVICE, VG_VENDOR_NAME ": rotary_paged_attention: qkv could not be restored "
                                           "after timing the kernels");
         return vgc_decode_run_pick(s, c, pick, decode_own);
-#else
-        return decode_own(s, c);
-#endif
     }
     vg_status st = vgc_decode_rope_first(s, c);
     if (st != VG_OK) return st;

@@ -2,9 +2,9 @@
 # The CUDA backend's sources, in two lists, included by backends/cuda/CMakeLists.txt and by
 # backends/hip/CMakeLists.txt (the hip backend is these sources compiled through vendor.h):
 #   VG_CUDA_PORTABLE_SOURCES  built for both vendors;
-#   VG_CUDA_NVIDIA_SOURCES    NVIDIA only: cuBLASLt, vg's skinny GEMM and the tensor-core attention
-#                             kernels (mma.sync, ldmatrix, cp.async, wgmma). hip_glue.cu stands in
-#                             for them.
+#   VG_CUDA_NVIDIA_SOURCES    NVIDIA only: cuBLASLt, vg's skinny GEMM, the tensor-core attention
+#                             kernels (mma.sync, ldmatrix, cp.async, wgmma) and the decode kernels'
+#                             measured choice. hip_glue.cu stands in for them.
 # A new source goes in one of the two lists; neither backend's CMakeLists names files itself.
 set(VG_CUDA_SOURCE_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(VG_CUDA_PORTABLE_SOURCES
@@ -26,5 +26,6 @@ set(VG_CUDA_NVIDIA_SOURCES
   ${VG_CUDA_SOURCE_DIR}/attention_tc.cu
   ${VG_CUDA_SOURCE_DIR}/attention_wg.cu
   ${VG_CUDA_SOURCE_DIR}/decode_tc.cu
+  ${VG_CUDA_SOURCE_DIR}/decode_tune.cu
   ${VG_CUDA_SOURCE_DIR}/gemm.cu
   ${VG_CUDA_SOURCE_DIR}/gemm_skinny.cu)

@@ -3,9 +3,11 @@
  *  - GEMM: the portable kernel of gemm_tiled.cu (Debian's ROCm has no hipBLAS or hipBLASLt);
  *  - attention: no tensor-core kernel yet (attention_tc.cu, attention_wg.cu and decode_tc.cu are
  *    written with NVIDIA's mma.sync, wgmma, ldmatrix and cp.async), so attention.cu and
- *    paged_attention use their portable kernels for every dtype.
+ *    paged_attention use their portable kernels for every dtype, paged_attention its split one
+ *    (decode_tune.cu, which measures vg's forms and the kernel library's, is NVIDIA's too).
  * Everything else is the CUDA backend's source, compiled through vendor.h. */
 #include "common.cuh"
+#include "decode_tune.cuh"
 
 vg_status vgc_gemm_device_init(vg_bk_device *dev)
 {
@@ -43,6 +45,14 @@ vg_status vgc_decode_tc_prepare(vg_bk_device *) { return VG_OK; }
 vg_status vgc_decode_tc(vg_bk_stream *, const vgc_decode_call *)
 {
     return VG_ERR_UNSUPPORTED; /* paged_attention runs its CUDA-core split kernel */
+}
+
+/* decode_tune.cu's measured choice: the CUDA-core split kernel, the one HIP has */
+int vgc_decode_pick(vg_bk_stream *, const vgc_decode_call *, vgc_decode_own_fn) { return 0; }
+
+vg_status vgc_decode_run_pick(vg_bk_stream *s, const vgc_decode_call *c, int, vgc_decode_own_fn own)
+{
+    return own(s, c);
 }
 
 vg_status vgc_attention_wg_prepare(vg_bk_device *dev)
