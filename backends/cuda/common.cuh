@@ -50,7 +50,8 @@ struct vg_bk_device {
     int decode_heads;     /* VG_CUDA_DECODE_HEADS=1..8: query heads per paged-attention block (0: chosen per call) */
     int decode_tc_off;    /* VG_CUDA_DECODE_TC=0: vg's CUDA-core split kernel for the decode the tensor-core one takes */
     int decode_cluster_max; /* blocks of a cluster decode_tc.cu's whole form may take (1: no clusters) */
-    int gemm_cluster_max;   /* blocks of a cluster the skinny GEMM's split may take (1 or 0: no clusters) */
+    int gemm_cluster_max;   /* blocks of a cluster the skinny GEMM's split may take (1: none; 0 on
+                             * HIP, which has no skinny GEMM) */
     int attention_rows;   /* VG_CUDA_ATTENTION_ROWS=64|128: rows per tensor-core attention block (0: chosen per call) */
     int pdl;              /* VGC_PDL_*: where kernels use programmatic dependent launch (VG_CUDA_PDL) */
     char gemm_choice[16]; /* VG_CUDA_GEMM, as given at open ("" when unset) */
@@ -119,7 +120,7 @@ static inline bool vgc_launch_pdl(vg_bk_stream *s)
         (void)cudaGetLastError(), cs = cudaStreamCaptureStatusActive; /* when unsure, plain */
     return s->dev->pdl == VGC_PDL_ALWAYS || (s->dev->pdl == VGC_PDL_EAGER && cs == cudaStreamCaptureStatusNone);
 }
-/* The launch: programmatic where vgc_launch_pdl says so (decode_tc.cu's cluster launch asks it
+/* The launch: programmatic where vgc_launch_pdl says so (cluster.cuh's vgc_launch_cluster asks it
  * too), else plain. */
 template <typename... KArgs, typename... Args>
 static inline void vgc_launch(vg_bk_stream *s, void (*kern)(KArgs...), dim3 grid, dim3 block,
@@ -217,6 +218,7 @@ vg_status vgc_decode_rope_first(vg_bk_stream *s, const vgc_decode_call *c);
  * (the caller runs the CUDA-core kernel). */
 vg_status vgc_decode_tc_prepare(vg_bk_device *dev); /* at device open: also sets decode_cluster_max */
 vg_status vgc_decode_tc(vg_bk_stream *s, const vgc_decode_call *c);
+int vgc_decode_tc_takes(const vg_bk_stream *s, const vgc_decode_call *c); /* whether it would */
 /* ops_lm.cu: slices of each row's context for the split decode kernels (decode_split.cuh), per_sm
  * blocks fitting a multiprocessor, at least min_chunk positions a slice at the table's reach. */
 int vgc_decode_splits(const vg_bk_stream *s, int64_t rows, int heads, int kv_heads, int hchunks, int head_dim,

@@ -390,12 +390,9 @@ int vgc_decode_lib_candidates(const vg_bk_stream *s, const vgc_decode_call *c, i
     return k;
 }
 
-int vgc_decode_lib_forced(const vg_bk_stream *s, const vgc_decode_call *c, const char *value)
+int vgc_decode_lib_forced(const vg_bk_stream *s, const vgc_decode_call *c, int deep, int whole)
 {
-    static const char *const name[] = {"flashinfer", "flashinfer_deep", "flashinfer_whole", "flashinfer_deep_whole"};
-    for (int f = 0; value && f < 4; f++) /* bit 0: deep, bit 1: whole */
-        if (!strcmp(value, name[f])) return fi_pick(f & 2 ? 1 : fi_splits(s, c), f & 1);
-    return 0;
+    return fi_pick(whole ? 1 : fi_splits(s, c), deep ? 1 : 0);
 }
 
 int vgc_decode_lib_label(int pick, char *buf, size_t n)

@@ -17,10 +17,9 @@ extern const char vgc_decode_lib_name[];
 int vgc_decode_lib_takes(const vg_bk_stream *s, const vgc_decode_call *c);
 /* The library's candidates for a call it takes (its picks, distinct, at most max): how many. */
 int vgc_decode_lib_candidates(const vg_bk_stream *s, const vgc_decode_call *c, int *picks, int max);
-/* The pick a VG_CUDA_DECODE value names for this call (flashinfer: its own shape at its default
- * split count, flashinfer_deep: the deeper shape; flashinfer_whole, flashinfer_deep_whole: without
- * splits), 0 if the value is not the library's. */
-int vgc_decode_lib_forced(const vg_bk_stream *s, const vgc_decode_call *c, const char *value);
+/* The pick VG_CUDA_DECODE=flashinfer (its own shape at its default split count), _deep (the deeper
+ * shape), _whole or _deep_whole (without splits) fixes for a call the library takes. */
+int vgc_decode_lib_forced(const vg_bk_stream *s, const vgc_decode_call *c, int deep, int whole);
 /* A pick in words, for the tuner's log line ("19 splits deep"); snprintf's return. */
 int vgc_decode_lib_label(int pick, char *buf, size_t n);
 /* The call through the library as a pick says (with c->rope, rotary_kv_store's launch first). */

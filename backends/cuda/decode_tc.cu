@@ -483,7 +483,7 @@ static void dt_launch_form(vg_bk_stream *s, const vgc_decode_call *c, int nsplit
     } else dt_launch<T, HD, DT_WARPS>(s, c, c->whole ? 1 : nsplit);
 }
 
-vg_status vgc_decode_tc(vg_bk_stream *s, const vgc_decode_call *c)
+int vgc_decode_tc_takes(const vg_bk_stream *s, const vgc_decode_call *c)
 {
     const int hd = c->head_dim, group = c->heads / c->kv_heads;
     const bool b16 = c->t == VG_DTYPE_BF16 || c->t == VG_DTYPE_F16;
@@ -493,9 +493,15 @@ vg_status vgc_decode_tc(vg_bk_stream *s, const vgc_decode_call *c)
     const uintptr_t addr = (uintptr_t)c->q | (uintptr_t)c->k_cache | (uintptr_t)c->v_cache;
     if (s->dev->decode_tc_off || !b16 || (hd != 64 && hd != 128) || group > PD_GMAX || addr % 16 ||
         c->ld_q % 8 || !(c->scale > 0.0f) || s->dev->prop.major < 8 || (c->rope && c->rows > DT_ROPE_MAX_ROWS))
-        return VG_ERR_UNSUPPORTED;
+        return 0;
     const size_t smem = hd == 64 ? dt_smem<64, DT_WARPS>(true) : dt_smem<128, DT_WARPS>(true);
-    if (smem > s->dev->prop.sharedMemPerBlockOptin) return VG_ERR_UNSUPPORTED; /* not prepared: see dt_prepare_warps */
+    return smem <= s->dev->prop.sharedMemPerBlockOptin; /* else not prepared: see dt_prepare_warps */
+}
+
+vg_status vgc_decode_tc(vg_bk_stream *s, const vgc_decode_call *c)
+{
+    if (!vgc_decode_tc_takes(s, c)) return VG_ERR_UNSUPPORTED;
+    const int hd = c->head_dim;
     const int nsplit = c->whole ? 1
                                 : vgc_decode_splits(s, c->rows, c->heads, c->kv_heads, 1, hd, c->max_blocks,
                                                     c->block_size, DT_PER_SM, DT_MIN_CHUNK);

@@ -19,6 +19,7 @@ struct dtune_key {
     int device, rows, num_seqs, heads, kv_heads, head_dim, block_size, max_blocks;
     int dtype;
     int rope; /* rotary_paged_attention: vg's kernel does rotary_kv_store's work, the library a launch more */
+    int lib;  /* the library takes the call (its strides and alignment too): a pick of its own is valid */
 };
 struct dtune_choice {
     dtune_key key;
@@ -29,20 +30,25 @@ static std::mutex dtune_lock;
 static dtune_choice dtune_choices[DTUNE_CHOICES];
 static int dtune_nchoices;
 
-/* VG_CUDA_DECODE as read once: the value, and for vg's forms the pick it fixes (-1: none fixed) */
-static const char *dtune_forced_value(void)
+/* VG_CUDA_DECODE, read once: DTUNE_MEASURE (unset, or any value not below), a pick of vg's (vg: the
+ * split form; vg_whole, vg_cluster2/4/8), or the library (flashinfer, flashinfer_deep,
+ * flashinfer_whole, flashinfer_deep_whole: DTUNE_LIB + deep + 2·whole) where it takes the call. */
+enum { DTUNE_MEASURE = -1, DTUNE_LIB = -8 };
+static int dtune_forced(void)
 {
-    static const char *v = getenv("VG_CUDA_DECODE");
-    return v;
-}
-static int dtune_forced_own(void)
-{
-    static const char *const own[VGC_DECODE_OWN_FORMS] = {"vg_whole", "vg_cluster2", "vg_cluster4", "vg_cluster8"};
-    const char *v = dtune_forced_value();
-    if (v && !strcmp(v, "vg")) return 0;
-    for (int k = 0; v && k < VGC_DECODE_OWN_FORMS; k++)
-        if (!strcmp(v, own[k])) return VGC_DECODE_OWN_WHOLE + k;
-    return -1;
+    static const int forced = [] {
+        static const char *const own[VGC_DECODE_OWN_FORMS] = {"vg_whole", "vg_cluster2", "vg_cluster4", "vg_cluster8"};
+        static const char *const lib[4] = {"flashinfer", "flashinfer_deep", "flashinfer_whole",
+                                           "flashinfer_deep_whole"};
+        const char *v = getenv("VG_CUDA_DECODE");
+        if (v && !strcmp(v, "vg")) return 0;
+        for (int k = 0; v && k < VGC_DECODE_OWN_FORMS; k++)
+            if (!strcmp(v, own[k])) return VGC_DECODE_OWN_WHOLE + k;
+        for (int k = 0; v && k < 4; k++)
+            if (!strcmp(v, lib[k])) return DTUNE_LIB + k;
+        return (int)DTUNE_MEASURE;
+    }();
+    return forced;
 }
 
 vg_status vgc_decode_run_pick(vg_bk_stream *s, const vgc_decode_call *c, int pick, vgc_decode_own_fn own)
@@ -111,35 +117,44 @@ static float dtune_time(vg_bk_stream *s, const vgc_decode_call *c, int pick, vgc
     return ms < INFINITY ? fmaxf(ms - base_ms, 0.0f) * 1000.0f / DTUNE_REPS : INFINITY;
 }
 
-/* The library's candidates for this call (none where it was not built or does not take it), and
- * the pick VG_CUDA_DECODE names for it (0: none). */
+/* The library's candidates for a call it takes (none where it was not built), and the pick a
+ * forced library value (DTUNE_LIB + deep + 2·whole) means for it. */
 #define DTUNE_LIB_MAX 8
+static int dtune_lib_takes(const vg_bk_stream *s, const vgc_decode_call *c)
+{
+#ifdef VG_HAVE_KERNEL_LIBS
+    return vgc_decode_lib_takes(s, c);
+#else
+    (void)s, (void)c;
+    return 0;
+#endif
+}
 static int dtune_lib_candidates(const vg_bk_stream *s, const vgc_decode_call *c, int *picks)
 {
 #ifdef VG_HAVE_KERNEL_LIBS
-    if (vgc_decode_lib_takes(s, c)) return vgc_decode_lib_candidates(s, c, picks, DTUNE_LIB_MAX);
-#endif
+    return vgc_decode_lib_candidates(s, c, picks, DTUNE_LIB_MAX);
+#else
     (void)s, (void)c, (void)picks;
     return 0;
+#endif
 }
-static int dtune_lib_forced(const vg_bk_stream *s, const vgc_decode_call *c)
+static int dtune_lib_forced(const vg_bk_stream *s, const vgc_decode_call *c, int f)
 {
 #ifdef VG_HAVE_KERNEL_LIBS
-    if (dtune_forced_value() && vgc_decode_lib_takes(s, c)) return vgc_decode_lib_forced(s, c, dtune_forced_value());
-#endif
-    (void)s, (void)c;
+    return vgc_decode_lib_forced(s, c, (f - DTUNE_LIB) & 1, (f - DTUNE_LIB) >> 1 & 1);
+#else
+    (void)s, (void)c, (void)f;
     return 0;
+#endif
 }
 
 int vgc_decode_pick(vg_bk_stream *s, const vgc_decode_call *c, vgc_decode_own_fn own)
 {
-    if (dtune_forced_own() >= 0) return dtune_forced_own();
-    if (dtune_forced_value()) { /* the library's names where it takes the call; otherwise vg's kernel */
-        const int lib = dtune_lib_forced(s, c);
-        if (lib || strncmp(dtune_forced_value(), "flashinfer", 10) == 0) return lib;
-    }
+    const int forced = dtune_forced(), lib_takes = dtune_lib_takes(s, c);
+    if (forced >= 0) return forced;
+    if (forced != DTUNE_MEASURE) return lib_takes ? dtune_lib_forced(s, c, forced) : 0; /* else vg's split form */
     const dtune_key key = {s->dev->index, (int)c->rows, c->num_seqs, c->heads, c->kv_heads, c->head_dim,
-                           c->block_size, c->max_blocks, (int)c->t, c->rope != nullptr};
+                           c->block_size, c->max_blocks, (int)c->t, c->rope != nullptr, lib_takes};
     {
         std::lock_guard<std::mutex> g(dtune_lock);
         for (int i = 0; i < dtune_nchoices; i++)
@@ -189,14 +204,17 @@ int vgc_decode_pick(vg_bk_stream *s, const vgc_decode_call *c, vgc_decode_own_fn
     enum { OWN = 1 + VGC_DECODE_OWN_FORMS /* candidates of vg's */, NCAND = OWN + DTUNE_LIB_MAX };
     int cand[NCAND] = {0, VGC_DECODE_OWN_WHOLE, VGC_DECODE_OWN_WHOLE + 1, VGC_DECODE_OWN_WHOLE + 2,
                        VGC_DECODE_OWN_WHOLE + 3};
-    const int ncand = OWN + dtune_lib_candidates(s, c, cand + OWN);
+    const int ncand = OWN + (lib_takes ? dtune_lib_candidates(s, c, cand + OWN) : 0);
+    /* where the tensor-core kernel declines the call, vg's whole form is the CUDA-core kernel
+     * without splits, and clusters would time it again */
+    const int cluster_max = vgc_decode_tc_takes(s, c) ? s->dev->decode_cluster_max : 1;
     float us[NCAND];
     int lib = -1, len = 0; /* the library's fastest candidate */
     char line[512];
     for (int i = 0; i < ncand; i++) {
         us[i] = INFINITY;
         /* clusters the device does not run would time the whole form again: left at inf */
-        const bool no_cluster = i > 1 && i < OWN && (1 << (i - 1)) > s->dev->decode_cluster_max;
+        const bool no_cluster = i > 1 && i < OWN && (1 << (i - 1)) > cluster_max;
         if (base_ms < INFINITY && !no_cluster)
             us[i] = dtune_time(s, c, cand[i], own, flush, flush_bytes, base_ms, e0, e1);
         if (i >= OWN && (lib < 0 || us[i] < us[lib])) lib = i;
@@ -237,12 +255,12 @@ int vgc_decode_pick(vg_bk_stream *s, const vgc_decode_call *c, vgc_decode_own_fn
     const int own_pick = us[whole] < DECODE_OWN_MARGIN * us[0] ? whole : 0;
     const int pick =
         lib >= 0 && us[lib] < INFINITY && !(us[own_pick] < DECODE_OWN_MARGIN * us[lib]) ? cand[lib] : cand[own_pick];
-    char took[64];
+    char took[64] = "vg";
     if (pick > VGC_DECODE_OWN_WHOLE)
         snprintf(took, sizeof took, "vg, whole in clusters of %d", 1 << (pick - VGC_DECODE_OWN_WHOLE));
-    else if (pick == VGC_DECODE_OWN_WHOLE || !pick) snprintf(took, sizeof took, "%s", pick ? "vg, whole" : "vg");
+    else if (pick == VGC_DECODE_OWN_WHOLE) snprintf(took, sizeof took, "vg, whole");
 #ifdef VG_HAVE_KERNEL_LIBS
-    else snprintf(took, sizeof took, "%s", vgc_decode_lib_name);
+    else if (pick) snprintf(took, sizeof took, "%s", vgc_decode_lib_name);
 #endif
     vgc_host->log(VG_LOG_DEBUG,
                   "cuda: paged_attention %s rows=%lld seqs=%d heads=%d/%d head_dim=%d block_size=%d reach=%d "

@@ -118,9 +118,9 @@ vg_status vgc_gemm_stream_init(vg_bk_stream *s)
     }
     s->gemm_workspace_bytes = VGC_GEMM_WORKSPACE;
     const char *g = s->dev->gemm_choice; /* VG_CUDA_GEMM, read at open */
-    s->gemm_cache->own = g && strcmp(g, "cublaslt") == 0      ? OWN_NEVER
-                         : g && strcmp(g, "skinny") == 0      ? OWN_ALWAYS
-                         : g && strcmp(g, "skinny_wide") == 0 ? OWN_ALWAYS_WIDE
+    s->gemm_cache->own = g && strcmp(g, "cublaslt") == 0         ? OWN_NEVER
+                         : g && strcmp(g, "skinny") == 0         ? OWN_ALWAYS
+                         : g && strcmp(g, "skinny_wide") == 0    ? OWN_ALWAYS_WIDE
                          : g && strcmp(g, "skinny_cluster") == 0 ? OWN_ALWAYS_CLUSTER : OWN_TUNED;
     e = cudaMalloc(&s->counters, VGC_COUNTERS * sizeof(unsigned));
     if (e == cudaSuccess) e = cudaMemsetAsync(s->counters, 0, VGC_COUNTERS * sizeof(unsigned), s->s);
@@ -318,9 +318,9 @@ static int own_candidate(const vg_bk_stream *s, const vg_gemm_args *a)
 #define OWN_MARGIN_ROWS 8
 #define OWN_MARGIN 0.85f
 
-/* Time the skinny kernel in a few configurations (block shape, split-K); if one beats cuBLASLt's
- * best (lt_ms), by OWN_MARGIN beyond OWN_MARGIN_ROWS rows, the plan takes it. Logs both, with the
- * bandwidth each reaches on the call's bytes, and every configuration's time. */
+/* Time the skinny kernel in a few configurations (block shape, split-K, clustered or not); if one
+ * beats cuBLASLt's best (lt_ms), by OWN_MARGIN beyond OWN_MARGIN_ROWS rows, the plan takes it.
+ * Logs both, with the bandwidth each reaches on the call's bytes, and every configuration's time. */
 static void tune_own(tune_ctx *t, float lt_ms)
 {
     const vg_gemm_args *a = t->a;
@@ -359,7 +359,7 @@ static void tune_own(tune_ctx *t, float lt_ms)
     double bytes = (double)a->n * (double)a->k * (double)eab + (double)a->m * (double)a->k * (double)eab +
                    (double)a->m * (double)a->n * (double)ec * (a->residual ? 2.0 : 1.0);
     vgc_host->log(VG_LOG_DEBUG, "cuda: gemm m=%lld n=%lld k=%lld: cuBLASLt %.1f us cold (%.0f GB/s), vg "
-                  "skinny %.1f us (%.0f GB/s; us per warps x split, c: clustered: %s): %s", (long long)a->m,
+                  "skinny %.1f us (%.0f GB/s; us per warps x split, c clustered: %s): %s", (long long)a->m,
                   (long long)a->n, (long long)a->k, lt_ms * 1e3, bytes / (lt_ms * 1e6), best * 1e3,
                   bytes / (best * 1e6), each, best < bar ? "skinny" : "cuBLASLt");
     if (best < bar) t->p->own = best_cfg;
@@ -478,12 +478,13 @@ static vg_status plan_get(vg_bk_stream *s, const gemm_key *k, const vg_gemm_args
 }
 
 /* The skinny kernel's configuration where VG_CUDA_GEMM forces it: the split that fills the GPU;
- * with skinny_cluster, the largest clustered split k allows where the device runs clusters. */
+ * with skinny_cluster, the largest clustered split k allows where the device runs clusters (with
+ * 8 warps a block where m <= 8, so both block shapes are tested clustered). */
 static vgc_skinny_cfg forced_cfg(const vg_bk_stream *s, const vg_gemm_args *a)
 {
     if (s->gemm_cache->own == OWN_ALWAYS_CLUSTER)
         for (int nb = s->dev->gemm_cluster_max; nb >= 2; nb /= 2) {
-            vgc_skinny_cfg c = vgc_skinny_cluster(a, nb, 0);
+            vgc_skinny_cfg c = vgc_skinny_cluster(a, nb, a->m <= 8);
             if (c.ksplit > 0) return c;
         }
     return vgc_skinny_split(a, s->dev->prop.multiProcessorCount, 1.0, s->gemm_cache->own == OWN_ALWAYS_WIDE,

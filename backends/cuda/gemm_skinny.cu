@@ -348,8 +348,10 @@ vgc_skinny_cfg vgc_skinny_cluster(const vg_gemm_args *a, int nb, int wide)
 
 int vgc_skinny_cluster_max(const vg_bk_device *dev)
 {
-    /* the largest block the kernel has: 64 rows of activations (its shared memory is static) */
-    return vgc_cluster_max(dev, k_gemm_skinny<vgc_bf16, vgc_bf16, 8, 4>, 4 * 32, 0, 1);
+    /* its two largest blocks: 64 rows of activations (the most shared memory, static) and 8 warps */
+    const int rows64 = vgc_cluster_max(dev, k_gemm_skinny<vgc_bf16, vgc_bf16, 8, 4>, 4 * 32, 0, 1);
+    const int wide = vgc_cluster_max(dev, k_gemm_skinny<vgc_bf16, vgc_bf16, 1, 8>, 8 * 32, 0, 1);
+    return rows64 < wide ? rows64 : wide;
 }
 
 template <typename T, typename TC, int MT, int W>

@@ -47,6 +47,8 @@ vg_status vgc_decode_tc(vg_bk_stream *, const vgc_decode_call *)
     return VG_ERR_UNSUPPORTED; /* paged_attention runs its CUDA-core split kernel */
 }
 
+int vgc_decode_tc_takes(const vg_bk_stream *, const vgc_decode_call *) { return 0; }
+
 /* decode_tune.cu's measured choice: the CUDA-core split kernel, the one HIP has */
 int vgc_decode_pick(vg_bk_stream *, const vgc_decode_call *, vgc_decode_own_fn) { return 0; }
 
