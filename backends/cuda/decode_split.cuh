@@ -3,10 +3,11 @@
  * vendors) and decode_tc.cu's tensor-core one (NVIDIA). A block (of PD_THREADS threads where
  * the slices merge through memory: the merge's; decode_tc.cu's whole form, which has no such
  * merge, has more) takes one query row, the query heads of one KV head (at most PD_GMAX) and one
- * of `nsplit` slices of the row's context; with nsplit > 1 it leaves its slice's unnormalised output, running max (base 2,
- * in scaled units) and sum in the partials (the stream's GEMM workspace), and the last block of
- * the (row, head group) to finish, counted in a counter of the stream's that it puts back to zero
- * (so graphs replay it), merges the slices into the output (pd_join). */
+ * of `nsplit` slices of the row's context; with nsplit > 1 it leaves its slice's unnormalised
+ * output, running max (base 2, in scaled units) and sum in the partials (the stream's GEMM
+ * workspace), and the last block of the (row, head group) to finish, counted in a counter of the
+ * stream's that it puts back to zero (so graphs replay it), merges the slices into the output
+ * (pd_join). */
 #ifndef VG_CUDA_DECODE_SPLIT_CUH
 #define VG_CUDA_DECODE_SPLIT_CUH
 

@@ -150,8 +150,9 @@ static int dtune_lib_forced(const vg_bk_stream *s, const vgc_decode_call *c, int
 
 int vgc_decode_pick(vg_bk_stream *s, const vgc_decode_call *c, vgc_decode_own_fn own)
 {
-    const int forced = dtune_forced(), lib_takes = dtune_lib_takes(s, c);
+    const int forced = dtune_forced();
     if (forced >= 0) return forced;
+    const int lib_takes = dtune_lib_takes(s, c); /* per call: it checks this call's strides and alignment */
     if (forced != DTUNE_MEASURE) return lib_takes ? dtune_lib_forced(s, c, forced) : 0; /* else vg's split form */
     const dtune_key key = {s->dev->index, (int)c->rows, c->num_seqs, c->heads, c->kv_heads, c->head_dim,
                            c->block_size, c->max_blocks, (int)c->t, c->rope != nullptr, lib_takes};

@@ -322,10 +322,13 @@ int vgc_skinny_fits(const vg_gemm_args *a)
            ((uintptr_t)a->a | (uintptr_t)a->b | (uintptr_t)a->norm_w) % 16 == 0;
 }
 
+/* Warps a block has: 8 for a wide configuration, which only one 8-row activation tile takes. */
+static int sk_warps(const vg_gemm_args *a, int wide) { return wide && a->m <= 8 ? 8 : 4; }
+
 vgc_skinny_cfg vgc_skinny_split(const vg_gemm_args *a, int sms, double scale, int wide, size_t ws_bytes,
                                 int ncounters)
 {
-    int warps = wide && a->m <= 8 ? 8 : 4;
+    const int warps = sk_warps(a, wide);
     int64_t groups = (a->n + SK_ROWS - 1) / SK_ROWS, chunks = (a->k + SK_CHUNK - 1) / SK_CHUNK;
     int64_t want = (16 * (int64_t)sms / warps + groups - 1) / groups; /* ~16 warps per SM */
     int64_t ks = (int64_t)((double)want * scale + 0.5);
@@ -339,7 +342,7 @@ vgc_skinny_cfg vgc_skinny_split(const vg_gemm_args *a, int sms, double scale, in
 
 vgc_skinny_cfg vgc_skinny_cluster(const vg_gemm_args *a, int nb, int wide)
 {
-    const int warps = wide && a->m <= 8 ? 8 : 4;
+    const int warps = sk_warps(a, wide);
     const int64_t chunks = (a->k + SK_CHUNK - 1) / SK_CHUNK;
     vgc_skinny_cfg c = {nb, warps == 8, 1};
     if (nb < 2 || chunks < (int64_t)nb * warps) c.ksplit = 0; /* a chunk for each warp at least */
