@@ -1064,6 +1064,136 @@ static void test_gemm_rmsnorm_a(void **state)
     gemm_rmsnorm_a_check(VG_DTYPE_F32, &cases[4]);
 }
 
+/* gemm with a norm of C (op table version 9: the rmsnorm after a projection inside it), at decode
+ * shapes and odd ones, with a bias, a residual (in place, as a residual block writes it), F32 out,
+ * and a norm of A too: captured once and replayed on new activations. C against the reference; the
+ * normalised rows against the reference norm of the C the device stored, and both against the gemm
+ * and rmsnorm ops run separately on the same device. */
+typedef struct norm_c_case {
+    int m, n, k, f32_out, bias, residual, in_place, norm_a;
+} norm_c_case;
+
+static void gemm_rmsnorm_c_check(vg_dtype dt, const norm_c_case *t)
+{
+    const int M = t->m, N = t->n, K = t->k;
+    const vg_dtype dc_t = t->f32_out ? VG_DTYPE_F32 : dt;
+    const size_t na = (size_t)M * K, nb = (size_t)N * K, nc = (size_t)M * N;
+    float *a = malloc(na * 4), *b = malloc(nb * 4), *w = malloc((size_t)N * 4), *wa = malloc((size_t)K * 4);
+    float *bias = malloc((size_t)N * 4), *res = malloc(nc * 4), *out = malloc(nc * 4), *outn = malloc(nc * 4);
+    float *sep = malloc(nc * 4), *sepn = malloc(nc * 4);
+    double *want = malloc(nc * sizeof(double)), *wantn = malloc(nc * sizeof(double)), *got = malloc(nc * sizeof(double));
+    double *da_ = malloc(na * sizeof(double)), *db_ = malloc(nb * sizeof(double)), *dres_ = malloc(nc * sizeof(double));
+    double *dw_ = malloc((size_t)N * sizeof(double)), *dwa_ = malloc((size_t)K * sizeof(double));
+    double *dbias_ = malloc((size_t)N * sizeof(double));
+    assert_true(a && b && w && wa && bias && res && out && outn && sep && sepn && want && wantn && got && da_ &&
+                db_ && dres_ && dw_ && dwa_ && dbias_);
+    fill_random(b, nb, 341);
+    fill_random(w, (size_t)N, 342);
+    fill_random(wa, (size_t)K, 343);
+    fill_random(bias, (size_t)N, 344);
+    fill_random(res, nc, 345);
+    void *da = upload_as(dt, a, na), *db = upload_as(dt, b, nb), *dw = upload_as(dc_t, w, (size_t)N);
+    void *dwa = upload_as(dt, wa, (size_t)K), *dbias = t->bias ? upload_as(dt, bias, (size_t)N) : NULL;
+    void *dres = t->residual ? upload_as(dc_t, res, nc) : NULL;
+    void *dc = dalloc(nc * esize(dc_t)), *dn = dalloc(nc * esize(dc_t)), *dan = dalloc(na * esize(dt));
+    void *ds = dalloc(nc * esize(dc_t)), *dsn = dalloc(nc * esize(dc_t));
+    gemm_case c;
+    memset(&c, 0, sizeof c);
+    c.args = (vg_gemm_args){.struct_size = sizeof(vg_gemm_args), .dtype_ab = dt, .dtype_c = dc_t, .m = M, .n = N,
+                            .k = K, .a = da, .lda = K, .b = db, .ldb = K, .c = dc, .ldc = N, .bias = dbias,
+                            .residual = t->in_place ? dc : dres, .ldr = N, .act = VG_ACT_NONE, .alpha = 1.0f,
+                            .norm_w = t->norm_a ? dwa : NULL, .norm_out = t->norm_a ? dan : NULL,
+                            .norm_eps = 1e-6f, .c_norm_w = dw, .c_norm_out = dn};
+    vg_graph_exec *exec = has_graphs() ? capture(enqueue_gemm, &c) : NULL;
+    for (size_t i = 0; i < nb; i++) db_[i] = b[i];
+    for (int i = 0; i < N; i++) dw_[i] = w[i], dbias_[i] = bias[i];
+    for (int i = 0; i < K; i++) dwa_[i] = wa[i];
+    for (size_t i = 0; i < nc; i++) dres_[i] = res[i];
+    for (int round = 0; round < 3; round++) {
+        fill_random(a, na, 350 + round);
+        void *nw = upload_as(dt, a, na);
+        VG_CHECK(vg_mem_copy_d2d(g.s, da, nw, na * esize(dt)));
+        if (t->in_place) VG_CHECK(vg_mem_copy_d2d(g.s, dc, dres, nc * esize(dc_t))); /* C holds the residual */
+        if (exec) VG_CHECK(vg_graph_exec_launch(exec, g.s));
+        else enqueue_gemm(&c);
+        download_as(dc_t, out, dc, nc);
+        download_as(dc_t, outn, dn, nc);
+        /* the ops it replaces, on the same device */
+        vg_gemm_args plain = c.args;
+        plain.c = ds, plain.c_norm_w = NULL, plain.c_norm_out = NULL;
+        if (t->in_place) {
+            VG_CHECK(vg_mem_copy_d2d(g.s, ds, dres, nc * esize(dc_t)));
+            plain.residual = ds;
+        }
+        VG_CHECK(vg_op_gemm(g.s, &plain));
+        VG_CHECK(vg_op_rmsnorm(g.s, dc_t, ds, dw, dsn, M, N, 1e-6f));
+        download_as(dc_t, sep, ds, nc);
+        download_as(dc_t, sepn, dsn, nc);
+        VG_CHECK(vg_mem_free(g.rt, nw));
+        for (size_t i = 0; i < na; i++) da_[i] = a[i];
+        if (t->norm_a) {
+            double *an = malloc(na * sizeof(double));
+            assert_non_null(an);
+            ref_rmsnorm(da_, dwa_, an, M, K, 1e-6);
+            memcpy(da_, an, na * sizeof(double));
+            free(an);
+        }
+        ref_gemm(M, N, K, 1.0, da_, K, db_, K, t->bias ? dbias_ : NULL, t->residual ? dres_ : NULL, N, VG_ACT_NONE,
+                 want, N);
+        for (size_t i = 0; i < nc; i++) got[i] = out[i];
+        ref_rmsnorm(got, dw_, wantn, M, N, 1e-6); /* the norm of the C the device stored */
+        double scale = 0, scalen = 0, err = 0, errn = 0, err_sep = 0;
+        for (size_t e = 0; e < nc; e++) {
+            assert_false(isnan(out[e]) || isnan(outn[e]));
+            scale = fmax(scale, fabs(want[e]));
+            scalen = fmax(scalen, fabs(wantn[e]));
+            err = fmax(err, fabs(out[e] - want[e]));
+            errn = fmax(errn, fabs(outn[e] - wantn[e]));
+            err_sep = fmax(err_sep, fmax(fabs(out[e] - sep[e]) / fmax(scale, 1e-30), fabs(outn[e] - sepn[e]) / fmax(scalen, 1e-30)));
+        }
+        const double rel = dc_t == VG_DTYPE_F32 && dt == VG_DTYPE_F32 ? 1e-4 : dt == VG_DTYPE_F16 ? 4e-3 : 1.6e-2;
+        /* the norm of C as stored: only its own rounding (one ulp of dc_t) and fp32 statistics */
+        const double reln = dc_t == VG_DTYPE_F32 ? 1e-5 : dc_t == VG_DTYPE_F16 ? 2e-3 : 1e-2;
+        if (err > rel * scale || errn > reln * scalen || err_sep > rel)
+            print_message("gemm norm of C %s->%s m=%d n=%d k=%d bias %d residual %d in place %d norm of A %d round %d: "
+                          "error %.3g of %.3g, norm %.3g of %.3g, against the separate ops %.3g (relative)\n",
+                          vg_dtype_name(dt), vg_dtype_name(dc_t), M, N, K, t->bias, t->residual, t->in_place,
+                          t->norm_a, round, err, scale, errn, scalen, err_sep);
+        assert_true(err <= rel * scale && errn <= reln * scalen && err_sep <= rel);
+    }
+    if (exec) VG_CHECK(vg_graph_exec_destroy(exec));
+    void *bufs[10] = {da, db, dw, dwa, dbias, dres, dc, dn, dan, ds};
+    for (int i = 0; i < 10; i++)
+        if (bufs[i]) VG_CHECK(vg_mem_free(g.rt, bufs[i]));
+    VG_CHECK(vg_mem_free(g.rt, dsn));
+    free(a), free(b), free(w), free(wa), free(bias), free(res), free(out), free(outn), free(sep), free(sepn);
+    free(want), free(wantn), free(got), free(da_), free(db_), free(dres_), free(dw_), free(dwa_), free(dbias_);
+}
+
+static void test_gemm_rmsnorm_c(void **state)
+{
+    (void)state;
+    if (!supports(VG_OP_GEMM_RMSNORM_C)) skip();
+    static const norm_c_case cases[] = {
+        /* m    n     k   f32 bias res in-place norm-A */
+        {1, 896, 4864, 0, 0, 1, 1, 0},  /* a down projection and the next layer's input norm */
+        {16, 896, 4864, 0, 0, 1, 1, 0},
+        {16, 1024, 2048, 0, 1, 1, 1, 0}, /* an o projection with a bias */
+        {64, 1024, 3072, 0, 0, 1, 0, 0}, /* the residual in a buffer of its own */
+        {7, 100, 96, 0, 1, 0, 0, 0},     /* rows of no whole vectors, no residual */
+        {3, 64, 40, 0, 0, 1, 1, 1},      /* a norm of A too */
+        {70, 256, 512, 0, 0, 1, 1, 0},   /* past the decode kernels' rows */
+        {16, 896, 4864, 1, 0, 1, 1, 0},  /* F32 out */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (cases[i].norm_a && !supports(VG_OP_GEMM_RMSNORM_A)) continue;
+        gemm_rmsnorm_c_check(VG_DTYPE_BF16, &cases[i]);
+        gemm_rmsnorm_c_check(VG_DTYPE_F16, &cases[i]);
+    }
+    gemm_rmsnorm_c_check(VG_DTYPE_F32, &cases[2]);
+    gemm_rmsnorm_c_check(VG_DTYPE_F32, &cases[4]);
+}
+
 /* max|got - want| / max|want|, failing on NaN */
 
 static double tol_for(vg_dtype t) { return t == VG_DTYPE_F32 ? 2e-5 : 2e-2; }
@@ -2032,6 +2162,7 @@ int main(void)
         cmocka_unit_test_teardown(test_gemm_decode_shapes, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_silu_gate, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_rmsnorm_a, end_stray_capture),
+        cmocka_unit_test_teardown(test_gemm_rmsnorm_c, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_rejects_activation_with_inplace_residual, end_stray_capture),
         cmocka_unit_test_teardown(test_gather_reads_indices_at_replay, end_stray_capture),
         cmocka_unit_test_teardown(test_update, end_stray_capture),
