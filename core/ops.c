@@ -129,21 +129,6 @@ vg_status vg_op_gemm(vg_stream *s, const vg_gemm_args *args)
         REQUIRE_ALIGNED("gemm", "norm_out", g->norm_out, eab);
         OP_GATE(s, VG_OP_GEMM_RMSNORM_A, dtypes);
     }
-    if (g->c_norm_w) {
-        REQUIRE(g->c_norm_out, "gemm: c_norm_w needs c_norm_out (the normalised rows of C)");
-        REQUIRE(g->ldc == g->n, "gemm: c_norm_w needs a contiguous C (ldc %lld, n %lld)",
-                (long long)g->ldc, (long long)g->n);
-        REQUIRE(g->act == VG_ACT_NONE && g->gate == VG_GEMM_GATE_NONE,
-                "gemm: c_norm_w takes no activation (act %d) and no gate (gate %d)", (int)g->act,
-                (int)g->gate);
-        REQUIRE(g->c_norm_out != g->c && g->c_norm_out != g->a && g->c_norm_out != g->residual,
-                "gemm: c_norm_out must be a buffer of its own (it is %s)",
-                g->c_norm_out == g->c ? "c" : g->c_norm_out == g->a ? "a" : "residual");
-        REQUIRE(g->norm_eps >= 0.0f, "gemm: norm_eps %g < 0", (double)g->norm_eps);
-        REQUIRE_ALIGNED("gemm", "c_norm_w", g->c_norm_w, ec);
-        REQUIRE_ALIGNED("gemm", "c_norm_out", g->c_norm_out, ec);
-        OP_GATE(s, VG_OP_GEMM_RMSNORM_C, dtypes);
-    }
     OP_GATE(s, VG_OP_GEMM, dtypes);
     return OP_CALL(s, gemm, g);
 }

@@ -297,41 +297,6 @@ static void generate(tcase *c, rng *r)
                  (long long)c->lda, (long long)c->ldb, (long long)c->ldc, c->alpha, c->bias);
         break;
     }
-    case VG_OP_GEMM_RMSNORM_C: { /* C = A·Bᵀ (+ bias, residual), contiguous; c_norm_out after C */
-        const int aligned = rchance(r, 0.4);
-        c->t2 = pick_dtype(r, c->op);
-        c->m = rchance(r, 0.2) ? rint_in(r, 65, 200) : rint_in(r, 1, 64);
-        c->n = up8(rchance(r, 0.2) ? rint_in(r, 161, 1100) : rint_in(r, 1, 160), aligned);
-        /* long k in multiples of 48 half the time: a device may split k in 2, 3, 4, 6 or 8 */
-        c->k = rchance(r, 0.5) ? 48 * rint_in(r, 1, 100) : up8(rint_in(r, 1, 600), aligned);
-        c->lda = c->k + (rchance(r, 0.5) ? 0 : 8 * rint_in(r, 1, 3)), c->ldb = c->k + pad8(r, aligned);
-        c->ldc = c->n;
-        c->bias = rchance(r, 0.5);
-        c->res = (int)rint_in(r, 0, 2);
-        c->ldr = c->res == 2 ? c->ldc : c->n + pad8(r, aligned);
-        c->alpha = rchance(r, 0.5) ? 1.0 : (float)runif(r, 0.25, 2.0);
-        c->eps = rchance(r, 0.5) ? 1e-6 : 1e-5;
-        /* c_norm_out: m·n elements after C, 16-byte aligned */
-        size_t es_c = esize(c->t2), cn = (size_t)(c->m * c->n);
-        size_t at = ((cn * es_c + 15) / 16) * 16 / es_c;
-        c->count = (int64_t)at;
-        add_buf(c, r, "a", c->t, (size_t)((c->m - 1) * c->lda + c->k));
-        add_buf(c, r, "b", c->t, (size_t)((c->n - 1) * c->ldb + c->k));
-        add_buf(c, r, "c,c_norm_out", c->t2, at + cn);
-        c->b[2].off = 0; /* c_norm_out's alignment is counted from the allocation */
-        c->b[2].cap = c->b[2].n;
-        c->out = 2;
-        add_buf(c, r, "c_norm_w", c->t2, (size_t)c->n);
-        if (c->bias) add_buf(c, r, "bias", c->t, (size_t)c->n);
-        if (c->res == 1) add_buf(c, r, "residual", c->t2, (size_t)((c->m - 1) * c->ldr + c->n));
-        align_bufs(c, aligned);
-        snprintf(c->shape, sizeof c->shape,
-                 "norm of C dtype_c=%s m=%lld n=%lld k=%lld lda=%lld ldb=%lld alpha=%.9g eps=%g bias=%d "
-                 "residual=%s ldr=%lld", vg_dtype_name(c->t2), (long long)c->m, (long long)c->n, (long long)c->k,
-                 (long long)c->lda, (long long)c->ldb, c->alpha, c->eps, c->bias,
-                 c->res == 2 ? "c" : c->res == 1 ? "own" : "none", (long long)c->ldr);
-        break;
-    }
     case VG_OP_GEMM_RMSNORM_A: { /* C = rmsnorm(A)·Bᵀ (+ bias, act, residual); norm_out after C */
         const int aligned = rchance(r, 0.3);
         c->t2 = pick_dtype(r, c->op);
@@ -806,20 +771,6 @@ static void reference(tcase *c)
             memset(o->mask + o->off + (size_t)(i * c->ldc + c->n / 2), 2, (size_t)(c->n / 2));
         break;
     }
-    case VG_OP_GEMM_RMSNORM_C: {
-        const double *bias = c->bias ? b[4].h + b[4].off : NULL;
-        const double *res = c->res == 2 ? w : c->res == 1 ? b[c->nb - 1].h + b[c->nb - 1].off : NULL;
-        ref_gemm(c->m, c->n, c->k, c->alpha, b[0].h + b[0].off, c->lda, b[1].h + b[1].off, c->ldb, bias, res,
-                 c->ldr, VG_ACT_NONE, w, c->n);
-        /* the norm of C as stored */
-        double *cr = xcalloc((size_t)(c->m * c->n), sizeof *cr);
-        for (int64_t i = 0; i < c->m * c->n; i++) cr[i] = ref_round(c->t2, w[i]);
-        ref_rmsnorm(cr, b[3].h + b[3].off, w + c->count, c->m, c->n, c->eps);
-        free(cr);
-        mark_rows(o, 1, 0, c->m * c->n);
-        memset(o->mask + c->count, 1, (size_t)(c->m * c->n));
-        break;
-    }
     case VG_OP_GEMM_RMSNORM_A: {
         double *an = xcalloc((size_t)(c->m * c->k), sizeof *an);
         ref_rmsnorm(b[0].h + b[0].off, b[3].h + b[3].off, an, c->m, c->k, c->eps);
@@ -991,16 +942,6 @@ static vg_status enqueue(const tcase *c)
                           .act = VG_ACT_NONE, .alpha = (float)c->alpha, .gate = VG_GEMM_GATE_SILU};
         return vg_op_gemm(s, &a);
     }
-    case VG_OP_GEMM_RMSNORM_C: {
-        vg_gemm_args a = {.struct_size = sizeof a, .dtype_ab = c->t, .dtype_c = c->t2, .m = c->m,
-                          .n = c->n, .k = c->k, .a = b[0].d, .lda = c->lda, .b = b[1].d,
-                          .ldb = c->ldb, .c = b[2].d, .ldc = c->ldc, .bias = c->bias ? b[4].d : NULL,
-                          .residual = c->res == 2 ? b[2].d : c->res == 1 ? b[c->nb - 1].d : NULL,
-                          .ldr = c->ldr, .act = VG_ACT_NONE, .alpha = (float)c->alpha,
-                          .norm_eps = (float)c->eps, .c_norm_w = b[3].d,
-                          .c_norm_out = (char *)b[2].d + (size_t)c->count * esize(c->t2)};
-        return vg_op_gemm(s, &a);
-    }
     case VG_OP_GEMM_RMSNORM_A: {
         vg_gemm_args a = {.struct_size = sizeof a, .dtype_ab = c->t, .dtype_c = c->t2, .m = c->m,
                           .n = c->n, .k = c->k, .a = b[0].d, .lda = c->lda, .b = b[1].d,
@@ -1082,8 +1023,7 @@ static int may_refuse(const tcase *c, vg_status st)
 {
     if (st != VG_ERR_UNSUPPORTED) return 0;
     if (c->op == VG_OP_ATTENTION || c->op == VG_OP_ATTENTION_ROTARY) return 1;
-    return (c->op == VG_OP_GEMM || c->op == VG_OP_GEMM_SILU_GATE || c->op == VG_OP_GEMM_RMSNORM_A ||
-            c->op == VG_OP_GEMM_RMSNORM_C) &&
+    return (c->op == VG_OP_GEMM || c->op == VG_OP_GEMM_SILU_GATE || c->op == VG_OP_GEMM_RMSNORM_A) &&
            c->t != c->t2;
 }
 

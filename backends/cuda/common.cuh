@@ -139,9 +139,6 @@ vg_status vgc_gemm_tiled(vg_bk_stream *s, const vg_gemm_args *a);
 /* A gated GEMM's second step where the GEMM itself did not gate (vg_ops.h: args.gate): silu_mul
  * over C's halves in place. VG_OK at once without a gate. */
 vg_status vgc_gemm_gate_after(vg_bk_stream *s, const vg_gemm_args *a);
-/* A GEMM with a norm of C (args.c_norm_w) where the GEMM itself did not normalise: rmsnorm of C
- * (contiguous then) into c_norm_out. VG_OK at once without one. */
-vg_status vgc_gemm_norm_after(vg_bk_stream *s, const vg_gemm_args *a);
 /* A GEMM with a norm of A (args.norm_w) where the GEMM itself does not normalise: rmsnorm into
  * norm_out, and *out = the call on it (in *normed); *out = a without a norm. */
 vg_status vgc_gemm_norm_before(vg_bk_stream *s, const vg_gemm_args *a, vg_gemm_args *normed,

@@ -35,8 +35,6 @@
 
 #include "common.cuh"
 #include "gemm_skinny.cuh"
-#include "gemm_split.cuh"
-#include "tune_graph.cuh"
 
 #define VGC_GEMM_WORKSPACE (32u << 20)
 #define VGC_GEMM_CACHE 64
@@ -48,19 +46,7 @@ typedef struct gemm_key {
     int32_t align_a, align_b, align_c, align_r;
     int32_t gate; /* vg_gemm_gate: timed with its silu_mul, against the skinny kernel's fused gate */
     int32_t norm; /* a norm of A: timed with its rmsnorm, against the skinny kernel's fused norm */
-    int32_t c_norm; /* a norm of C: timed with its rmsnorm, against a split of k summed by it */
 } gemm_key;
-
-/* A GEMM whose k this file splits itself (only with a norm of C: vgc_split_norm then adds the
- * partials in the launch that normalises, where cuBLASLt's own split-K adds them in a kernel of
- * its own): one batched cuBLASLt call, slice i of k as batch entry i, into fp32 partials in the
- * stream's GEMM workspace. */
-typedef struct split_plan {
-    int nsplit; /* > 1: the plan runs split */
-    cublasLtMatmulDesc_t desc;
-    cublasLtMatrixLayout_t la, lb, lc;
-    cublasLtMatmulAlgo_t algo;
-} split_plan;
 
 typedef struct gemm_plan {
     gemm_key key;
@@ -70,17 +56,15 @@ typedef struct gemm_plan {
     cublasLtMatrixLayout_t la, lb, lc, ld;
     cublasLtMatmulAlgo_t algo;
     vgc_skinny_cfg own; /* own.ksplit > 0: the skinny kernel runs instead of cuBLASLt */
-    split_plan split;   /* split.nsplit > 1: k split here instead (neither own nor algo runs) */
 } gemm_plan;
 
 struct vgc_gemm_cache {
     gemm_plan plans[VGC_GEMM_CACHE];
     uint64_t tick;
-    int own; /* OWN_TUNED, OWN_NEVER (VG_CUDA_GEMM=cublaslt), OWN_SPLIT (=split),
-              * OWN_ALWAYS(_WIDE, _CLUSTER) (=skinny(_wide, _cluster)) */
+    int own; /* OWN_TUNED, OWN_NEVER (VG_CUDA_GEMM=cublaslt), OWN_ALWAYS(_WIDE, _CLUSTER) (=skinny(_wide, _cluster)) */
 };
 
-enum { OWN_TUNED = 0, OWN_NEVER, OWN_SPLIT, OWN_ALWAYS, OWN_ALWAYS_WIDE, OWN_ALWAYS_CLUSTER };
+enum { OWN_TUNED = 0, OWN_NEVER, OWN_ALWAYS, OWN_ALWAYS_WIDE, OWN_ALWAYS_CLUSTER };
 
 static vg_status lt_fail(cublasStatus_t st, const char *what)
 {
@@ -111,19 +95,9 @@ void vgc_gemm_device_fini(vg_bk_device *dev)
     dev->blas = NULL;
 }
 
-static void split_release(split_plan *sp)
-{
-    if (sp->desc) cublasLtMatmulDescDestroy(sp->desc);
-    if (sp->la) cublasLtMatrixLayoutDestroy(sp->la);
-    if (sp->lb) cublasLtMatrixLayoutDestroy(sp->lb);
-    if (sp->lc) cublasLtMatrixLayoutDestroy(sp->lc);
-    memset(sp, 0, sizeof *sp);
-}
-
 static void plan_release(gemm_plan *p)
 {
     if (!p->valid) return;
-    split_release(&p->split);
     cublasLtMatmulDescDestroy(p->desc);
     cublasLtMatrixLayoutDestroy(p->la);
     cublasLtMatrixLayoutDestroy(p->lb);
@@ -147,8 +121,7 @@ vg_status vgc_gemm_stream_init(vg_bk_stream *s)
     s->gemm_cache->own = g && strcmp(g, "cublaslt") == 0         ? OWN_NEVER
                          : g && strcmp(g, "skinny") == 0         ? OWN_ALWAYS
                          : g && strcmp(g, "skinny_wide") == 0    ? OWN_ALWAYS_WIDE
-                         : g && strcmp(g, "skinny_cluster") == 0 ? OWN_ALWAYS_CLUSTER
-                         : g && strcmp(g, "split") == 0          ? OWN_SPLIT : OWN_TUNED;
+                         : g && strcmp(g, "skinny_cluster") == 0 ? OWN_ALWAYS_CLUSTER : OWN_TUNED;
     e = cudaMalloc(&s->counters, VGC_COUNTERS * sizeof(unsigned));
     if (e == cudaSuccess) e = cudaMemsetAsync(s->counters, 0, VGC_COUNTERS * sizeof(unsigned), s->s);
     if (e != cudaSuccess) {
@@ -198,30 +171,38 @@ typedef struct tune_ctx {
     const vg_gemm_args *a;
     void *scratch, *cold;
     void *norm_scratch; /* a norm's rows while timing: norm_out may be A itself (normalised in place) */
-    void *c_norm_scratch; /* the norm of C's rows while timing */
     size_t flush;
     cudaEvent_t e0, e1;
 } tune_ctx;
 
-/* The call as timing runs it: into the scratch outputs. */
-static vg_gemm_args timed_args(const tune_ctx *t)
+/* The best of `reps` cold runs after one warm-up run, in ms; +inf if the algorithm fails. With
+ * own.ksplit > 0 the skinny kernel in that configuration runs instead of `algo`. */
+static float time_cold(tune_ctx *t, const cublasLtMatmulAlgo_t *algo, vgc_skinny_cfg own_cfg, int reps)
 {
-    vg_gemm_args own = *t->a;
+    const gemm_plan *p = t->p;
+    const vg_gemm_args *a = t->a;
+    float alpha = a->alpha, beta = p->key.beta ? 1.0f : 0.0f, fastest = INFINITY;
+    const void *cptr = p->key.beta ? a->residual : t->scratch;
+    cublasLtHandle_t h = (cublasLtHandle_t)t->s->dev->blas;
+    vg_gemm_args own = *a;
     own.c = t->scratch;
     own.norm_out = t->norm_scratch;
-    own.c_norm_out = t->c_norm_scratch;
-    return own;
-}
-
-/* The best of `reps` cold runs of `run` (enqueues one call; false: it failed) after one warm-up
- * run, in ms; +inf if a run fails. */
-template <typename Run> static float time_runs(tune_ctx *t, int reps, Run run)
-{
-    float fastest = INFINITY;
     for (int rep = 0; rep <= reps; rep++) {
         if (rep > 0) cudaMemsetAsync(t->cold, rep, t->flush, t->s->s);
         cudaEventRecord(t->e0, t->s->s);
-        if (!run()) return INFINITY;
+        if (own_cfg.ksplit > 0) {
+            if (vgc_gemm_skinny(t->s, &own, own_cfg, (float *)t->s->gemm_workspace, t->s->counters) != VG_OK)
+                return INFINITY;
+        } else { /* a norm and a gate cost cuBLASLt a launch each */
+            vg_gemm_args normed;
+            const vg_gemm_args *lt = &own;
+            if (vgc_gemm_norm_before(t->s, &own, &normed, &lt) != VG_OK ||
+                cublasLtMatmul(h, p->desc, &alpha, a->b, p->la, lt->a, p->lb, &beta, cptr, p->lc,
+                               t->scratch, p->ld, algo, t->s->gemm_workspace,
+                               t->s->gemm_workspace_bytes, t->s->s) != CUBLAS_STATUS_SUCCESS ||
+                vgc_gemm_gate_after(t->s, &own) != VG_OK)
+                return INFINITY;
+        }
         float ms = 0;
         if (cudaEventRecord(t->e1, t->s->s) != cudaSuccess || cudaEventSynchronize(t->e1) != cudaSuccess ||
             cudaEventElapsedTime(&ms, t->e0, t->e1) != cudaSuccess)
@@ -229,31 +210,6 @@ template <typename Run> static float time_runs(tune_ctx *t, int reps, Run run)
         if (rep > 0 && ms < fastest) fastest = ms; /* rep 0 warms the algorithm up */
     }
     return fastest;
-}
-
-/* time_runs of cuBLASLt's `algo`, or with own.ksplit > 0 of the skinny kernel in that
- * configuration; a norm of A, a gate and a norm of C cost cuBLASLt a launch each, and a norm of
- * C the skinny kernel one. */
-static float time_cold(tune_ctx *t, const cublasLtMatmulAlgo_t *algo, vgc_skinny_cfg own_cfg, int reps)
-{
-    const gemm_plan *p = t->p;
-    const vg_gemm_args *a = t->a;
-    const vg_gemm_args own = timed_args(t);
-    float alpha = a->alpha, beta = p->key.beta ? 1.0f : 0.0f;
-    const void *cptr = p->key.beta ? a->residual : t->scratch;
-    cublasLtHandle_t h = (cublasLtHandle_t)t->s->dev->blas;
-    return time_runs(t, reps, [&]() {
-        if (own_cfg.ksplit > 0)
-            return vgc_gemm_skinny(t->s, &own, own_cfg, (float *)t->s->gemm_workspace, t->s->counters) == VG_OK &&
-                   vgc_gemm_norm_after(t->s, &own) == VG_OK;
-        vg_gemm_args normed;
-        const vg_gemm_args *lt = &own;
-        return vgc_gemm_norm_before(t->s, &own, &normed, &lt) == VG_OK &&
-               cublasLtMatmul(h, p->desc, &alpha, a->b, p->la, lt->a, p->lb, &beta, cptr, p->lc, t->scratch,
-                              p->ld, algo, t->s->gemm_workspace, t->s->gemm_workspace_bytes,
-                              t->s->s) == CUBLAS_STATUS_SUCCESS &&
-               vgc_gemm_gate_after(t->s, &own) == VG_OK && vgc_gemm_norm_after(t->s, &own) == VG_OK;
-    });
 }
 
 /* Whether cuBLASLt accepts `algo` for this plan within the stream's workspace. */
@@ -409,167 +365,6 @@ static void tune_own(tune_ctx *t, float lt_ms)
     if (best < bar) t->p->own = best_cfg;
 }
 
-/* ---- k split here, summed where C is normalised (split_plan) ---- */
-
-/* The slice counts tried (vgc_split_norm has a kernel for each): each slice's k in whole 16-byte
- * vectors. */
-static const int k_splits[] = {2, 3, 4, 6, 8};
-
-/* Whether a split into n slices computes this call: a norm of C (its pass adds the partials), C of
- * the operands' type (the bias is added there too), k in n slices of whole 16-byte vectors, and
- * the partials within the stream's workspace. */
-static int split_fits(const vg_bk_stream *s, const vg_gemm_args *a, int n)
-{
-    const int64_t e = a->dtype_ab == VG_DTYPE_F32 ? 4 : 2;
-    return a->c_norm_w && a->dtype_ab == a->dtype_c && a->k % n == 0 && (a->k / n * e) % 16 == 0 &&
-           (a->lda * e) % 16 == 0 && (a->ldb * e) % 16 == 0 &&
-           (double)n * (double)a->m * (double)a->n * 4.0 <= (double)s->gemm_workspace_bytes;
-}
-
-/* The batched call of `nsplit` slices for key k, and up to `max` of cuBLASLt's algorithms for it
- * (none: *found 0). The partials take the workspace, so cuBLASLt gets none. */
-static vg_status split_build(vg_bk_stream *s, const gemm_key *k, int nsplit, split_plan *sp,
-                             cublasLtMatmulHeuristicResult_t *res, int max, int *found)
-{
-    memset(sp, 0, sizeof *sp);
-    *found = 0;
-    const cudaDataType_t tab = lt_type((vg_dtype)k->dtype_ab);
-    const cublasOperation_t opT = CUBLAS_OP_T, opN = CUBLAS_OP_N;
-    const int32_t batch = nsplit;
-    const int64_t ks = k->k / nsplit, plane = k->m * k->n;
-    LT_CHECK(cublasLtMatmulDescCreate(&sp->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    LT_CHECK(cublasLtMatmulDescSetAttribute(sp->desc, CUBLASLT_MATMUL_DESC_TRANSA, &opT, sizeof opT));
-    LT_CHECK(cublasLtMatmulDescSetAttribute(sp->desc, CUBLASLT_MATMUL_DESC_TRANSB, &opN, sizeof opN));
-    LT_CHECK(cublasLtMatrixLayoutCreate(&sp->la, tab, (uint64_t)ks, (uint64_t)k->n, k->ldb));
-    LT_CHECK(cublasLtMatrixLayoutCreate(&sp->lb, tab, (uint64_t)ks, (uint64_t)k->m, k->lda));
-    LT_CHECK(cublasLtMatrixLayoutCreate(&sp->lc, CUDA_R_32F, (uint64_t)k->n, (uint64_t)k->m, k->n));
-    const cublasLtMatrixLayout_t ls[3] = {sp->la, sp->lb, sp->lc};
-    const int64_t strides[3] = {ks, ks, plane};
-    for (int i = 0; i < 3; i++) {
-        LT_CHECK(cublasLtMatrixLayoutSetAttribute(ls[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof batch));
-        LT_CHECK(cublasLtMatrixLayoutSetAttribute(ls[i], CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &strides[i],
-                                                  sizeof strides[i]));
-    }
-    cublasLtMatmulPreference_t pref = NULL;
-    LT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-    const uint64_t ws = 0;
-    const uint32_t aa = (uint32_t)k->align_b, ab = (uint32_t)k->align_a, ac = 16;
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &aa, sizeof aa);
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ab, sizeof ab);
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ac, sizeof ac);
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ac, sizeof ac);
-    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic((cublasLtHandle_t)s->dev->blas, sp->desc, sp->la, sp->lb,
-                                                       sp->lc, sp->lc, pref, max, res, found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (st != CUBLAS_STATUS_SUCCESS) *found = 0; /* no split for this call: not an error */
-    sp->nsplit = nsplit;
-    return VG_OK;
-}
-
-/* The call split: A's norm where it has one, the batched call into the workspace's partials with
- * `algo`, then vgc_split_norm. */
-static vg_status split_run(vg_bk_stream *s, const split_plan *sp, const cublasLtMatmulAlgo_t *algo,
-                           const vg_gemm_args *a)
-{
-    vg_gemm_args normed;
-    const vg_gemm_args *call = a;
-    vg_status st = vgc_gemm_norm_before(s, a, &normed, &call);
-    if (st != VG_OK) return st;
-    const float alpha = a->alpha, beta = 0.0f;
-    float *parts = (float *)s->gemm_workspace;
-    LT_CHECK(cublasLtMatmul((cublasLtHandle_t)s->dev->blas, sp->desc, &alpha, a->b, sp->la, call->a, sp->lb, &beta,
-                            parts, sp->lc, parts, sp->lc, algo, NULL, 0, s->s));
-    return vgc_split_norm(s, a, parts, sp->nsplit);
-}
-
-#define SPLIT_CANDIDATES 3 /* of cuBLASLt's algorithms per slice count */
-#define SPLIT_REPS 16      /* calls in a timing graph */
-#define SPLIT_MARGIN 0.97f /* by which a split must beat what the plan runs */
-
-static vg_status plan_run(vg_bk_stream *s, gemm_plan *p, const vg_gemm_args *a);
-
-/* With a norm of C: time what the plan runs and each slice count that fits (its first
- * SPLIT_CANDIDATES algorithms) as a step runs them (tune_graph.cuh: eagerly, the launches of both
- * pay latencies a graph does not, and on an H100 cold eager timing put the split 10-20% behind
- * where it is 15-20% ahead in a graph), and keep the fastest split where it beats the plan by
- * SPLIT_MARGIN. Logs every count's time. */
-static void tune_split(tune_ctx *t)
-{
-    const vg_gemm_args *a = t->a;
-    const vg_gemm_args own = timed_args(t);
-    vg_bk_stream *s = t->s;
-    if (plan_run(s, t->p, &own) != VG_OK) return (void)cudaGetLastError();
-    const float base = vgc_tune_graph_ms(s, t->cold, t->flush, SPLIT_REPS, t->e0, t->e1, [](int) { return true; });
-    const float now_us = vgc_tune_graph_us(
-        vgc_tune_graph_ms(s, t->cold, t->flush, SPLIT_REPS, t->e0, t->e1,
-                          [&](int) { return plan_run(s, t->p, &own) == VG_OK; }),
-        base, SPLIT_REPS);
-    if (!(now_us < INFINITY)) return;
-    split_plan keep;
-    memset(&keep, 0, sizeof keep);
-    float keep_us = now_us * SPLIT_MARGIN;
-    char each[256] = "";
-    size_t len = 0;
-    for (size_t i = 0; i < sizeof k_splits / sizeof k_splits[0]; i++) {
-        if (!split_fits(s, a, k_splits[i])) continue;
-        split_plan sp;
-        cublasLtMatmulHeuristicResult_t res[SPLIT_CANDIDATES];
-        int found = 0;
-        if (split_build(s, &t->p->key, k_splits[i], &sp, res, SPLIT_CANDIDATES, &found) != VG_OK) {
-            split_release(&sp);
-            continue;
-        }
-        float us = INFINITY;
-        for (int j = 0; j < found; j++) {
-            /* once outside capture: first-use work of the algorithm and the summing kernel */
-            if (split_run(s, &sp, &res[j].algo, &own) != VG_OK) {
-                (void)cudaGetLastError();
-                continue;
-            }
-            const float uj = vgc_tune_graph_us(
-                vgc_tune_graph_ms(s, t->cold, t->flush, SPLIT_REPS, t->e0, t->e1,
-                                  [&](int) { return split_run(s, &sp, &res[j].algo, &own) == VG_OK; }),
-                base, SPLIT_REPS);
-            if (uj < us) us = uj, sp.algo = res[j].algo;
-        }
-        int w = snprintf(each + len, sizeof each - len, "%s%d: %.1f", len ? ", " : "", k_splits[i], us);
-        if (w > 0 && len + (size_t)w < sizeof each) len += (size_t)w;
-        if (us < keep_us) {
-            split_release(&keep);
-            keep = sp, keep_us = us;
-        } else {
-            split_release(&sp);
-        }
-    }
-    if (!len) return;
-    vgc_host->log(VG_LOG_DEBUG, "cuda: gemm m=%lld n=%lld k=%lld with a norm of C: %.1f us a call in a graph, "
-                  "split k summed by the norm (us per slices: %s): %s", (long long)a->m, (long long)a->n,
-                  (long long)a->k, now_us, each, keep.nsplit ? "split" : "kept");
-    if (keep.nsplit) {
-        t->p->split = keep;
-        t->p->own = k_no_own;
-    }
-}
-
-/* VG_CUDA_GEMM=split: the first slice count that fits and cuBLASLt takes, with its first
- * algorithm, untimed (for testing the split); none fits: the plan stays as it is. */
-static void split_force(vg_bk_stream *s, gemm_plan *p, const vg_gemm_args *a)
-{
-    for (size_t i = 0; i < sizeof k_splits / sizeof k_splits[0]; i++) {
-        if (!split_fits(s, a, k_splits[i])) continue;
-        split_plan sp;
-        cublasLtMatmulHeuristicResult_t res[1];
-        int found = 0;
-        if (split_build(s, &p->key, k_splits[i], &sp, res, 1, &found) == VG_OK && found > 0) {
-            sp.algo = res[0].algo;
-            p->split = sp;
-            return;
-        }
-        split_release(&sp);
-    }
-}
-
 /* Time each candidate (one warm-up, then the best of three cold runs) into a scratch output
  * and keep the fastest; with VG_CUDA_GEMM_TUNE=2 search around it too; then vg's skinny kernel
  * where it applies. Only outside capture; any failure leaves the heuristic's pick. */
@@ -583,12 +378,11 @@ static void tune(vg_bk_stream *s, gemm_plan *p, const cublasLtMatmulHeuristicRes
         (void)cudaGetLastError();
         return;
     }
-    tune_ctx t = {s, p, a, NULL, NULL, NULL, NULL, 2 * (size_t)dev->prop.l2CacheSize, NULL, NULL};
+    tune_ctx t = {s, p, a, NULL, NULL, NULL, 2 * (size_t)dev->prop.l2CacheSize, NULL, NULL};
     size_t bytes = (size_t)a->m * (size_t)a->ldc * (a->dtype_c == VG_DTYPE_F32 ? 4 : 2);
     size_t norm_bytes = a->norm_w ? (size_t)a->m * (size_t)a->k * (a->dtype_ab == VG_DTYPE_F32 ? 4 : 2) : 0;
     if (cudaMalloc(&t.scratch, bytes) == cudaSuccess && cudaMalloc(&t.cold, t.flush) == cudaSuccess &&
         (!norm_bytes || cudaMalloc(&t.norm_scratch, norm_bytes) == cudaSuccess) &&
-        (!a->c_norm_w || cudaMalloc(&t.c_norm_scratch, bytes) == cudaSuccess) &&
         cudaEventCreate(&t.e0) == cudaSuccess && cudaEventCreate(&t.e1) == cudaSuccess) {
         if (p->key.epilogue == CUBLASLT_EPILOGUE_BIAS || p->key.epilogue == CUBLASLT_EPILOGUE_GELU_BIAS)
             cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &a->bias, sizeof a->bias);
@@ -606,7 +400,6 @@ static void tune(vg_bk_stream *s, gemm_plan *p, const cublasLtMatmulHeuristicRes
         if (dev->gemm_tune == VGC_TUNE_WIDE && best.ms < INFINITY) tune_wide(&t, &best);
         if (best.ms < INFINITY) p->algo = best.algo;
         if (own_candidate(s, a)) tune_own(&t, best.ms);
-        if (a->c_norm_w && s->gemm_cache->own == OWN_TUNED) tune_split(&t);
     }
     (void)cudaGetLastError();
     if (t.e0) cudaEventDestroy(t.e0);
@@ -614,7 +407,6 @@ static void tune(vg_bk_stream *s, gemm_plan *p, const cublasLtMatmulHeuristicRes
     cudaFree(t.scratch); /* the stream is synchronised: nothing still uses them */
     cudaFree(t.cold);
     cudaFree(t.norm_scratch);
-    cudaFree(t.c_norm_scratch);
 }
 
 static vg_status plan_build(vg_bk_stream *s, gemm_plan *p, const gemm_key *k, const vg_gemm_args *a)
@@ -656,9 +448,7 @@ static vg_status plan_build(vg_bk_stream *s, gemm_plan *p, const gemm_key *k, co
                        "k=%lld dtypes %d/%d", (long long)k->m, (long long)k->n, (long long)k->k,
                        k->dtype_ab, k->dtype_c);
     p->algo = res[0].algo;
-    if (found > 1 || s->dev->gemm_tune == VGC_TUNE_WIDE || own_candidate(s, a) || a->c_norm_w)
-        tune(s, p, res, found, a);
-    if (s->gemm_cache->own == OWN_SPLIT) split_force(s, p, a);
+    if (found > 1 || s->dev->gemm_tune == VGC_TUNE_WIDE || own_candidate(s, a)) tune(s, p, res, found, a);
     return VG_OK;
 }
 
@@ -701,80 +491,33 @@ static vgc_skinny_cfg forced_cfg(const vg_bk_stream *s, const vg_gemm_args *a)
                             s->gemm_workspace_bytes, VGC_COUNTERS_ATTENTION);
 }
 
-/* What cuBLASLt fuses into its epilogue. Its bias must have C's type and be 16-byte aligned (it
- * refuses others at matmul time, after a plan was found); its epilogue applies the activation
- * after beta·C, so a residual is fused only when there is no activation; GELU only when the bias
- * is fused too (or absent): the bias comes before it. */
-typedef struct lt_fused {
-    int bias, gelu, residual;
-} lt_fused;
-static lt_fused lt_fusions(const vg_gemm_args *a)
-{
-    lt_fused f;
-    f.bias = a->bias && a->dtype_ab == a->dtype_c && (uintptr_t)a->bias % 16 == 0;
-    f.gelu = a->act == VG_ACT_GELU_TANH && !a->residual && (!a->bias || f.bias);
-    f.residual = a->residual && a->act == VG_ACT_NONE;
-    return f;
-}
-
-/* The call as its plan says: k split here, the skinny kernel, or cuBLASLt with launches around it
- * for what it does not fuse. */
-static vg_status plan_run(vg_bk_stream *s, gemm_plan *p, const vg_gemm_args *a)
-{
-    if (p->split.nsplit > 1) return split_run(s, &p->split, &p->split.algo, a);
-    vg_status st;
-    if (p->own.ksplit > 0) { /* measured faster than cuBLASLt for this shape: the whole epilogue fused */
-        st = vgc_gemm_skinny(s, a, p->own, (float *)s->gemm_workspace, s->counters);
-        return st == VG_OK ? vgc_gemm_norm_after(s, a) : st;
-    }
-    const lt_fused f = lt_fusions(a);
-    vg_gemm_args normed; /* cuBLASLt reads A normalised into norm_out by a launch before it */
-    const vg_gemm_args *call = a;
-    st = vgc_gemm_norm_before(s, a, &normed, &call);
-    if (st != VG_OK) return st;
-    if (f.bias)
-        LT_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
-                                                &a->bias, sizeof a->bias));
-    float alpha = a->alpha, beta = f.residual ? 1.0f : 0.0f;
-    const void *cptr = f.residual ? a->residual : a->c;
-    cublasStatus_t ls = cublasLtMatmul((cublasLtHandle_t)s->dev->blas, p->desc, &alpha, a->b,
-                                       p->la, call->a, p->lb, &beta, cptr, p->lc, a->c, p->ld,
-                                       &p->algo, s->gemm_workspace, s->gemm_workspace_bytes, s->s);
-    if (ls == CUBLAS_STATUS_NOT_SUPPORTED) /* refused at run time: nothing of it was enqueued */
-        return vgc_gemm_tiled(s, call);
-    if (ls != CUBLAS_STATUS_SUCCESS) return lt_fail(ls, "cublasLtMatmul");
-    /* What was not fused: bias of another type, the activation, the residual after it. */
-    vg_gemm_args rest = *a;
-    if (f.gelu) rest.act = VG_ACT_NONE;
-    st = vgc_epilogue(s, &rest, a->bias && !f.bias, a->residual && !f.residual);
-    if (st == VG_OK) st = vgc_gemm_gate_after(s, a);
-    return st == VG_OK ? vgc_gemm_norm_after(s, a) : st;
-}
-
 vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
 {
     if (s->dev->gemm_tiled) return vgc_gemm_tiled(s, a); /* the portable kernel, for testing it */
     /* a gate (vg_ops.h): fused by the skinny kernel where it runs, else silu_mul after the GEMM */
-    if (s->gemm_cache->own >= OWN_ALWAYS && vgc_skinny_fits(a)) {
-        vg_status st = vgc_gemm_skinny(s, a, forced_cfg(s, a), (float *)s->gemm_workspace, s->counters);
-        return st == VG_OK ? vgc_gemm_norm_after(s, a) : st;
-    }
-    const lt_fused f = lt_fusions(a);
-    cublasLtEpilogue_t epi = f.gelu ? (f.bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
-                                    : (f.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
+    if (s->gemm_cache->own >= OWN_ALWAYS && vgc_skinny_fits(a))
+        return vgc_gemm_skinny(s, a, forced_cfg(s, a), (float *)s->gemm_workspace, s->counters);
+    /* Decide what cuBLASLt fuses. Its bias must have C's type and be 16-byte aligned (it
+     * refuses others at matmul time, after a plan was found); its epilogue applies the
+     * activation after beta·C, so a residual is fused only when there is no activation. */
+    int lt_bias = a->bias && a->dtype_ab == a->dtype_c && (uintptr_t)a->bias % 16 == 0;
+    /* GELU is fused only when the bias is fused too (or absent): the bias comes before it. */
+    int lt_gelu = a->act == VG_ACT_GELU_TANH && !a->residual && (!a->bias || lt_bias);
+    int lt_residual = a->residual && a->act == VG_ACT_NONE;
+    cublasLtEpilogue_t epi = lt_gelu ? (lt_bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU)
+                                     : (lt_bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT);
     size_t eab = a->dtype_ab == VG_DTYPE_F32 ? 4 : 2, ec = a->dtype_c == VG_DTYPE_F32 ? 4 : 2;
     gemm_key k;
     memset(&k, 0, sizeof k);
     k.m = a->m, k.n = a->n, k.k = a->k, k.lda = a->lda, k.ldb = a->ldb, k.ldc = a->ldc;
-    k.ldr = f.residual ? a->ldr : 0;
-    k.dtype_ab = a->dtype_ab, k.dtype_c = a->dtype_c, k.epilogue = (int32_t)epi, k.beta = f.residual;
+    k.ldr = lt_residual ? a->ldr : 0;
+    k.dtype_ab = a->dtype_ab, k.dtype_c = a->dtype_c, k.epilogue = (int32_t)epi, k.beta = lt_residual;
     k.align_a = align_of(a->norm_w ? a->norm_out : a->a, a->lda, eab); /* what cuBLASLt reads */
     k.align_b = align_of(a->b, a->ldb, eab);
     k.align_c = align_of(a->c, a->ldc, ec);
-    k.align_r = f.residual ? align_of(a->residual, a->ldr, ec) : k.align_c;
+    k.align_r = lt_residual ? align_of(a->residual, a->ldr, ec) : k.align_c;
     k.gate = (int32_t)a->gate;
     k.norm = a->norm_w != NULL;
-    k.c_norm = a->c_norm_w != NULL;
     gemm_plan *p = NULL;
     vg_status st = plan_get(s, &k, a, &p);
     if (st == VG_ERR_UNSUPPORTED) {
@@ -784,5 +527,27 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
                       "using the tiled kernel", (long long)a->m, (long long)a->n, (long long)a->k);
         return vgc_gemm_tiled(s, a);
     }
-    return st == VG_OK ? plan_run(s, p, a) : st;
+    if (st != VG_OK) return st;
+    if (p->own.ksplit > 0) /* measured faster than cuBLASLt for this shape: the whole epilogue fused */
+        return vgc_gemm_skinny(s, a, p->own, (float *)s->gemm_workspace, s->counters);
+    vg_gemm_args normed; /* cuBLASLt reads A normalised into norm_out by a launch before it */
+    const vg_gemm_args *call = a;
+    st = vgc_gemm_norm_before(s, a, &normed, &call);
+    if (st != VG_OK) return st;
+    if (lt_bias)
+        LT_CHECK(cublasLtMatmulDescSetAttribute(p->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+                                                &a->bias, sizeof a->bias));
+    float alpha = a->alpha, beta = lt_residual ? 1.0f : 0.0f;
+    const void *cptr = lt_residual ? a->residual : a->c;
+    cublasStatus_t ls = cublasLtMatmul((cublasLtHandle_t)s->dev->blas, p->desc, &alpha, a->b,
+                                       p->la, call->a, p->lb, &beta, cptr, p->lc, a->c, p->ld,
+                                       &p->algo, s->gemm_workspace, s->gemm_workspace_bytes, s->s);
+    if (ls == CUBLAS_STATUS_NOT_SUPPORTED) /* refused at run time: nothing of it was enqueued */
+        return vgc_gemm_tiled(s, call);
+    if (ls != CUBLAS_STATUS_SUCCESS) return lt_fail(ls, "cublasLtMatmul");
+    /* What was not fused: bias of another type, the activation, the residual after it. */
+    vg_gemm_args rest = *a;
+    if (lt_gelu) rest.act = VG_ACT_NONE;
+    st = vgc_epilogue(s, &rest, a->bias && !lt_bias, a->residual && !lt_residual);
+    return st == VG_OK ? vgc_gemm_gate_after(s, a) : st;
 }

@@ -69,8 +69,7 @@ vg_status vgc_gemm_tiled(vg_bk_stream *s, const vg_gemm_args *args)
             a->ldb, (TC *)a->c, a->ldc, (const TA *)a->bias, (const TC *)a->residual, a->ldr,
             (int)a->m, (int)a->n, (int)a->k, a->alpha, a->act)));
     VGC_CHECK_LAUNCH("gemm_tiled");
-    st = vgc_gemm_gate_after(s, a);
-    return st == VG_OK ? vgc_gemm_norm_after(s, a) : st;
+    return vgc_gemm_gate_after(s, a);
 }
 
 vg_status vgc_gemm_norm_before(vg_bk_stream *s, const vg_gemm_args *a, vg_gemm_args *normed,
@@ -92,10 +91,4 @@ vg_status vgc_gemm_gate_after(vg_bk_stream *s, const vg_gemm_args *a)
     if (a->gate != VG_GEMM_GATE_SILU) return VG_OK;
     /* in place: each thread of silu_mul reads its gate and up elements before it writes */
     return vgc_op_silu_mul(s->dev, s, a->dtype_c, a->c, a->ldc, a->c, a->ldc, a->m, a->n / 2);
-}
-
-vg_status vgc_gemm_norm_after(vg_bk_stream *s, const vg_gemm_args *a)
-{
-    if (!a->c_norm_w) return VG_OK;
-    return vgc_op_rmsnorm(s->dev, s, a->dtype_c, a->c, a->c_norm_w, a->c_norm_out, a->m, a->n, a->norm_eps);
 }

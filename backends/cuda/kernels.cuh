@@ -104,10 +104,6 @@ __device__ __forceinline__ float vgk_head_inv_rms(float ss, int head_dim, float 
     return rsqrtf(vgk_warp_sum(ss) / (float)head_dim + eps);
 }
 
-/* V consecutive elements of T, aligned to the whole vector, so that a load or store of one
- * compiles to single wide accesses (16 bytes at most per instruction). */
-template <typename T, int V> struct alignas(sizeof(T) * V) vgk_vec { T v[V]; };
-
 /* Grid size for a grid-stride loop over n items with 256-thread blocks. */
 static inline unsigned vgk_blocks(size_t n)
 {

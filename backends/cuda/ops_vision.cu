@@ -5,6 +5,9 @@
  * vector. Statistics and sums in fp32. */
 #include "kernels.cuh"
 
+/* V consecutive elements of T, aligned to the whole vector: one wide load or store. */
+template <typename T, int V> struct alignas(sizeof(T) * V) vvec { T v[V]; };
+
 /* Sum over the threads of one row: the 32-lane group by shuffles, then, when a row spans
  * several groups (TPR > 32), through shared memory (red holds one slot per group of the block).
  * Every thread of the row gets the total. */
@@ -30,7 +33,7 @@ template <typename T, int VEC, int K, int TPR>
 __global__ void k_layernorm(const T *x, const T *w, const T *b, T *out, int rows, int cols, float eps)
 {
     vgk_grid_sync();
-    typedef vgk_vec<T, VEC> V;
+    typedef vvec<T, VEC> V;
     __shared__ float red[128 / 32];
     const int lane = threadIdx.x % TPR, nv = cols / VEC, per_block = 128 / TPR;
     const float inv_cols = 1.0f / (float)cols;
@@ -158,7 +161,7 @@ __global__ void k_gather_weighted(T *dst, const T *src, int src_rows, const int3
                                   const float *wt, int rows, int cols, int taps)
 {
     vgk_grid_sync();
-    typedef vgk_vec<T, VEC> V;
+    typedef vvec<T, VEC> V;
     __shared__ int s_idx[GW_WARPS][VG_GATHER_MAX_TAPS];
     __shared__ float s_w[GW_WARPS][VG_GATHER_MAX_TAPS];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, nv = cols / VEC;

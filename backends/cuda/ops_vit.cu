@@ -3,6 +3,10 @@
  * Attention lives in attention.cu. Every kernel accumulates in fp32. */
 #include "kernels.cuh"
 
+/* Up to 16 bytes of T at once: loads and stores of V consecutive elements (aligned to the
+ * whole vector, so that they compile to single wide accesses). */
+template <typename T, int V> struct alignas(sizeof(T) * V) vec { T v[V]; };
+
 /* One warp per row, 16-byte vectors when the row allows (VEC > 1): no block barriers;
  * statistics in fp32 with warp shuffles. A lane takes its vectors NB at a time, every load of a
  * batch issued before the first is used (indices clamped into the row): a decode step's short
@@ -21,7 +25,7 @@ __device__ __forceinline__ void norm_batch_load(const V *xr, const V *w, int c0,
 }
 /* the batch's squares added to ss one by one, in the order of the row */
 template <typename T, int VEC>
-__device__ __forceinline__ void norm_batch_squares(const vgk_vec<T, VEC> *a, int c0, int nv, float &ss)
+__device__ __forceinline__ void norm_batch_squares(const vec<T, VEC> *a, int c0, int nv, float &ss)
 {
 #pragma unroll
     for (int u = 0; u < NORM_NB; u++)
@@ -32,13 +36,13 @@ __device__ __forceinline__ void norm_batch_squares(const vgk_vec<T, VEC> *a, int
         }
 }
 template <typename T, int VEC>
-__device__ __forceinline__ void norm_batch_store(vgk_vec<T, VEC> *orow, const vgk_vec<T, VEC> *a, const vgk_vec<T, VEC> *g,
+__device__ __forceinline__ void norm_batch_store(vec<T, VEC> *orow, const vec<T, VEC> *a, const vec<T, VEC> *g,
                                                  int c0, int nv, float inv)
 {
 #pragma unroll
     for (int u = 0; u < NORM_NB; u++) {
         if (c0 + 32 * u >= nv) break;
-        vgk_vec<T, VEC> o;
+        vec<T, VEC> o;
 #pragma unroll
         for (int e = 0; e < VEC; e++) o.v[e] = vgk_from_f<T>(vgk_to_f(g[u].v[e]) * (vgk_to_f(a[u].v[e]) * inv));
         orow[c0 + 32 * u] = o;
@@ -48,7 +52,7 @@ template <typename T, int VEC>
 __global__ void k_rmsnorm(const T *x, const T *w, T *out, int rows, int cols, float eps)
 {
     vgk_grid_sync();
-    typedef vgk_vec<T, VEC> V;
+    typedef vec<T, VEC> V;
     const V *wv = (const V *)w;
     int lane = threadIdx.x % 32, nv = cols / VEC;
     for (int r = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32; r < rows;
@@ -102,7 +106,7 @@ __global__ void k_rotary_2d(T *x, int64_t ld, int rows, int heads, int head_dim,
                             float log2_theta)
 {
     vgk_grid_sync();
-    typedef vgk_vec<T, VEC> V;
+    typedef vec<T, VEC> V;
     extern __shared__ float cs[]; /* per row: [half] cosines, then [half] sines */
     const int half = head_dim / 2, nv = half / VEC;
     const int r0 = blockIdx.x * ROT_ROWS, nr = min(ROT_ROWS, rows - r0);
@@ -160,7 +164,7 @@ template <typename T, int VEC>
 __global__ void k_silu_mul(const T *in, int64_t ld_in, T *out, int64_t ld_out, int rows, int cols)
 {
     vgk_grid_sync();
-    typedef vgk_vec<T, VEC> V;
+    typedef vec<T, VEC> V;
     for (int r = blockIdx.x; r < rows; r += gridDim.x) {
         const V *g = (const V *)(in + (int64_t)r * ld_in), *u = (const V *)(in + (int64_t)r * ld_in + cols);
         V *o = (V *)(out + (int64_t)r * ld_out);

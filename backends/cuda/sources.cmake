@@ -28,5 +28,4 @@ set(VG_CUDA_NVIDIA_SOURCES
   ${VG_CUDA_SOURCE_DIR}/decode_tc.cu
   ${VG_CUDA_SOURCE_DIR}/decode_tune.cu
   ${VG_CUDA_SOURCE_DIR}/gemm.cu
-  ${VG_CUDA_SOURCE_DIR}/gemm_split.cu
   ${VG_CUDA_SOURCE_DIR}/gemm_skinny.cu)

@@ -127,10 +127,7 @@ static vg_status op_gemm(vg_bk_device *dev, vg_bk_stream *s, const vg_gemm_args 
                   (g->dtype_ab == VG_DTYPE_F32 ? 0 : ((size_t)g->m + (size_t)g->n) * (size_t)g->k);
     if (!stub_scratch(s, need))
         return STUB_ERR(VG_ERR_OUT_OF_MEMORY, "kunlun_stub: gemm: no scratch for %zu floats", need);
-    vg_status st = stub_submit(s, VG_OP_GEMM, "gemm", run_gemm, g, sizeof *g);
-    if (st != VG_OK || !g->c_norm_w) return st;
-    /* the norm of C after it, as the ops in turn (C is contiguous with c_norm_w: vg_ops.h) */
-    return stub_op_rmsnorm(dev, s, g->dtype_c, g->c, g->c_norm_w, g->c_norm_out, g->m, g->n, g->norm_eps);
+    return stub_submit(s, VG_OP_GEMM, "gemm", run_gemm, g, sizeof *g);
 }
 
 /* ---- gather_rows --------------------------------------------------------------------------- */

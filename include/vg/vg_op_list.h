@@ -43,9 +43,7 @@
     /* op table version 7: one step of a generation loop on the device */              \
     X(LM_ADVANCE, 20, lm_advance, lm_advance, VG_DTYPE_BIT(VG_DTYPE_I32))             \
     /* op table version 8: the new tokens' rotary and store inside paged attention */   \
-    X(ROTARY_PAGED_ATTENTION, 21, rotary_paged_attention, rotary_paged_attention, VG_DTYPES_FLOAT) \
-    /* op table version 9: the rmsnorm after a projection inside its GEMM */              \
-    X(GEMM_RMSNORM_C, 22, gemm_rmsnorm_c, gemm, VG_DTYPES_FLOAT) /* args.c_norm_w */
+    X(ROTARY_PAGED_ATTENTION, 21, rotary_paged_attention, rotary_paged_attention, VG_DTYPES_FLOAT)
 
 /* Helpers for generated tables: the op's printable name, as a string, at its value. */
 #define VG_OP_LIST_NAME_AT(ID, value, name, member, dtypes) [value] = #name,

@@ -78,13 +78,6 @@ typedef enum vg_activation {
  *               are unspecified after the call); it may equal a (then A is overwritten so), and
  *               overlaps nothing else. A fused kernel may round w ⊙ x to dtype_ab and apply the
  *               row's 1/rms to the sums; a separate pass rounds the normalised rows once.
- *               With c_norm_w set (op VG_OP_GEMM_RMSNORM_C, op table version 9): after C is
- *               written, c_norm_out[r, :] = rmsnorm(C[r, :], c_norm_w, norm_eps), read from C
- *               as rounded to dtype_c: the rmsnorm after a projection (a residual block's output
- *               and the next block's normalised input) in one call, so a device that splits the
- *               GEMM's k can add the partial products, the residual and the norm in one pass.
- *               C is contiguous (ldc == n); c_norm_out is [m, n] of dtype_c and overlaps no operand;
- *               act VG_ACT_NONE, no gate. It combines with norm_w (A normalised before).
  *
  * gather_rows   dst[r, :] = src[idx[r], :] for r < rows, rows of `cols` elements of any dtype.
  *               dst must not alias src. Each idx[r] must lie in the rows of src (the caller's
@@ -247,9 +240,6 @@ typedef struct vg_gemm_args {
     const void *norm_w; /* optional: [k] of dtype_ab; A is rmsnorm'd with it (see gemm) */
     float norm_eps;     /* >= 0 */
     void *norm_out;     /* with norm_w: [m, k] of dtype_ab, scratch the device may write */
-    /* appended in op table version 9 (a smaller struct_size: no norm of C) */
-    const void *c_norm_w; /* optional: [n] of dtype_c; c_norm_out gets C's rows rmsnorm'd with it */
-    void *c_norm_out;     /* with c_norm_w: [m, n] of dtype_c, contiguous (see gemm) */
 } vg_gemm_args;
 
 /* Arguments of lm_advance (vg_ops.h, above). Members are only appended; struct_size is the

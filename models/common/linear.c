@@ -4,18 +4,17 @@
 
 #include "util.h"
 
-/* Every projection's one GEMM call (c_norm: the norm of C, gemm_rmsnorm_c). */
+/* Every projection's one GEMM call. */
 static vg_status linear_gemm(const vgm_linear *L, vg_stream *s, int64_t rows, int64_t n, int64_t k,
                              const void *a, int64_t lda, const void *norm, void *norm_out, const void *w,
                              const void *bias, void *c, vg_dtype dtype_c, const void *residual,
-                             vg_activation act, vg_gemm_gate gate, const void *c_norm, void *c_norm_out)
+                             vg_activation act, vg_gemm_gate gate)
 {
     vg_gemm_args g = {.struct_size = sizeof g, .dtype_ab = L->dt, .dtype_c = dtype_c, .m = rows,
                       .n = n, .k = k, .a = a, .lda = lda, .b = w, .ldb = k, .c = c, .ldc = n,
                       .bias = bias, .residual = residual, .ldr = n, .act = act, .alpha = 1.0f,
-                      .gate = gate, .norm_w = norm, .norm_eps = norm || c_norm ? L->eps : 0.0f,
-                      .norm_out = norm ? norm_out : NULL, .c_norm_w = c_norm,
-                      .c_norm_out = c_norm ? c_norm_out : NULL};
+                      .gate = gate, .norm_w = norm, .norm_eps = norm ? L->eps : 0.0f,
+                      .norm_out = norm ? norm_out : NULL};
     return vg_op_gemm(s, &g);
 }
 
@@ -29,7 +28,7 @@ vg_status vgm_proj(const vgm_linear *L, vg_stream *s, int64_t rows, int64_t n, i
         a = norm_out, norm = NULL;
     }
     return linear_gemm(L, s, rows, n, k, a, lda, norm, norm_out, w, bias, c, dtype_c, residual,
-                       VG_ACT_NONE, gate, NULL, NULL);
+                       VG_ACT_NONE, gate);
 }
 
 vg_status vgm_gemm(const vgm_linear *L, vg_stream *s, int64_t rows, int64_t n, int64_t k,
@@ -37,33 +36,21 @@ vg_status vgm_gemm(const vgm_linear *L, vg_stream *s, int64_t rows, int64_t n, i
                    const void *residual, vg_activation act)
 {
     return linear_gemm(L, s, rows, n, k, a, k, NULL, NULL, w, bias, c, dtype_c, residual, act,
-                       VG_GEMM_GATE_NONE, NULL, NULL);
-}
-
-vg_status vgm_gemm_norm_c(const vgm_linear *L, vg_stream *s, int64_t rows, int64_t n, int64_t k,
-                          const void *a, const void *w, const void *bias, void *c, const void *residual,
-                          const void *c_norm, void *c_norm_out)
-{
-    return linear_gemm(L, s, rows, n, k, a, k, NULL, NULL, w, bias, c, L->dt, residual, VG_ACT_NONE,
-                       VG_GEMM_GATE_NONE, c_norm, c_norm_out);
+                       VG_GEMM_GATE_NONE);
 }
 
 vg_status vgm_mlp_silu(const vgm_linear *L, vg_stream *s, const vgm_mlp *p, int64_t rows, int64_t hidden,
                        int64_t ip)
 {
-    const void *in = p->normed ? p->normed : p->x;
-    const void *norm = p->normed ? NULL : p->norm;
-    const void *mid = p->mid;
-    int64_t ld_mid = ip;
     if (p->gated) { /* silu(gate)·up lands in the first half of each gu row */
-        VGM_TRY(vgm_proj(L, s, rows, 2 * ip, hidden, in, hidden, norm, p->norm_out, p->gu_w, p->gu_b, p->gu,
-                         L->dt, NULL, VG_GEMM_GATE_SILU));
-        mid = p->gu, ld_mid = 2 * ip;
-    } else {
-        VGM_TRY(vgm_proj(L, s, rows, 2 * ip, hidden, in, hidden, norm, p->norm_out, p->gu_w, p->gu_b, p->gu,
-                         L->dt, NULL, VG_GEMM_GATE_NONE));
-        VGM_TRY(vg_op_silu_mul(s, L->dt, p->gu, 2 * ip, p->mid, ip, rows, ip));
+        VGM_TRY(vgm_proj(L, s, rows, 2 * ip, hidden, p->x, hidden, p->norm, p->norm_out, p->gu_w, p->gu_b,
+                         p->gu, L->dt, NULL, VG_GEMM_GATE_SILU));
+        return vgm_proj(L, s, rows, hidden, ip, p->gu, 2 * ip, NULL, NULL, p->down_w, p->down_b, p->x,
+                        L->dt, p->residual, VG_GEMM_GATE_NONE);
     }
-    return linear_gemm(L, s, rows, hidden, ip, mid, ld_mid, NULL, NULL, p->down_w, p->down_b, p->x, L->dt,
-                       p->residual, VG_ACT_NONE, VG_GEMM_GATE_NONE, p->out_norm, p->out_norm_out);
+    VGM_TRY(vgm_proj(L, s, rows, 2 * ip, hidden, p->x, hidden, p->norm, p->norm_out, p->gu_w, p->gu_b,
+                     p->gu, L->dt, NULL, VG_GEMM_GATE_NONE));
+    VGM_TRY(vg_op_silu_mul(s, L->dt, p->gu, 2 * ip, p->mid, ip, rows, ip));
+    return vgm_gemm(L, s, rows, hidden, ip, p->mid, p->down_w, p->down_b, p->x, L->dt, p->residual,
+                    VG_ACT_NONE);
 }

@@ -20,12 +20,6 @@ vg_status vgm_gemm(const vgm_linear *L, vg_stream *s, int64_t rows, int64_t n, i
                    const void *a, const void *w, const void *bias, void *c, vg_dtype dtype_c,
                    const void *residual, vg_activation act);
 
-/* C = A·Wᵀ (+ bias) (+ residual) in the model's dtype, and c_norm_out = C's rows rmsnorm'd with
- * c_norm (the device must have gemm_rmsnorm_c): a block's output and the next norm in one call. */
-vg_status vgm_gemm_norm_c(const vgm_linear *L, vg_stream *s, int64_t rows, int64_t n, int64_t k,
-                          const void *a, const void *w, const void *bias, void *c, const void *residual,
-                          const void *c_norm, void *c_norm_out);
-
 /* C = A·Wᵀ (+ bias) (+ residual); with `norm`, A is first rmsnorm'd with it (inside the GEMM
  * where L->norm_gemm, else an rmsnorm op into norm_out, which the GEMM then reads; A must then be
  * contiguous, lda = k); with gate = VG_GEMM_GATE_SILU, C gets silu(gate half)·up half in the first
@@ -39,10 +33,7 @@ vg_status vgm_proj(const vgm_linear *L, vg_stream *s, int64_t rows, int64_t n, i
  * gate|up stacked in gu_w (2·ip rows, each half padded to ip) and the result written over x.
  * `gated`: the device gates inside the GEMM (gemm_silu_gate) and the product stays in gu; else
  * silu_mul writes it to mid (rows x ip). Buffers: norm_out rows x hidden (where the norm is not
- * folded into the GEMM), gu rows x 2·ip. residual may be x itself, or NULL.
- * With `normed` set, gate|up reads it as the normalised input instead (norm is then NULL: the
- * previous projection wrote it, gemm_rmsnorm_c); with out_norm set, the down GEMM also writes the
- * new x's rows rmsnorm'd with it to out_norm_out (gemm_rmsnorm_c). */
+ * folded into the GEMM), gu rows x 2·ip. residual may be x itself, or NULL. */
 typedef struct vgm_mlp {
     int gated;
     void *x;
@@ -52,9 +43,6 @@ typedef struct vgm_mlp {
     void *gu, *mid;
     const void *down_w, *down_b;
     const void *residual;
-    const void *normed;
-    const void *out_norm;
-    void *out_norm_out;
 } vgm_mlp;
 vg_status vgm_mlp_silu(const vgm_linear *L, vg_stream *s, const vgm_mlp *p, int64_t rows, int64_t hidden,
                        int64_t ip);

@@ -15,13 +15,6 @@
  *   head             gather the last new token of each sequence, final rmsnorm, lm_head GEMM
  *                    into F32 logits (the two as one where the device has it), argmax
  *
- * Where the device has gemm_rmsnorm_c, a call of more than one row moves each rmsnorm to the
- * projection before it (lm_norm_after): the o GEMM writes the post-attention norm's rows, the down
- * GEMM the next layer's input norm's (the last layer's: the final norm's), all into LB_N, and the
- * qkv, gate|up and lm_head GEMMs read LB_N. The GEMM that ends a residual block then adds its
- * split-K partials, the residual and the norm in one pass. One row keeps the norms before the
- * GEMMs: there a matrix-vector kernel normalises A as it loads it, at no cost of its own.
- *
  * Tensor parallelism over n ranks (vg_lm_options.comm; docs/tensor-parallel.md): each rank holds
  * its heads, its gate|up columns and its o / down rows (m->cfg is its share), so attn_in and
  * attention run unchanged on fewer heads. The o and down GEMMs of rank 0 add the residual as
@@ -67,17 +60,6 @@ void lm_meta_layout_of(const vg_lm *m, int64_t tokens, lm_meta_layout *l)
 
 static int32_t *meta_at(vg_runner *r, size_t offset) { return (int32_t *)BUF(LB_META) + offset; }
 
-/* Whether a call of T tokens takes the norms after the projections (LB_N holds the normalised
- * rows a piece's first GEMM reads): a rule of the row count alone, so every piece of one call
- * agrees. */
-static int lm_norm_after(const vg_lm *m, int64_t T) { return m->norm_after && T > 1; }
-
-/* The norm after layer i's down projection: the next layer's input norm, or the final one. */
-static const void *lm_next_norm(const vg_lm *m, int i)
-{
-    return i + 1 < m->cfg.layers ? m->w.layers[i + 1].in_norm : m->w.final_norm;
-}
-
 static vg_status piece_embed(void *mp, vg_runner *r, const vg_piece *p, const vg_batch_desc *d,
                              vg_stream *s)
 {
@@ -99,9 +81,8 @@ static vg_status piece_attn_in(void *mp, vg_runner *r, const vg_piece *p, const 
     lm_meta_layout l;
     lm_meta_layout_of(m, T, &l);
     char *qkv = BUF(LB_QKV), *k = qkv + (size_t)qw * es(m), *v = k + (size_t)kvw * es(m);
-    const int normed = lm_norm_after(m, T) && p->arg > 0; /* layer 0's norm: of the embeddings */
-    TRY(proj(m, s, T, W, c->hidden, BUF(normed ? LB_N : LB_H), c->hidden, normed ? NULL : L->in_norm,
-             BUF(LB_N), L->qkv_w, L->qkv_b, qkv, m->dt, NULL, VG_GEMM_GATE_NONE));
+    TRY(proj(m, s, T, W, c->hidden, BUF(LB_H), c->hidden, L->in_norm, BUF(LB_N), L->qkv_w, L->qkv_b,
+             qkv, m->dt, NULL, VG_GEMM_GATE_NONE));
     if (m->fused_attn) return VG_OK; /* the attention piece rotates and stores */
     if (m->fused_qkv)
         return vg_op_rotary_kv_store(s, m->dt, qkv, W, T, c->heads, c->kv_heads, c->head_dim,
@@ -169,19 +150,12 @@ static vg_status piece_attn_out(void *mp, vg_runner *r, const vg_piece *p, const
     const lm_cfg *c = &m->cfg;
     const lm_layer *L = &m->w.layers[p->arg];
     int64_t T = d->num_tokens, Ip = c->inter_pad;
-    const int after = lm_norm_after(m, T);
-    if (after)
-        TRY(vgm_gemm_norm_c(LIN(m), s, T, c->hidden, lm_q_width(c), BUF(LB_ATT), L->o_w, NULL, BUF(LB_H),
-                            tp_residual(m, r), L->post_norm, BUF(LB_N)));
-    else
-        TRY(gemm(m, s, T, c->hidden, lm_q_width(c), BUF(LB_ATT), L->o_w, NULL, BUF(LB_H), m->dt,
-                 tp_residual(m, r)));
+    TRY(gemm(m, s, T, c->hidden, lm_q_width(c), BUF(LB_ATT), L->o_w, NULL, BUF(LB_H), m->dt,
+             tp_residual(m, r)));
     TRY(tp_all_reduce(m, r, s, T));
     const vgm_mlp mlp = {.gated = m->gated_gu, .x = BUF(LB_H), .norm = L->post_norm, .norm_out = BUF(LB_N),
                          .gu_w = L->gu_w, .gu = BUF(LB_GU), .mid = BUF(LB_M), .down_w = L->down_w,
-                         .residual = tp_residual(m, r), .normed = after ? BUF(LB_N) : NULL,
-                         .out_norm = after ? lm_next_norm(m, (int)p->arg) : NULL,
-                         .out_norm_out = after ? BUF(LB_N) : NULL};
+                         .residual = tp_residual(m, r)};
     TRY(vgm_mlp_silu(LIN(m), s, &mlp, T, c->hidden, Ip));
     return tp_all_reduce(m, r, s, T);
 }
@@ -198,11 +172,9 @@ static vg_status piece_head(void *mp, vg_runner *r, const vg_piece *p, const vg_
      * eagerly then, see head_graph_safe): only the step's sequences, so a long prefill does
      * not multiply the lm_head GEMM by its padded token count */
     int64_t rows = d->uniform ? l.seqs : m->head_rows;
-    const int normed = lm_norm_after(m, d->num_tokens); /* LB_N: the last down GEMM's final norm */
-    TRY(vg_op_gather_rows(s, m->dt, BUF(LB_LAST), BUF(normed ? LB_N : LB_H), meta_at(r, l.last), rows,
-                          c->hidden));
+    TRY(vg_op_gather_rows(s, m->dt, BUF(LB_LAST), BUF(LB_H), meta_at(r, l.last), rows, c->hidden));
     if (m->tp.size < 2) {
-        TRY(proj(m, s, rows, c->vocab, c->hidden, BUF(LB_LAST), c->hidden, normed ? NULL : m->w.final_norm,
+        TRY(proj(m, s, rows, c->vocab, c->hidden, BUF(LB_LAST), c->hidden, m->w.final_norm,
                  BUF(LB_LAST), m->w.lm_head, NULL, BUF(LB_LOGITS), VG_DTYPE_F32, NULL,
                  VG_GEMM_GATE_NONE));
         return vg_op_argmax(s, VG_DTYPE_F32, BUF(LB_LOGITS), c->vocab, rows, c->vocab, BUF(LB_ARGMAX));
@@ -260,9 +232,6 @@ vg_status lm_pieces_init(vg_lm *m)
     m->fused_qkv = vgm_has_op(m->rt, VG_OP_ROTARY_KV_STORE, m->dt);
     m->gated_gu = vgm_has_op(m->rt, VG_OP_GEMM_SILU_GATE, m->dt);
     m->norm_gemm = vgm_has_op(m->rt, VG_OP_GEMM_RMSNORM_A, m->dt);
-    /* version 9's: the norms after the projections (lm_norm_after), not under tensor parallelism,
-     * where the o and down GEMMs write partial sums that the all-reduce completes */
-    m->norm_after = vgm_has_op(m->rt, VG_OP_GEMM_RMSNORM_C, m->dt) && m->tp.size < 2;
     /* and version 8's: the new tokens' rotary and store inside the attention */
     m->fused_attn = vgm_has_op(m->rt, VG_OP_ROTARY_PAGED_ATTENTION, m->dt);
     m->op_attention = m->fused_attn ? VG_OP_ROTARY_PAGED_ATTENTION : VG_OP_PAGED_ATTENTION;
@@ -279,7 +248,6 @@ vg_status lm_pieces_init(vg_lm *m)
     }
     m->ops_out[b++] = VG_OP_GEMM, m->ops_out[b++] = norm;
     m->ops_out[b++] = m->gated_gu ? VG_OP_GEMM_SILU_GATE : VG_OP_SILU_MUL;
-    if (m->norm_after) m->ops_out[b++] = VG_OP_GEMM_RMSNORM_C;
     m->ops_head[h++] = VG_OP_GATHER_ROWS, m->ops_head[h++] = norm, m->ops_head[h++] = VG_OP_GEMM;
     m->ops_head[h++] = VG_OP_ARGMAX;
     m->nops_in = a, m->nops_out = b, m->nops_head = h;

@@ -169,7 +169,6 @@ struct vg_lm {
     int fused_qkv;     /* the device has rotary_kv_store: one op after the qkv GEMM */
     int gated_gu;      /* the device gates a GEMM (gemm_silu_gate): no silu_mul op */
     int norm_gemm;     /* the device normalises a GEMM's A (gemm_rmsnorm_a): no rmsnorm op */
-    int norm_after;    /* the device normalises a GEMM's C (gemm_rmsnorm_c): lm_forward.c */
     int fused_attn;    /* the device has rotary_paged_attention: rotary and store in the attention */
     vg_op_id op_attention; /* the attention piece's op */
     vg_op_id ops_in[6], ops_out[4], ops_head[4]; /* the ops each piece runs, for its capture */
