@@ -120,33 +120,21 @@ static float dtune_time(vg_bk_stream *s, const vgc_decode_call *c, int pick, vgc
 /* The library's candidates for a call it takes (none where it was not built), and the pick a
  * forced library value (DTUNE_LIB + deep + 2·whole) means for it. */
 #define DTUNE_LIB_MAX 8
-static int dtune_lib_takes(const vg_bk_stream *s, const vgc_decode_call *c)
-{
 #ifdef VG_HAVE_KERNEL_LIBS
-    return vgc_decode_lib_takes(s, c);
-#else
-    (void)s, (void)c;
-    return 0;
-#endif
-}
+static int dtune_lib_takes(const vg_bk_stream *s, const vgc_decode_call *c) { return vgc_decode_lib_takes(s, c); }
 static int dtune_lib_candidates(const vg_bk_stream *s, const vgc_decode_call *c, int *picks)
 {
-#ifdef VG_HAVE_KERNEL_LIBS
     return vgc_decode_lib_candidates(s, c, picks, DTUNE_LIB_MAX);
-#else
-    (void)s, (void)c, (void)picks;
-    return 0;
-#endif
 }
 static int dtune_lib_forced(const vg_bk_stream *s, const vgc_decode_call *c, int f)
 {
-#ifdef VG_HAVE_KERNEL_LIBS
     return vgc_decode_lib_forced(s, c, (f - DTUNE_LIB) & 1, (f - DTUNE_LIB) >> 1 & 1);
-#else
-    (void)s, (void)c, (void)f;
-    return 0;
-#endif
 }
+#else /* built without the library: it takes no call */
+static int dtune_lib_takes(const vg_bk_stream *, const vgc_decode_call *) { return 0; }
+static int dtune_lib_candidates(const vg_bk_stream *, const vgc_decode_call *, int *) { return 0; }
+static int dtune_lib_forced(const vg_bk_stream *, const vgc_decode_call *, int) { return 0; }
+#endif
 
 int vgc_decode_pick(vg_bk_stream *s, const vgc_decode_call *c, vgc_decode_own_fn own)
 {
