@@ -120,14 +120,19 @@ vg_status vg_op_gemm(vg_stream *s, const vg_gemm_args *args)
                 "gemm: gate takes no activation (act %d) and no residual", (int)g->act);
         OP_GATE(s, VG_OP_GEMM_SILU_GATE, dtypes);
     }
-    if (g->norm_w) {
-        REQUIRE(g->norm_out, "gemm: norm_w needs norm_out (scratch for the normalised rows)");
-        REQUIRE(g->lda == g->k, "gemm: norm_w needs a contiguous A (lda %lld, k %lld)",
+    REQUIRE(g->norm_unit == 0 || g->norm_unit == 1, "gemm: norm_unit %d is neither 0 nor 1",
+            (int)g->norm_unit);
+    REQUIRE(!(g->norm_w && g->norm_unit),
+            "gemm: norm_w and norm_unit exclude each other (a norm with a weight, or without)");
+    if (g->norm_w || g->norm_unit) {
+        const char *what = g->norm_w ? "norm_w" : "norm_unit";
+        REQUIRE(g->norm_out, "gemm: %s needs norm_out (scratch for the normalised rows)", what);
+        REQUIRE(g->lda == g->k, "gemm: %s needs a contiguous A (lda %lld, k %lld)", what,
                 (long long)g->lda, (long long)g->k);
         REQUIRE(g->norm_eps >= 0.0f, "gemm: norm_eps %g < 0", (double)g->norm_eps);
         REQUIRE_ALIGNED("gemm", "norm_w", g->norm_w, eab);
         REQUIRE_ALIGNED("gemm", "norm_out", g->norm_out, eab);
-        OP_GATE(s, VG_OP_GEMM_RMSNORM_A, dtypes);
+        OP_GATE(s, g->norm_w ? VG_OP_GEMM_RMSNORM_A : VG_OP_GEMM_RMSNORM_A_UNIT, dtypes);
     }
     OP_GATE(s, VG_OP_GEMM, dtypes);
     return OP_CALL(s, gemm, g);

@@ -59,6 +59,7 @@ static vg_status build_op_table(vg_runtime *rt, const char *origin)
          * knowing it */
         if ((op == VG_OP_GEMM_SILU_GATE || op == VG_OP_GEMM_RMSNORM_A) && rt->ops.version < 6)
             c.flags = 0;
+        if (op == VG_OP_GEMM_RMSNORM_A_UNIT && rt->ops.version < 9) c.flags = 0;
         if (!(c.flags & VG_OP_SUPPORTED) || !graphs) c.flags &= ~VG_OP_CAPTURABLE;
         if (!(c.flags & VG_OP_SUPPORTED)) c.flags = 0;
         rt->op[op].flags = c.flags;

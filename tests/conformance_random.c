@@ -78,6 +78,7 @@ typedef struct tcase {
     buf b[MAX_BUFS];
     int64_t m, n, k, lda, ldb, ldc, ldr, rows, cols, ld, ld2, count;
     int heads, hd, nseg, bias, res, inplace; /* res: 0 none, 1 separate, 2 aliasing c */
+    int gate;                                     /* gemm's norms of A: gated */
     int kv_heads, block_size, max_blocks, nslots; /* kv_store, paged_attention */
     int src_rows, taps;                           /* gather_weighted */
     vg_activation act;
@@ -297,16 +298,19 @@ static void generate(tcase *c, rng *r)
                  (long long)c->lda, (long long)c->ldb, (long long)c->ldc, c->alpha, c->bias);
         break;
     }
-    case VG_OP_GEMM_RMSNORM_A: { /* C = rmsnorm(A)·Bᵀ (+ bias, act, residual); norm_out after C */
-        const int aligned = rchance(r, 0.3);
+    case VG_OP_GEMM_RMSNORM_A:        /* C = rmsnorm(A)·Bᵀ (+ bias, act, residual) or gated; */
+    case VG_OP_GEMM_RMSNORM_A_UNIT: { /* norm_out after C; _UNIT: without a weight */
+        const int aligned = rchance(r, 0.3), unit = c->op == VG_OP_GEMM_RMSNORM_A_UNIT;
         c->t2 = pick_dtype(r, c->op);
+        c->gate = rchance(r, unit ? 0.6 : 0.3); /* a unit norm's own path is the gated one */
         c->m = rchance(r, 0.2) ? rint_in(r, 65, 200) : rint_in(r, 1, 64);
         c->n = up8(rchance(r, 0.1) ? rint_in(r, 161, 520) : rint_in(r, 1, 160), aligned);
+        if (c->gate) c->n *= 2;
         c->k = up8(rchance(r, 0.7) ? 8 * rint_in(r, 1, 140) : rint_in(r, 1, 300), aligned);
         c->lda = c->k, c->ldb = c->k + pad8(r, aligned), c->ldc = c->n + pad8(r, aligned);
-        c->act = (vg_activation)rint_in(r, 0, 4);
+        c->act = c->gate ? VG_ACT_NONE : (vg_activation)rint_in(r, 0, 4);
         c->bias = rchance(r, 0.5);
-        c->res = (int)rint_in(r, 0, 2);
+        c->res = c->gate ? 0 : (int)rint_in(r, 0, 2);
         if (c->res == 2 && c->act != VG_ACT_NONE) c->res = 1;
         c->ldr = c->res == 2 ? c->ldc : c->n + pad8(r, aligned);
         c->alpha = rchance(r, 0.5) ? 1.0 : (float)runif(r, 0.25, 2.0);
@@ -321,13 +325,14 @@ static void generate(tcase *c, rng *r)
         c->b[2].off = 0; /* norm_out's alignment is counted from the allocation */
         c->b[2].cap = c->b[2].n;
         c->out = 2;
-        add_buf(c, r, "norm_w", c->t, (size_t)c->k);
+        if (!unit) add_buf(c, r, "norm_w", c->t, (size_t)c->k);
         if (c->bias) add_buf(c, r, "bias", c->t, (size_t)c->n);
         if (c->res == 1) add_buf(c, r, "residual", c->t2, (size_t)((c->m - 1) * c->ldr + c->n));
         align_bufs(c, aligned);
         snprintf(c->shape, sizeof c->shape,
-                 "norm dtype_c=%s m=%lld n=%lld k=%lld ldb=%lld ldc=%lld act=%s alpha=%.9g eps=%g "
-                 "bias=%d residual=%s ldr=%lld", vg_dtype_name(c->t2), (long long)c->m,
+                 "norm%s%s dtype_c=%s m=%lld n=%lld k=%lld ldb=%lld ldc=%lld act=%s alpha=%.9g eps=%g "
+                 "bias=%d residual=%s ldr=%lld", unit ? " (unit)" : "", c->gate ? " gate=silu" : "",
+                 vg_dtype_name(c->t2), (long long)c->m,
                  (long long)c->n, (long long)c->k, (long long)c->ldb, (long long)c->ldc,
                  act_name(c->act), c->alpha, c->eps, c->bias,
                  c->res == 0 ? "none" : c->res == 1 ? "separate" : "aliasing c", (long long)c->ldr);
@@ -771,15 +776,29 @@ static void reference(tcase *c)
             memset(o->mask + o->off + (size_t)(i * c->ldc + c->n / 2), 2, (size_t)(c->n / 2));
         break;
     }
-    case VG_OP_GEMM_RMSNORM_A: {
-        double *an = xcalloc((size_t)(c->m * c->k), sizeof *an);
-        ref_rmsnorm(b[0].h + b[0].off, b[3].h + b[3].off, an, c->m, c->k, c->eps);
-        const double *bias = c->bias ? b[4].h + b[4].off : NULL;
+    case VG_OP_GEMM_RMSNORM_A:
+    case VG_OP_GEMM_RMSNORM_A_UNIT: {
+        const int unit = c->op == VG_OP_GEMM_RMSNORM_A_UNIT;
+        double *an = xcalloc((size_t)(c->m * c->k), sizeof *an), *ones = xcalloc((size_t)c->k, sizeof *ones);
+        for (int64_t i = 0; i < c->k; i++) ones[i] = 1.0;
+        ref_rmsnorm(b[0].h + b[0].off, unit ? ones : b[3].h + b[3].off, an, c->m, c->k, c->eps);
+        const int bi = unit ? 3 : 4;
+        const double *bias = c->bias ? b[bi].h + b[bi].off : NULL;
         const double *res = c->res == 2 ? w : c->res == 1 ? b[c->nb - 1].h + b[c->nb - 1].off : NULL;
-        ref_gemm(c->m, c->n, c->k, c->alpha, an, c->k, b[1].h + b[1].off, c->ldb, bias, res, c->ldr,
-                 c->act, w, c->ldc);
+        if (c->gate) { /* as gemm_silu_gate's, on the normalised A */
+            double most = ref_gemm_silu_gate(c->m, c->n, c->k, c->alpha, an, c->k, b[1].h + b[1].off,
+                                             c->ldb, bias, w, c->ldc);
+            c->term_scale = most * most;
+            mark_rows(o, c->m, c->ldc, c->n / 2);
+            for (int64_t i = 0; i < c->m; i++)
+                memset(o->mask + o->off + (size_t)(i * c->ldc + c->n / 2), 2, (size_t)(c->n / 2));
+        } else {
+            ref_gemm(c->m, c->n, c->k, c->alpha, an, c->k, b[1].h + b[1].off, c->ldb, bias, res, c->ldr,
+                     c->act, w, c->ldc);
+            mark_rows(o, c->m, c->ldc, c->n);
+        }
         free(an);
-        mark_rows(o, c->m, c->ldc, c->n);
+        free(ones);
         memset(o->mask + c->count, 2, o->cap - (size_t)c->count); /* norm_out: the op's scratch */
         break;
     }
@@ -942,14 +961,17 @@ static vg_status enqueue(const tcase *c)
                           .act = VG_ACT_NONE, .alpha = (float)c->alpha, .gate = VG_GEMM_GATE_SILU};
         return vg_op_gemm(s, &a);
     }
-    case VG_OP_GEMM_RMSNORM_A: {
+    case VG_OP_GEMM_RMSNORM_A:
+    case VG_OP_GEMM_RMSNORM_A_UNIT: {
+        const int unit = c->op == VG_OP_GEMM_RMSNORM_A_UNIT, bi = unit ? 3 : 4;
         vg_gemm_args a = {.struct_size = sizeof a, .dtype_ab = c->t, .dtype_c = c->t2, .m = c->m,
                           .n = c->n, .k = c->k, .a = b[0].d, .lda = c->lda, .b = b[1].d,
-                          .ldb = c->ldb, .c = b[2].d, .ldc = c->ldc, .bias = c->bias ? b[4].d : NULL,
+                          .ldb = c->ldb, .c = b[2].d, .ldc = c->ldc, .bias = c->bias ? b[bi].d : NULL,
                           .residual = c->res == 2 ? b[2].d : c->res == 1 ? b[c->nb - 1].d : NULL,
                           .ldr = c->ldr, .act = c->act, .alpha = (float)c->alpha,
-                          .norm_w = b[3].d, .norm_eps = (float)c->eps,
-                          .norm_out = (char *)b[2].d + (size_t)c->count * esize(c->t2)};
+                          .gate = c->gate ? VG_GEMM_GATE_SILU : VG_GEMM_GATE_NONE,
+                          .norm_w = unit ? NULL : b[3].d, .norm_eps = (float)c->eps,
+                          .norm_out = (char *)b[2].d + (size_t)c->count * esize(c->t2), .norm_unit = unit};
         return vg_op_gemm(s, &a);
     }
     case VG_OP_GATHER_ROWS:
@@ -1023,7 +1045,8 @@ static int may_refuse(const tcase *c, vg_status st)
 {
     if (st != VG_ERR_UNSUPPORTED) return 0;
     if (c->op == VG_OP_ATTENTION || c->op == VG_OP_ATTENTION_ROTARY) return 1;
-    return (c->op == VG_OP_GEMM || c->op == VG_OP_GEMM_SILU_GATE || c->op == VG_OP_GEMM_RMSNORM_A) &&
+    return (c->op == VG_OP_GEMM || c->op == VG_OP_GEMM_SILU_GATE || c->op == VG_OP_GEMM_RMSNORM_A ||
+            c->op == VG_OP_GEMM_RMSNORM_A_UNIT) &&
            c->t != c->t2;
 }
 
@@ -1032,7 +1055,7 @@ static void tolerance(const tcase *c, double *atol, double *rtol)
 {
     vg_dtype t = c->b[c->out].tout;
     /* a normalised A is rounded to dtype_ab (by a device that normalises in a pass of its own) */
-    if (c->op == VG_OP_GEMM_RMSNORM_A && c->t != VG_DTYPE_F32) t = c->t;
+    if ((c->op == VG_OP_GEMM_RMSNORM_A || c->op == VG_OP_GEMM_RMSNORM_A_UNIT) && c->t != VG_DTYPE_F32) t = c->t;
     *atol = *rtol = 0; /* fill, gather_rows, convert: exact */
     if (c->op == VG_OP_FILL || c->op == VG_OP_GATHER_ROWS || c->op == VG_OP_CONVERT ||
         c->op == VG_OP_KV_STORE || c->op == VG_OP_ARGMAX)

@@ -20,6 +20,7 @@ uint32_t ref_catalogue_dtypes(vg_op_id op)
     case VG_OP_GEMM:
     case VG_OP_GEMM_SILU_GATE:
     case VG_OP_GEMM_RMSNORM_A:
+    case VG_OP_GEMM_RMSNORM_A_UNIT:
     case VG_OP_RMSNORM:
     case VG_OP_ROTARY_2D:
     case VG_OP_ATTENTION:

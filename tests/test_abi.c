@@ -540,6 +540,42 @@ static void test_op_table_v6_plugin(void **state)
     }
 }
 
+/* A version 8 op table (built before gemm had a norm of A without a weight): the core does not
+ * offer gemm_rmsnorm_a_unit, whatever op_caps says, and refuses a gemm with norm_unit naming it;
+ * a plain gemm and one with norm_w run. The stub's own table (version 9) offers it. */
+static void test_op_table_v8_plugin(void **state)
+{
+    (void)state;
+    vg_backend_iface copy = *stub_table();
+    vg_runtime *rt = NULL;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    assert_true(vg_runtime_op_support(rt, VG_OP_GEMM_RMSNORM_A_UNIT, NULL) & VG_OP_SUPPORTED);
+    VG_CHECK(vg_runtime_close(rt));
+    vg_op_table v8 = *copy.ops;
+    v8.version = 8; /* version 9 adds no member: the version alone decides */
+    copy.ops = &v8;
+    VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+    assert_int_equal(vg_runtime_op_support(rt, VG_OP_GEMM_RMSNORM_A_UNIT, NULL), 0);
+    assert_true(vg_runtime_op_support(rt, VG_OP_GEMM_RMSNORM_A, NULL) & VG_OP_SUPPORTED);
+    vg_stream *s = NULL;
+    VG_CHECK(vg_stream_create(rt, &s));
+    float *f = NULL;
+    VG_CHECK(vg_mem_alloc(rt, 64 * sizeof(float), (void **)&f));
+    VG_CHECK(vg_op_fill(s, f, VG_DTYPE_F32, 64, 1.0));
+    vg_gemm_args a = {.struct_size = sizeof a, .dtype_ab = VG_DTYPE_F32, .dtype_c = VG_DTYPE_F32,
+                      .m = 2, .n = 2, .k = 2, .a = f, .lda = 2, .b = f + 4, .ldb = 2, .c = f + 8,
+                      .ldc = 2, .act = VG_ACT_NONE, .alpha = 1.0f, .norm_out = f + 16};
+    VG_CHECK(vg_op_gemm(s, &a));
+    a.norm_w = f + 20;
+    VG_CHECK(vg_op_gemm(s, &a));
+    a.norm_w = NULL, a.norm_unit = 1;
+    VG_CHECK_FAILS_ALL(vg_op_gemm(s, &a), VG_ERR_UNSUPPORTED, "gemm_rmsnorm_a_unit", "not implemented");
+    VG_CHECK(vg_stream_sync(s));
+    VG_CHECK(vg_mem_free(rt, f));
+    VG_CHECK(vg_stream_destroy(s));
+    VG_CHECK(vg_runtime_close(rt));
+}
+
 /* A version 7 op table (built before rotary_paged_attention): the core does not offer it, yet
  * vg_op_rotary_paged_attention still runs there, as rotary_kv_store then paged_attention (here
  * captured in a graph and replayed), and leaves what the stub's own member (version 8, run
@@ -1012,6 +1048,7 @@ static void test_op_list_ids_and_names(void **state)
     assert_int_equal(VG_OP_GEMM_RMSNORM_A, 19);
     assert_int_equal(VG_OP_LM_ADVANCE, 20);
     assert_int_equal(VG_OP_ROTARY_PAGED_ATTENTION, 21);
+    assert_int_equal(VG_OP_GEMM_RMSNORM_A_UNIT, 22);
     for (int op = 0; op < VG_OP_COUNT_; op++) {
         const char *name = vg_op_name((vg_op_id)op);
         assert_non_null(name);
@@ -1100,6 +1137,7 @@ int main(void)
         cmocka_unit_test_setup(test_op_table_v4_plugin, reset_env),
         cmocka_unit_test_setup(test_op_table_v5_plugin, reset_env),
         cmocka_unit_test_setup(test_op_table_v6_plugin, reset_env),
+        cmocka_unit_test_setup(test_op_table_v8_plugin, reset_env),
         cmocka_unit_test_setup(test_op_table_v7_plugin, reset_env),
         cmocka_unit_test_setup(test_op_table_version_is_checked, reset_env),
         cmocka_unit_test_setup(test_ipc_claimed_by_old_plugins, reset_env),

@@ -957,15 +957,16 @@ static void test_gemm_silu_gate(void **state)
     gemm_silu_gate_check(VG_DTYPE_F32, &cases[2]);
 }
 
-/* gemm with a norm of A (op table version 6: the rmsnorm before a projection inside it), at
- * decode shapes, with and without a gate, F32 logits, a residual: captured once and replayed on
- * new activations, against the reference (rmsnorm then gemm) and against the rmsnorm and gemm ops
- * run separately on the same device. */
+/* gemm with a norm of A (op table version 6: the rmsnorm before a projection inside it; with
+ * `unit`, version 9's norm without a weight), at decode shapes, with and without a gate, F32
+ * logits, a residual: captured once and replayed on new activations, against the reference
+ * (rmsnorm then gemm) and against the rmsnorm and gemm ops run separately on the same device
+ * (with a weight of ones for `unit`). */
 typedef struct norm_case {
     int m, n, k, f32_out, gate, residual;
 } norm_case;
 
-static void gemm_rmsnorm_a_check(vg_dtype dt, const norm_case *t)
+static void gemm_rmsnorm_a_check(vg_dtype dt, const norm_case *t, int unit)
 {
     const int M = t->m, N = t->n, K = t->k, H = t->gate ? N / 2 : N;
     vg_dtype dc_t = t->f32_out ? VG_DTYPE_F32 : dt;
@@ -978,6 +979,8 @@ static void gemm_rmsnorm_a_check(vg_dtype dt, const norm_case *t)
     assert_true(a && b && w && res && out && sep && want && da_ && an && db_ && dw_ && dres_);
     fill_random(b, nb, 241);
     fill_random(w, (size_t)K, 242);
+    if (unit)
+        for (int i = 0; i < K; i++) w[i] = 1.0f;
     fill_random(a, na, 243);
     fill_random(res, nc, 244);
     void *da = upload_as(dt, a, na), *db = upload_as(dt, b, nb), *dw = upload_as(dt, w, (size_t)K);
@@ -989,8 +992,9 @@ static void gemm_rmsnorm_a_check(vg_dtype dt, const norm_case *t)
     c.args = (vg_gemm_args){.struct_size = sizeof(vg_gemm_args), .dtype_ab = dt, .dtype_c = dc_t,
                             .m = M, .n = N, .k = K, .a = da, .lda = K, .b = db, .ldb = K, .c = dc,
                             .ldc = N, .residual = dres, .ldr = N, .act = VG_ACT_NONE, .alpha = 1.0f,
-                            .gate = t->gate ? VG_GEMM_GATE_SILU : VG_GEMM_GATE_NONE, .norm_w = dw,
-                            .norm_eps = 1e-6f, .norm_out = dn};
+                            .gate = t->gate ? VG_GEMM_GATE_SILU : VG_GEMM_GATE_NONE,
+                            .norm_w = unit ? NULL : dw, .norm_eps = 1e-6f, .norm_out = dn,
+                            .norm_unit = unit};
     vg_graph_exec *exec = has_graphs() ? capture(enqueue_gemm, &c) : NULL;
     for (size_t i = 0; i < nb; i++) db_[i] = b[i];
     for (int i = 0; i < K; i++) dw_[i] = w[i];
@@ -1005,7 +1009,7 @@ static void gemm_rmsnorm_a_check(vg_dtype dt, const norm_case *t)
         /* the ops it replaces, on the same device */
         VG_CHECK(vg_op_rmsnorm(g.s, dt, da, dw, dn2, M, K, 1e-6f));
         vg_gemm_args plain = c.args;
-        plain.a = dn2, plain.norm_w = NULL, plain.norm_out = NULL, plain.c = ds;
+        plain.a = dn2, plain.norm_w = NULL, plain.norm_out = NULL, plain.norm_unit = 0, plain.c = ds;
         VG_CHECK(vg_op_gemm(g.s, &plain));
         download_as(dc_t, sep, ds, nc);
         VG_CHECK(vg_mem_free(g.rt, nw));
@@ -1029,9 +1033,9 @@ static void gemm_rmsnorm_a_check(vg_dtype dt, const norm_case *t)
             }
         double tol = (dc_t == VG_DTYPE_F32 && dt == VG_DTYPE_F32 ? 1e-4 : dt == VG_DTYPE_F16 ? 4e-3 : 1.6e-2) * scale;
         if (err > tol || err_sep > tol)
-            print_message("gemm norm %s->%s m=%d n=%d k=%d gate %d round %d: error %.3g, against the "
-                          "separate ops %.3g, bound %.3g\n", vg_dtype_name(dt), vg_dtype_name(dc_t),
-                          M, N, K, t->gate, round, err, err_sep, tol);
+            print_message("gemm norm%s %s->%s m=%d n=%d k=%d gate %d round %d: error %.3g, against "
+                          "the separate ops %.3g, bound %.3g\n", unit ? " (unit)" : "", vg_dtype_name(dt),
+                          vg_dtype_name(dc_t), M, N, K, t->gate, round, err, err_sep, tol);
         assert_true(err <= tol && err_sep <= tol);
     }
     if (exec) VG_CHECK(vg_graph_exec_destroy(exec));
@@ -1042,26 +1046,43 @@ static void gemm_rmsnorm_a_check(vg_dtype dt, const norm_case *t)
     free(want), free(da_), free(an), free(db_), free(dw_), free(dres_);
 }
 
+static const norm_case k_norm_cases[] = {
+    /* m    n     k   f32 gate res */
+    {1, 1152, 896, 0, 0, 0},  /* a qkv projection after the input norm */
+    {1, 2432, 896, 0, 1, 0},  /* gate|up after the post-attention norm, gated */
+    {1, 600, 896, 1, 0, 0},   /* logits in F32 after the final norm */
+    {5, 74, 4096, 0, 1, 0},   /* long k (split along it), an odd half */
+    {16, 96, 264, 0, 0, 1},   /* a residual */
+    {64, 128, 512, 0, 0, 0},
+    {70, 48, 128, 0, 0, 0},   /* past the decode kernels' rows */
+    {16, 1216, 896, 0, 1, 0}, /* gated at 16 and 64 rows: cuBLASLt's, where a unit norm is the */
+    {64, 640, 1024, 0, 1, 0}, /* silu_mul's after it */
+    {33, 56, 200, 1, 1, 0},   /* gated into F32 (no deferred unit norm there) */
+};
+
+static void norm_cases_run(int unit)
+{
+    for (size_t i = 0; i < sizeof k_norm_cases / sizeof k_norm_cases[0]; i++) {
+        if (k_norm_cases[i].gate && !supports(VG_OP_GEMM_SILU_GATE)) continue;
+        gemm_rmsnorm_a_check(VG_DTYPE_BF16, &k_norm_cases[i], unit);
+        gemm_rmsnorm_a_check(VG_DTYPE_F16, &k_norm_cases[i], unit);
+    }
+    gemm_rmsnorm_a_check(VG_DTYPE_F32, &k_norm_cases[4], unit);
+    gemm_rmsnorm_a_check(VG_DTYPE_F32, &k_norm_cases[1], unit);
+}
+
 static void test_gemm_rmsnorm_a(void **state)
 {
     (void)state;
     if (!supports(VG_OP_GEMM_RMSNORM_A)) skip();
-    static const norm_case cases[] = {
-        /* m    n     k   f32 gate res */
-        {1, 1152, 896, 0, 0, 0},  /* a qkv projection after the input norm */
-        {1, 2432, 896, 0, 1, 0},  /* gate|up after the post-attention norm, gated */
-        {1, 600, 896, 1, 0, 0},   /* logits in F32 after the final norm */
-        {5, 74, 4096, 0, 1, 0},   /* long k (split along it), an odd half */
-        {16, 96, 264, 0, 0, 1},   /* a residual */
-        {64, 128, 512, 0, 0, 0},
-        {70, 48, 128, 0, 0, 0},   /* past the decode kernels' rows */
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        if (cases[i].gate && !supports(VG_OP_GEMM_SILU_GATE)) continue;
-        gemm_rmsnorm_a_check(VG_DTYPE_BF16, &cases[i]);
-        gemm_rmsnorm_a_check(VG_DTYPE_F16, &cases[i]);
-    }
-    gemm_rmsnorm_a_check(VG_DTYPE_F32, &cases[4]);
+    norm_cases_run(0);
+}
+
+static void test_gemm_rmsnorm_a_unit(void **state)
+{
+    (void)state;
+    if (!supports(VG_OP_GEMM_RMSNORM_A_UNIT)) skip();
+    norm_cases_run(1);
 }
 
 /* max|got - want| / max|want|, failing on NaN */
@@ -2032,6 +2053,7 @@ int main(void)
         cmocka_unit_test_teardown(test_gemm_decode_shapes, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_silu_gate, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_rmsnorm_a, end_stray_capture),
+        cmocka_unit_test_teardown(test_gemm_rmsnorm_a_unit, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_rejects_activation_with_inplace_residual, end_stray_capture),
         cmocka_unit_test_teardown(test_gather_reads_indices_at_replay, end_stray_capture),
         cmocka_unit_test_teardown(test_update, end_stray_capture),

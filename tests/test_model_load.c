@@ -298,11 +298,28 @@ static void test_lm_nan_sharded(void **state)
 static void test_lm_f16_overflow(void **state)
 {
     (void)state;
-    copy_model(QWEN2, &(edit){.poison = "model.layers.0.mlp.up_proj.weight", .at = 9,
+    copy_model(QWEN2, &(edit){.poison = "model.layers.0.mlp.down_proj.weight", .at = 9,
                               .kind = POISON_VALUE, .value = 1e6f});
     VG_CHECK_FAILS(load_lm(g_dir, VG_DTYPE_F16), VG_ERR_FORMAT,
-                   "'model.layers.0.mlp.up_proj.weight': element 9 is 1e+06, beyond the range of F16");
+                   "'model.layers.0.mlp.down_proj.weight': element 9 is 1e+06, beyond the range of F16");
     VG_CHECK(load_lm(g_dir, VG_DTYPE_F32));
+}
+
+/* The post-attention norm's weight folded into gate|up (a device with gemm_rmsnorm_a_unit, as the
+ * stub): a product finite in F32 but not in F16 is refused naming both tensors; the norm's own
+ * NaN is found as it is read. */
+static void test_lm_folded_norm(void **state)
+{
+    (void)state;
+    copy_model(QWEN2, &(edit){.poison = "model.layers.1.post_attention_layernorm.weight", .at = 3,
+                              .kind = POISON_VALUE, .value = 1e7f});
+    VG_CHECK_FAILS_ALL(load_lm(g_dir, VG_DTYPE_F16), VG_ERR_FORMAT, "'model.layers.1.mlp.gate_proj.weight' [",
+                   "times 'model.layers.1.post_attention_layernorm.weight' [3]", "not finite in F16");
+    VG_CHECK(load_lm(g_dir, VG_DTYPE_F32));
+    copy_model(QWEN2, &(edit){.poison = "model.layers.0.post_attention_layernorm.weight", .at = 6,
+                              .kind = POISON_NAN});
+    VG_CHECK_FAILS(load_lm(g_dir, AUTO), VG_ERR_FORMAT,
+                   "tensor 'model.layers.0.post_attention_layernorm.weight': element 6 is NaN");
 }
 
 static void test_vit_nan(void **state)
@@ -603,6 +620,7 @@ int main(void)
         T(test_lm_inf_f16),
         T(test_lm_nan_sharded),
         T(test_lm_f16_overflow),
+        T(test_lm_folded_norm),
         T(test_vit_nan),
         T(test_vit3_nan_fc1),
         T(test_vit_other_tensors_not_read),

@@ -140,6 +140,9 @@ static vg_status valid_call(vg_stream *s, vg_op_id op)
     case VG_OP_GEMM_RMSNORM_A: /* A normalised into the second half of a */
         ga.norm_w = g.b, ga.norm_eps = 1e-6f, ga.norm_out = g.a + BYTES / 2;
         return vg_op_gemm(s, &ga);
+    case VG_OP_GEMM_RMSNORM_A_UNIT: /* the same without a weight */
+        ga.norm_unit = 1, ga.norm_eps = 1e-6f, ga.norm_out = g.a + BYTES / 2;
+        return vg_op_gemm(s, &ga);
     case VG_OP_ROTARY_KV_STORE: /* qkv rows of 2 + 2·1 heads in c; every row to slot 0 of a and b */
         return vg_op_rotary_kv_store(s, VG_DTYPE_F32, g.c, 2 * HIDDEN, ROWS, HEADS, 1, HD, g.b, g.b,
                                      1e-6f, g.pos, 1e4f, g.a, g.b + BYTES / 2, g.idx);
@@ -192,7 +195,9 @@ static void test_no_stream(void **state)
     (void)state;
     for (int op = 0; op < VG_OP_COUNT_; op++) /* gemm_silu_gate is a call of vg_op_gemm */
         VG_CHECK_FAILS(valid_call(NULL, (vg_op_id)op), VG_ERR_INVALID_ARG,
-                       op == VG_OP_GEMM_SILU_GATE || op == VG_OP_GEMM_RMSNORM_A ? "gemm"
+                       op == VG_OP_GEMM_SILU_GATE || op == VG_OP_GEMM_RMSNORM_A ||
+                               op == VG_OP_GEMM_RMSNORM_A_UNIT
+                           ? "gemm"
                                                                                   : vg_op_name((vg_op_id)op));
 }
 
@@ -274,6 +279,13 @@ static void test_gemm(void **state)
     GEMM_FAILS((a.norm_w = g.b, a.norm_out = g.c + 4096, a.norm_eps = -1.0f), "norm_eps");
     GEMM_FAILS((a.norm_w = g.b + 2, a.norm_out = g.c + 4096), "norm_w", "align");
     GEMM_FAILS((a.norm_w = g.b, a.norm_out = g.c + 4098), "norm_out", "align");
+    /* without a weight (op table version 9): 0 or 1, not with norm_w, and as norm_w otherwise */
+    GEMM_FAILS((a.norm_unit = 2, a.norm_out = g.c + 4096), "norm_unit", "2");
+    GEMM_FAILS((a.norm_unit = 1, a.norm_w = g.b, a.norm_out = g.c + 4096), "norm_w", "norm_unit", "exclude");
+    GEMM_FAILS(a.norm_unit = 1, "norm_unit", "norm_out");
+    GEMM_FAILS((a.norm_unit = 1, a.norm_out = g.c + 4096, a.lda = 9), "norm_unit", "contiguous", "9");
+    GEMM_FAILS((a.norm_unit = 1, a.norm_out = g.c + 4096, a.norm_eps = -1.0f), "norm_eps");
+    GEMM_FAILS((a.norm_unit = 1, a.norm_out = g.c + 4098), "norm_out", "align");
 #undef GEMM_FAILS
     assert_zero(g.c, 1024);
     a = gemm_args(); /* in place without activation is fine, and so is ldr past n */

@@ -136,13 +136,29 @@ static inline void vgc_launch(vg_bk_stream *s, void (*kern)(KArgs...), dim3 grid
 /* gemm_tiled.cu: the portable GEMM kernel. Like every op, GEMM receives arguments the core has
  * validated against the catalogue (vg_ops.h); a backend checks only its own limits. */
 vg_status vgc_gemm_tiled(vg_bk_stream *s, const vg_gemm_args *a);
+/* Whether A is rmsnorm'd (vg_ops.h: gemm's norm_w, or norm_unit without a weight). */
+static inline int vgc_gemm_normed(const vg_gemm_args *a) { return a->norm_w || a->norm_unit; }
+/* Whether a GEMM that does not normalise A itself leaves a unit norm to vgc_gemm_gate_after,
+ * which scales each row's gate and up sums by its 1/rms (vg_ops.h allows it): then the GEMM
+ * reads A as it is and the norm costs no launch. Not with a bias, which comes after the factor,
+ * nor where C's dtype is not A's (silu_mul reads both as one). */
+static inline int vgc_gemm_norm_deferred(const vg_gemm_args *a)
+{
+    return a->norm_unit && a->gate == VG_GEMM_GATE_SILU && !a->bias && a->dtype_c == a->dtype_ab;
+}
 /* A gated GEMM's second step where the GEMM itself did not gate (vg_ops.h: args.gate): silu_mul
- * over C's halves in place. VG_OK at once without a gate. */
+ * over C's halves in place, scaled by the rows' 1/rms of A where the norm was deferred. VG_OK at
+ * once without a gate. */
 vg_status vgc_gemm_gate_after(vg_bk_stream *s, const vg_gemm_args *a);
-/* A GEMM with a norm of A (args.norm_w) where the GEMM itself does not normalise: rmsnorm into
- * norm_out, and *out = the call on it (in *normed); *out = a without a norm. */
+/* A GEMM with a norm of A (args.norm_w, or norm_unit not deferred) where the GEMM itself does not
+ * normalise: rmsnorm into norm_out, and *out = the call on it (in *normed); else *out = a. */
 vg_status vgc_gemm_norm_before(vg_bk_stream *s, const vg_gemm_args *a, vg_gemm_args *normed,
                                const vg_gemm_args **out);
+/* silu_mul (vg_ops.h) with, where x is not NULL, both halves of row r scaled by
+ * 1/sqrt(mean(x[r, :xcols]²) + eps) first (x contiguous, of dtype t): a deferred unit norm. */
+vg_status vgc_silu_mul_scaled(vg_bk_stream *s, vg_dtype t, const void *in, int64_t ld_in, void *out,
+                              int64_t ld_out, int64_t rows, int64_t cols, const void *x, int64_t xcols,
+                              float eps);
 
 /* gemm.cu (cuBLASLt) on CUDA; backends/hip/hip_glue.cu (the tiled kernel) on HIP */
 vg_status vgc_gemm_device_init(vg_bk_device *dev);

@@ -26,7 +26,9 @@
  * A gated call (args.gate, op table version 6: C = silu(gate half) · up half) is one launch of
  * the skinny kernel, which gates in its epilogue, or cuBLASLt then silu_mul in place; a call with
  * a norm of A (args.norm_w) is one launch of the skinny kernel, which normalises A on load, or
- * rmsnorm into norm_out then cuBLASLt. The tuner times cuBLASLt's candidates with those extra
+ * rmsnorm into norm_out then cuBLASLt. A norm without a weight (args.norm_unit, version 9) with a
+ * gate is cuBLASLt on A as it is, the rows' 1/rms applied by the silu_mul after it: no launch of
+ * its own (vgc_gemm_norm_deferred). The tuner times cuBLASLt's candidates with those extra
  * launches, so the plan takes whichever is faster. */
 #include <cublasLt.h>
 #include <math.h>
@@ -45,7 +47,8 @@ typedef struct gemm_key {
     int32_t dtype_ab, dtype_c, epilogue, beta;
     int32_t align_a, align_b, align_c, align_r;
     int32_t gate; /* vg_gemm_gate: timed with its silu_mul, against the skinny kernel's fused gate */
-    int32_t norm; /* a norm of A: timed with its rmsnorm, against the skinny kernel's fused norm */
+    int32_t norm; /* a norm of A: 1 timed with its rmsnorm, 2 deferred to the gate's silu_mul;
+                   * against the skinny kernel's fused norm */
 } gemm_key;
 
 typedef struct gemm_plan {
@@ -380,7 +383,7 @@ static void tune(vg_bk_stream *s, gemm_plan *p, const cublasLtMatmulHeuristicRes
     }
     tune_ctx t = {s, p, a, NULL, NULL, NULL, 2 * (size_t)dev->prop.l2CacheSize, NULL, NULL};
     size_t bytes = (size_t)a->m * (size_t)a->ldc * (a->dtype_c == VG_DTYPE_F32 ? 4 : 2);
-    size_t norm_bytes = a->norm_w ? (size_t)a->m * (size_t)a->k * (a->dtype_ab == VG_DTYPE_F32 ? 4 : 2) : 0;
+    size_t norm_bytes = vgc_gemm_normed(a) ? (size_t)a->m * (size_t)a->k * (a->dtype_ab == VG_DTYPE_F32 ? 4 : 2) : 0;
     if (cudaMalloc(&t.scratch, bytes) == cudaSuccess && cudaMalloc(&t.cold, t.flush) == cudaSuccess &&
         (!norm_bytes || cudaMalloc(&t.norm_scratch, norm_bytes) == cudaSuccess) &&
         cudaEventCreate(&t.e0) == cudaSuccess && cudaEventCreate(&t.e1) == cudaSuccess) {
@@ -512,12 +515,13 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
     k.m = a->m, k.n = a->n, k.k = a->k, k.lda = a->lda, k.ldb = a->ldb, k.ldc = a->ldc;
     k.ldr = lt_residual ? a->ldr : 0;
     k.dtype_ab = a->dtype_ab, k.dtype_c = a->dtype_c, k.epilogue = (int32_t)epi, k.beta = lt_residual;
-    k.align_a = align_of(a->norm_w ? a->norm_out : a->a, a->lda, eab); /* what cuBLASLt reads */
+    const int norm_pass = vgc_gemm_normed(a) && !vgc_gemm_norm_deferred(a); /* vgc_gemm_norm_before */
+    k.align_a = align_of(norm_pass ? a->norm_out : a->a, a->lda, eab); /* what cuBLASLt reads */
     k.align_b = align_of(a->b, a->ldb, eab);
     k.align_c = align_of(a->c, a->ldc, ec);
     k.align_r = lt_residual ? align_of(a->residual, a->ldr, ec) : k.align_c;
     k.gate = (int32_t)a->gate;
-    k.norm = a->norm_w != NULL;
+    k.norm = norm_pass ? 1 : vgc_gemm_norm_deferred(a) ? 2 : 0; /* timed with what each launches */
     gemm_plan *p = NULL;
     vg_status st = plan_get(s, &k, a, &p);
     if (st == VG_ERR_UNSUPPORTED) {

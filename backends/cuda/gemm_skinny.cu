@@ -160,19 +160,19 @@ __device__ __forceinline__ void sk_cluster_epilogue(float (*red)[8 * MT][SK_ROWS
 
 /* MT: 8-row tiles of activations (m <= 8·MT); W: warps per block. half > 0: gated (n = 2·half):
  * a block owns 8 outputs, its fragment rows g the gate rows and g + 8 the matching up rows.
- * norm_w: A is rmsnorm'd (vg_ops.h, gemm's norm_w): every block takes each row's 1/rms over the
- * whole of k first (m <= 64 short rows, from L2), multiplies the activations by norm_w as it loads
- * them, and scales the sums by 1/rms in the epilogue. */
+ * normed: A is rmsnorm'd (vg_ops.h, gemm's norm_w or norm_unit): every block takes each row's
+ * 1/rms over the whole of k first (m <= 64 short rows, from L2), multiplies the activations by
+ * norm_w (where there is one) as it loads them, and scales the sums by 1/rms in the epilogue. */
 template <typename T, typename TC, int MT, int W>
 __global__ void __launch_bounds__(32 * W)
 k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t ldc, const T *bias,
               const TC *res, int64_t ldr, int m, int n, int k, float alpha, vg_activation act,
-              int half, const T *norm_w, float norm_eps, int ksplit, float *part, unsigned *counters,
+              int half, int normed, const T *norm_w, float norm_eps, int ksplit, float *part, unsigned *counters,
               int clustered)
 {
     constexpr int SK_WARPS = W, SK_THREADS = 32 * W, UNR = sk_shape<MT, W>::unroll;
     __shared__ float red[SK_WARPS][8 * MT][SK_ROWS + 1];
-    __shared__ float inv_row[8 * MT]; /* with norm_w: each row's 1/rms */
+    __shared__ float inv_row[8 * MT]; /* normed: each row's 1/rms */
     __shared__ int last_block;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, tq = lane % 4;
     const int r0 = blockIdx.x * SK_ROWS, o0 = blockIdx.x * (SK_ROWS / 2); /* o0: gated outputs */
@@ -195,7 +195,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
         if (row1) sk_prefetch_l2(w1 + c * SK_CHUNK);
     }
     vgk_grid_sync(); /* the activations (and residual) come from the previous kernel */
-    if (norm_w) { /* read by the epilogue, after the __syncthreads before the reduction */
+    if (normed) { /* read by the epilogue, after the __syncthreads before the reduction */
         for (int t = warp; t < m; t += SK_WARPS) {
             const T *row = A + (int64_t)t * lda;
             float ss = 0.0f;
@@ -248,7 +248,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
     const int items = m * SK_ROWS; /* m <= 8·MT */
     if (clustered) {
         sk_cluster_epilogue<T, TC, MT, W>(red, inv_row, items, C, ldc, bias, res, ldr, n, r0, o0, half,
-                                          norm_w != nullptr, alpha, act);
+                                          normed != 0, alpha, act);
         return;
     }
     if (ksplit == 1 && half) {
@@ -258,7 +258,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
             float vg = 0.0f, vu = 0.0f;
 #pragma unroll
             for (int w = 0; w < SK_WARPS; w++) vg += red[w][tok][r], vu += red[w][tok][r + 8];
-            const float sc = norm_w ? inv_row[tok] : 1.0f;
+            const float sc = normed ? inv_row[tok] : 1.0f;
             sk_store_gated(C, ldc, bias, half, tok, o0 + r, vg * sc, vu * sc, alpha);
         }
         return;
@@ -270,7 +270,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
             float v = 0.0f;
 #pragma unroll
             for (int w = 0; w < SK_WARPS; w++) v += red[w][tok][r];
-            sk_store(C, ldc, bias, res, ldr, tok, col, norm_w ? v * inv_row[tok] : v, alpha, act);
+            sk_store(C, ldc, bias, res, ldr, tok, col, normed ? v * inv_row[tok] : v, alpha, act);
         }
         return;
     }
@@ -298,7 +298,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
                 const float *ps = &part[((int64_t)s * m + tok) * n];
                 vg += __ldcg(ps + col), vu += __ldcg(ps + half + col);
             }
-            const float sc = norm_w ? inv_row[tok] : 1.0f;
+            const float sc = normed ? inv_row[tok] : 1.0f;
             sk_store_gated(C, ldc, bias, half, tok, col, vg * sc, vu * sc, alpha);
         }
     }
@@ -308,7 +308,7 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
         float v = 0.0f;
 #pragma unroll 8 /* the loads in flight together, not a chain of round trips */
         for (int s = 0; s < ksplit; s++) v += __ldcg(&part[((int64_t)s * m + tok) * n + col]);
-        sk_store(C, ldc, bias, res, ldr, tok, col, norm_w ? v * inv_row[tok] : v, alpha, act);
+        sk_store(C, ldc, bias, res, ldr, tok, col, normed ? v * inv_row[tok] : v, alpha, act);
     }
     if (threadIdx.x == 0) counters[blockIdx.x] = 0; /* ready for the next launch */
 }
@@ -367,7 +367,7 @@ static void sk_launch(vg_bk_stream *s, const vg_gemm_args *a, vgc_skinny_cfg c, 
     dim3 grid(groups, (unsigned)ksplit);
 #define SK_ARGS (const T *)a->a, a->lda, (const T *)a->b, a->ldb, (TC *)a->c, a->ldc, (const T *)a->bias, \
                 (const TC *)a->residual, a->ldr, (int)a->m, (int)a->n, (int)a->k, a->alpha, a->act, half, \
-                (const T *)a->norm_w, a->norm_eps, ksplit
+                (int)vgc_gemm_normed(a), (const T *)a->norm_w, a->norm_eps, ksplit
     if (c.cluster && ksplit > 1)
         vgc_launch_cluster(s, k_gemm_skinny<T, TC, MT, W>, grid, dim3(1, (unsigned)ksplit), 32 * W, 0, SK_ARGS,
                            (float *)nullptr, (unsigned *)nullptr, 1);

@@ -76,12 +76,13 @@ vg_status vgc_gemm_norm_before(vg_bk_stream *s, const vg_gemm_args *a, vg_gemm_a
                                const vg_gemm_args **out)
 {
     *out = a;
-    if (!a->norm_w) return VG_OK;
+    if (!vgc_gemm_normed(a) || vgc_gemm_norm_deferred(a)) return VG_OK;
+    /* norm_w NULL (norm_unit): the kernel's unit weight */
     vg_status st = vgc_op_rmsnorm(s->dev, s, a->dtype_ab, a->a, a->norm_w, a->norm_out, a->m, a->k,
                                   a->norm_eps);
     if (st != VG_OK) return st;
     *normed = *a;
-    normed->a = a->norm_out, normed->norm_w = NULL;
+    normed->a = a->norm_out, normed->norm_w = NULL, normed->norm_unit = 0;
     *out = normed;
     return VG_OK;
 }
@@ -90,5 +91,7 @@ vg_status vgc_gemm_gate_after(vg_bk_stream *s, const vg_gemm_args *a)
 {
     if (a->gate != VG_GEMM_GATE_SILU) return VG_OK;
     /* in place: each thread of silu_mul reads its gate and up elements before it writes */
-    return vgc_op_silu_mul(s->dev, s, a->dtype_c, a->c, a->ldc, a->c, a->ldc, a->m, a->n / 2);
+    const int deferred = vgc_gemm_norm_deferred(a);
+    return vgc_silu_mul_scaled(s, a->dtype_c, a->c, a->ldc, a->c, a->ldc, a->m, a->n / 2,
+                               deferred ? a->a : NULL, a->k, a->norm_eps);
 }

@@ -14,13 +14,19 @@ template <typename T, int V> struct alignas(sizeof(T) * V) vec { T v[V]; };
  * registers with its weights, loaded with it, so a row of at most 32·NB vectors (a language
  * model's hidden row: 896 or 1024 BF16) costs one round trip in all, not two. */
 #define NORM_NB 4
-template <typename V>
-__device__ __forceinline__ void norm_batch_load(const V *xr, const V *w, int c0, int nv, V *a, V *g)
+/* w NULL (gemm's norm_unit through vgc_gemm_norm_before; the op itself requires w): ones */
+template <typename T, int VEC>
+__device__ __forceinline__ void norm_batch_load(const vec<T, VEC> *xr, const vec<T, VEC> *w, int c0, int nv,
+                                                vec<T, VEC> *a, vec<T, VEC> *g)
 {
 #pragma unroll
     for (int u = 0; u < NORM_NB; u++) {
         const int c = c0 + 32 * u < nv ? c0 + 32 * u : nv - 1;
-        a[u] = xr[c], g[u] = w[c];
+        a[u] = xr[c];
+        if (w) g[u] = w[c];
+        else
+#pragma unroll
+            for (int e = 0; e < VEC; e++) g[u].v[e] = vgk_from_f<T>(1.0f);
     }
 }
 /* the batch's squares added to ss one by one, in the order of the row */
@@ -159,58 +165,106 @@ vg_status vgc_op_rotary_2d(vg_bk_device *, vg_bk_stream *s, vg_dtype t, void *x,
     return VG_OK;
 }
 
-/* Rows across blocks, columns across threads (VEC at a time): no per-element division. */
+/* 1/sqrt(mean(x²) + eps) of one row of nv vectors, summed by the whole block; every thread gets
+ * it. red: 32 floats of shared memory, free again when this returns. */
 template <typename T, int VEC>
-__global__ void k_silu_mul(const T *in, int64_t ld_in, T *out, int64_t ld_out, int rows, int cols)
+__device__ float block_inv_rms(const vec<T, VEC> *x, int nv, int cols, float eps, float *red)
+{
+    float ss = 0.0f;
+    for (int c = threadIdx.x; c < nv; c += blockDim.x) {
+        const vec<T, VEC> v = x[c];
+#pragma unroll
+        for (int e = 0; e < VEC; e++) ss += vgk_to_f(v.v[e]) * vgk_to_f(v.v[e]);
+    }
+    for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = ss;
+    __syncthreads();
+    float total = 0.0f;
+    for (int w = 0; w < (int)(blockDim.x / 32); w++) total += red[w];
+    __syncthreads(); /* red is reused by the next row */
+    return rsqrtf(total / (float)cols + eps);
+}
+
+/* Rows across blocks, columns across threads (VEC at a time): no per-element division. With x
+ * (a unit norm deferred by the GEMM: vgc_silu_mul_scaled), both halves of a row are scaled by
+ * x's row's 1/rms, summed while the row's first gate and up loads are in flight. */
+template <typename T, int VEC>
+__global__ void k_silu_mul(const T *in, int64_t ld_in, T *out, int64_t ld_out, int rows, int cols,
+                           const T *x, int xcols, float eps)
 {
     vgk_grid_sync();
     typedef vec<T, VEC> V;
+    __shared__ float red[32];
+    const int nv = cols / VEC, step = (int)blockDim.x;
     for (int r = blockIdx.x; r < rows; r += gridDim.x) {
         const V *g = (const V *)(in + (int64_t)r * ld_in), *u = (const V *)(in + (int64_t)r * ld_in + cols);
         V *o = (V *)(out + (int64_t)r * ld_out);
-        const int nv = cols / VEC;
-        /* NORM_NB vectors at a time, every load issued before the first is used */
-        for (int c0 = threadIdx.x; c0 < nv; c0 += blockDim.x * NORM_NB) {
-            V gv[NORM_NB], uv[NORM_NB];
+        /* NORM_NB vectors at a time, every load issued before the first is used (indices
+         * clamped into the row; nv >= 1) */
+        V gv[NORM_NB], uv[NORM_NB];
+        auto load = [&](int c0) {
 #pragma unroll
             for (int k = 0; k < NORM_NB; k++) {
-                int c = c0 + (int)blockDim.x * k < nv ? c0 + (int)blockDim.x * k : nv - 1;
+                const int c = c0 + step * k < nv ? c0 + step * k : nv - 1;
                 gv[k] = g[c], uv[k] = u[c];
             }
+        };
+        int c0 = threadIdx.x;
+        load(c0);
+        const float sc = x ? block_inv_rms<T, VEC>((const V *)(x + (int64_t)r * xcols), xcols / VEC, xcols, eps, red)
+                           : 1.0f;
+        for (;;) {
 #pragma unroll
             for (int k = 0; k < NORM_NB; k++) {
-                if (c0 + (int)blockDim.x * k >= nv) break;
+                if (c0 + step * k >= nv) break;
                 V ov;
 #pragma unroll
                 for (int e = 0; e < VEC; e++) {
-                    float x = vgk_to_f(gv[k].v[e]);
-                    ov.v[e] = vgk_from_f<T>(x / (1.0f + __expf(-x)) * vgk_to_f(uv[k].v[e]));
+                    const float gx = vgk_to_f(gv[k].v[e]) * sc;
+                    ov.v[e] = vgk_from_f<T>(gx / (1.0f + __expf(-gx)) * (vgk_to_f(uv[k].v[e]) * sc));
                 }
-                o[c0 + (int)blockDim.x * k] = ov;
+                o[c0 + step * k] = ov;
             }
+            c0 += step * NORM_NB;
+            if (c0 >= nv) break;
+            load(c0);
         }
     }
 }
 
-vg_status vgc_op_silu_mul(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void *in,
-                          int64_t ld_in, void *out, int64_t ld_out, int64_t rows, int64_t cols)
+template <typename T, int VEC>
+static void silu_mul_launch(vg_bk_stream *s, unsigned blocks, const void *in, int64_t ld_in, void *out,
+                            int64_t ld_out, int64_t rows, int64_t cols, const void *x, int64_t xcols, float eps)
+{
+    vgc_launch(s, k_silu_mul<T, VEC>, blocks, 256, 0, (const T *)in, ld_in, (T *)out, ld_out, (int)rows,
+               (int)cols, (const T *)x, (int)xcols, eps);
+}
+
+vg_status vgc_silu_mul_scaled(vg_bk_stream *s, vg_dtype t, const void *in, int64_t ld_in, void *out,
+                              int64_t ld_out, int64_t rows, int64_t cols, const void *x, int64_t xcols,
+                              float eps)
 {
     if (!rows) return VG_OK;
     unsigned blocks = (unsigned)(rows < 65535 * 8 ? rows : 65535 * 8);
     int elem = t == VG_DTYPE_F32 ? 4 : 2, vecn = 16 / elem;
     int vec_ok = cols % vecn == 0 && ld_in % vecn == 0 && ld_out % vecn == 0 &&
-                 ((uintptr_t)in | (uintptr_t)out) % 16 == 0;
+                 ((uintptr_t)in | (uintptr_t)out | (uintptr_t)x) % 16 == 0 && (!x || xcols % vecn == 0);
     if (vec_ok && t == VG_DTYPE_F32)
-        vgc_launch(s, k_silu_mul<float, 4>, blocks, 256, 0, (const float *)in, ld_in, (float *)out, ld_out, (int)rows, (int)cols);
+        silu_mul_launch<float, 4>(s, blocks, in, ld_in, out, ld_out, rows, cols, x, xcols, eps);
     else if (vec_ok && t == VG_DTYPE_BF16)
-        vgc_launch(s, k_silu_mul<vgc_bf16, 8>, blocks, 256, 0, (const vgc_bf16 *)in, ld_in, (vgc_bf16 *)out, ld_out, (int)rows, (int)cols);
+        silu_mul_launch<vgc_bf16, 8>(s, blocks, in, ld_in, out, ld_out, rows, cols, x, xcols, eps);
     else if (vec_ok)
-        vgc_launch(s, k_silu_mul<vgc_f16, 8>, blocks, 256, 0, (const vgc_f16 *)in, ld_in, (vgc_f16 *)out, ld_out, (int)rows, (int)cols);
+        silu_mul_launch<vgc_f16, 8>(s, blocks, in, ld_in, out, ld_out, rows, cols, x, xcols, eps);
     else
-        VGK_FLOAT_DISPATCH(t, T, vgc_launch(s, k_silu_mul<T, 1>, blocks, 256, 0,
-                                     (const T *)in, ld_in, (T *)out, ld_out, (int)rows, (int)cols));
+        VGK_FLOAT_DISPATCH(t, T, silu_mul_launch<T, 1>(s, blocks, in, ld_in, out, ld_out, rows, cols, x, xcols, eps));
     VGC_CHECK_LAUNCH("silu_mul");
     return VG_OK;
+}
+
+vg_status vgc_op_silu_mul(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void *in,
+                          int64_t ld_in, void *out, int64_t ld_out, int64_t rows, int64_t cols)
+{
+    return vgc_silu_mul_scaled(s, t, in, ld_in, out, ld_out, rows, cols, NULL, 0, 0.0f);
 }
 
 template <typename TI, typename TO>

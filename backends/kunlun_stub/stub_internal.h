@@ -55,10 +55,10 @@ typedef struct stub_import {
     size_t bytes;
 } stub_import;
 
-/* The ops this stub implements: VG_OP_FILL up to VG_OP_ROTARY_PAGED_ATTENTION (op table version 8).
+/* The ops this stub implements: VG_OP_FILL up to VG_OP_GEMM_RMSNORM_A_UNIT (op table version 9).
  * Not VG_OP_COUNT_: an op appended to the catalogue is not implemented here until someone writes
  * it. */
-#define STUB_OP_COUNT (VG_OP_ROTARY_PAGED_ATTENTION + 1)
+#define STUB_OP_COUNT (VG_OP_GEMM_RMSNORM_A_UNIT + 1)
 
 /* Caller-owned memory registered with mem_register (ABI 1.3): host memory on this device. */
 typedef struct stub_region {

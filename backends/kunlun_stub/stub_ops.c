@@ -114,12 +114,13 @@ static vg_status op_gemm(vg_bk_device *dev, vg_bk_stream *s, const vg_gemm_args 
 {
     vg_gemm_args normed;
     const vg_gemm_args *g = args;
-    if (args->norm_w) { /* the rmsnorm into norm_out, then the GEMM on it, as the ops in turn */
+    if (args->norm_w || args->norm_unit) { /* the rmsnorm into norm_out (a NULL weight: unit),
+                                             * then the GEMM on it, as the ops in turn */
         vg_status st = stub_op_rmsnorm(dev, s, args->dtype_ab, args->a, args->norm_w, args->norm_out,
                                        args->m, args->k, args->norm_eps);
         if (st != VG_OK) return st;
         normed = *args;
-        normed.a = args->norm_out, normed.norm_w = NULL;
+        normed.a = args->norm_out, normed.norm_w = NULL, normed.norm_unit = 0;
         g = &normed;
     }
     /* Reserve the scratch now so the run cannot fail later (it may be inside a graph). */

@@ -179,9 +179,15 @@ typedef struct vg_op_table {
      * has no such member the core runs rotary_kv_store and then paged_attention. */
     vg_status (*rotary_paged_attention)(vg_bk_device *dev, vg_bk_stream *stream,
                                         const vg_rotary_paged_args *args);
+
+    /* ---- version 9: the rmsnorm of a GEMM's A without a weight ---- */
+
+    /* (no member) gemm honours vg_gemm_args.norm_unit (VG_OP_GEMM_RMSNORM_A_UNIT). The core
+     * offers the op only for a table of version >= 9, and passes gemm a full-size, zero-extended
+     * vg_gemm_args. */
 } vg_op_table;
 
-#define VG_OP_TABLE_VERSION 8
+#define VG_OP_TABLE_VERSION 9
 
 /* What comm_create (ABI 1.5) receives. The core sets struct_size to sizeof(vg_bk_comm_args) and
  * has checked every field: 1 <= nranks, 0 <= rank < nranks, timeout_ms >= 1, and `id` holds the

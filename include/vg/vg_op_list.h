@@ -43,7 +43,9 @@
     /* op table version 7: one step of a generation loop on the device */              \
     X(LM_ADVANCE, 20, lm_advance, lm_advance, VG_DTYPE_BIT(VG_DTYPE_I32))             \
     /* op table version 8: the new tokens' rotary and store inside paged attention */   \
-    X(ROTARY_PAGED_ATTENTION, 21, rotary_paged_attention, rotary_paged_attention, VG_DTYPES_FLOAT)
+    X(ROTARY_PAGED_ATTENTION, 21, rotary_paged_attention, rotary_paged_attention, VG_DTYPES_FLOAT) \
+    /* op table version 9: the rmsnorm of A without a weight (folded into B) */            \
+    X(GEMM_RMSNORM_A_UNIT, 22, gemm_rmsnorm_a_unit, gemm, VG_DTYPES_FLOAT) /* args.norm_unit */
 
 /* Helpers for generated tables: the op's printable name, as a string, at its value. */
 #define VG_OP_LIST_NAME_AT(ID, value, name, member, dtypes) [value] = #name,

@@ -78,6 +78,13 @@ typedef enum vg_activation {
  *               are unspecified after the call); it may equal a (then A is overwritten so), and
  *               overlaps nothing else. A fused kernel may round w ⊙ x to dtype_ab and apply the
  *               row's 1/rms to the sums; a separate pass rounds the normalised rows once.
+ *               With norm_unit = 1 instead (op VG_OP_GEMM_RMSNORM_A_UNIT, op table version 9;
+ *               norm_w NULL): A stands for A / sqrt(mean(A²) + norm_eps), the rmsnorm without a
+ *               weight, for a caller that folded the norm's weight into B's columns
+ *               (rmsnorm(x, w)·Bᵀ = (x/rms(x))·(B·diag(w))ᵀ). A, norm_eps and norm_out as with
+ *               norm_w. The factor being one per row of A, a device may apply it to the row's
+ *               sums, before the bias and the gate: with the gate, a cuBLAS-like GEMM of A as it
+ *               is and then silu_mul scaling both halves, the norm costing no launch of its own.
  *
  * gather_rows   dst[r, :] = src[idx[r], :] for r < rows, rows of `cols` elements of any dtype.
  *               dst must not alias src. Each idx[r] must lie in the rows of src (the caller's
@@ -240,6 +247,8 @@ typedef struct vg_gemm_args {
     const void *norm_w; /* optional: [k] of dtype_ab; A is rmsnorm'd with it (see gemm) */
     float norm_eps;     /* >= 0 */
     void *norm_out;     /* with norm_w: [m, k] of dtype_ab, scratch the device may write */
+    /* appended in op table version 9 (a smaller struct_size: 0) */
+    int32_t norm_unit; /* 1: A is rmsnorm'd without a weight (norm_w NULL; see gemm) */
 } vg_gemm_args;
 
 /* Arguments of lm_advance (vg_ops.h, above). Members are only appended; struct_size is the

@@ -31,6 +31,8 @@ vg_status vgm_proj(const vgm_linear *L, vg_stream *s, int64_t rows, int64_t n, i
 
 /* The SiLU-gated MLP of a block: x = down(silu(gate)·up of rmsnorm(x, norm)) + residual, with
  * gate|up stacked in gu_w (2·ip rows, each half padded to ip) and the result written over x.
+ * norm_unit (norm NULL): the norm's weight is folded into gu_w's columns, and the GEMM normalises
+ * x without one (the device must have gemm_rmsnorm_a_unit).
  * `gated`: the device gates inside the GEMM (gemm_silu_gate) and the product stays in gu; else
  * silu_mul writes it to mid (rows x ip). Buffers: norm_out rows x hidden (where the norm is not
  * folded into the GEMM), gu rows x 2·ip. residual may be x itself, or NULL. */
@@ -38,6 +40,7 @@ typedef struct vgm_mlp {
     int gated;
     void *x;
     const void *norm;
+    int norm_unit;
     void *norm_out;
     const void *gu_w, *gu_b;
     void *gu, *mid;

@@ -2,6 +2,8 @@
 /* The weight arena: plan, allocate once, upload with dtype conversion and padding. */
 #include "weight_arena.h"
 
+#include <float.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -149,20 +151,59 @@ static vg_status bad_spec(const vg_arena *a, const vg_arena_spec *t, const char 
 }
 
 /* Where one part's values come from: checkpoint rows [row0, row0 + rows) of `shape`, columns
- * [col0, col0 + ncols) of its cols. */
+ * [col0, col0 + ncols) of its cols; with scale (the spec's col_scale, `cols` floats, named
+ * scale_name), each column multiplied by its element. */
 typedef struct part_src {
     const char *name;
     int ndim;
     const int64_t *shape;
     int64_t row0, rows, col0, ncols, cols;
+    const float *scale;
+    const char *scale_name;
 } part_src;
 
-/* Upload part rows [0, rp) of one part: rows below p->rows from the source, the rest zero. */
+/* Rows [row0, row0 + n) of part p into the staging buffer as `dt` (row stride ld). */
+static vg_status stage_rows(vg_arena *a, const part_src *p, int64_t row0, int64_t n, vg_dtype dt, int64_t ld)
+{
+    if (a->ck)
+        return vg_ckpt_read_block(a->ck, p->name, p->ndim, p->shape, p->row0 + row0, n, p->col0, p->ncols,
+                                  dt, a->stage, ld);
+    synthesize_block(name_hash(p->name), a->seed, p->row0 + row0, n, p->col0, p->ncols, p->cols, dt,
+                     a->stage, ld);
+    return VG_OK;
+}
+
+/* The staged F32 rows [0, n) times the part's column scale, converted in place to the arena's
+ * dtype (front to back: an element's narrower destination never passes its source). */
+static vg_status scale_stage(vg_arena *a, const part_src *p, int64_t row0, int64_t n, int64_t ld)
+{
+    float *f = a->stage;
+    const float most = a->dt == VG_DTYPE_F16 ? 65504.0f : 3.3895314e38f; /* BF16's largest, F32 < it */
+    for (int64_t r = 0; r < n; r++)
+        for (int64_t j = 0; j < p->ncols; j++) {
+            float v = f[r * ld + j] * p->scale[p->col0 + j];
+            if (!(fabsf(v) <= (a->dt == VG_DTYPE_F32 ? FLT_MAX : most)))
+                return vg_error_set(VG_ERR_FORMAT, "%s: '%s' [%lld, %lld] times '%s' [%lld] is %g, not "
+                                                   "finite in %s (the norm's weight cannot be folded "
+                                                   "into the projection)",
+                                    a->what, p->name, (long long)(p->row0 + row0 + r),
+                                    (long long)(p->col0 + j), p->scale_name, (long long)(p->col0 + j),
+                                    (double)v, vg_dtype_name(a->dt));
+            f[r * ld + j] = v;
+        }
+    if (a->dt == VG_DTYPE_F32) return VG_OK;
+    uint16_t *h = a->stage;
+    for (int64_t i = 0; i < n * ld; i++)
+        h[i] = a->dt == VG_DTYPE_BF16 ? vg_f32_to_bf16(f[i]) : vg_f32_to_f16(f[i]);
+    return VG_OK;
+}
+
+/* Upload part rows [0, rp) of one part: rows below p->rows from the source, the rest zero. With a
+ * column scale the rows are staged as F32 first (the plan pass sized the staging for that). */
 static vg_status place_part(vg_arena *a, const part_src *p, int64_t rp, int64_t ld, char *dev)
 {
-    size_t row_bytes = (size_t)ld * a->es;
-    int64_t chunk = chunk_rows(row_bytes);
-    uint64_t h = name_hash(p->name);
+    size_t row_bytes = (size_t)ld * a->es, stage_row = (size_t)ld * (p->scale ? sizeof(float) : a->es);
+    int64_t chunk = chunk_rows(stage_row);
     for (int64_t r0 = 0; r0 < rp; r0 += chunk) {
         int64_t n = rp - r0 < chunk ? rp - r0 : chunk;
         int64_t real = p->rows - r0 < 0 ? 0 : p->rows - r0 < n ? p->rows - r0 : n;
@@ -172,17 +213,28 @@ static vg_status place_part(vg_arena *a, const part_src *p, int64_t rp, int64_t 
             VGM_TRY(vg_mem_set(a->s, dst, 0, bytes));
             continue;
         }
-        if (ld > p->ncols || real < n) memset(a->stage, 0, bytes);
-        if (a->ck)
-            VGM_TRY(vg_ckpt_read_block(a->ck, p->name, p->ndim, p->shape, p->row0 + r0, real, p->col0,
-                                       p->ncols, a->dt, a->stage, ld));
-        else
-            synthesize_block(h, a->seed, p->row0 + r0, real, p->col0, p->ncols, p->cols, a->dt,
-                             a->stage, ld);
+        if (ld > p->ncols || real < n) memset(a->stage, 0, (size_t)n * stage_row);
+        VGM_TRY(stage_rows(a, p, r0, real, p->scale ? VG_DTYPE_F32 : a->dt, ld));
+        if (p->scale) VGM_TRY(scale_stage(a, p, r0, real, ld));
         VGM_TRY(vg_mem_copy_h2d(a->s, dst, a->stage, bytes));
         VGM_TRY(vg_stream_sync(a->s)); /* the staging buffer is reused */
     }
     return VG_OK;
+}
+
+/* The spec's column scale (prefix + name, `cols` elements) as floats in *out (malloc'd). */
+static vg_status load_scale(vg_arena *a, const char *name, int64_t cols, float **out)
+{
+    *out = malloc((size_t)cols * sizeof **out);
+    if (!*out) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "%s: out of memory", a->what);
+    vg_status st = VG_OK;
+    if (a->ck) st = vg_ckpt_read(a->ck, name, 1, VGM_SHAPE(cols), VG_DTYPE_F32, *out);
+    else synthesize_block(name_hash(name), a->seed, 0, cols, 0, 1, 1, VG_DTYPE_F32, *out, 1);
+    if (st != VG_OK) {
+        free(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 vg_status vg_arena_add(vg_arena *a, const vg_arena_spec *t)
@@ -219,35 +271,57 @@ vg_status vg_arena_add(vg_arena *a, const vg_arena_spec *t)
         return bad_spec(a, t, "size overflows");
     if (a->placing && (a->count >= a->planned_count || end > a->planned))
         return bad_spec(a, t, "the model described different tensors in its two passes");
-    char name[1024];
+    char name[1024], scale_name[1024];
+    float *scale = NULL;
+    size_t stage_row = row_bytes; /* a row as staged: F32 with a column scale */
+    if (t->col_scale && !mul_size((size_t)ld, sizeof(float), &stage_row)) return bad_spec(a, t, "size overflows");
+    if (t->col_scale) {
+        if ((size_t)snprintf(scale_name, sizeof scale_name, "%s%s", a->prefix, t->col_scale) >= sizeof scale_name)
+            return vg_error_set(VG_ERR_INVALID_ARG, "%s: tensor name '%s%s' is too long", a->what,
+                                a->prefix, t->col_scale);
+        if (!a->placing && a->ck) {
+            VGM_TRY(vg_ckpt_check(a->ck, scale_name, 1, VGM_SHAPE(cols)));
+            VGM_TRY(mark_used(a, vg_ckpt_find(a->ck, scale_name, NULL)));
+        }
+        if (a->placing) VGM_TRY(load_scale(a, scale_name, cols, &scale));
+    }
+    vg_status st = VG_OK;
     int64_t shape[VG_ST_MAX_DIMS];
     memcpy(shape, t->shape, (size_t)t->ndim * sizeof *shape);
     size_t part_at = at;
-    for (int p = 0; p < np; p++) {
-        if (!t->names[p]) return bad_spec(a, t, "a part has no name");
-        if ((size_t)snprintf(name, sizeof name, "%s%s", a->prefix, t->names[p]) >= sizeof name)
-            return vg_error_set(VG_ERR_INVALID_ARG, "%s: tensor name '%s%s' is too long", a->what,
-                                a->prefix, t->names[p]);
+    for (int p = 0; p < np && st == VG_OK; p++) {
+        if (!t->names[p]) {
+            st = bad_spec(a, t, "a part has no name");
+            break;
+        }
+        if ((size_t)snprintf(name, sizeof name, "%s%s", a->prefix, t->names[p]) >= sizeof name) {
+            st = vg_error_set(VG_ERR_INVALID_ARG, "%s: tensor name '%s%s' is too long", a->what,
+                              a->prefix, t->names[p]);
+            break;
+        }
         int64_t rows = t->part_rows ? t->part_rows[p] : t->shape[0];
         int64_t take = t->part_row0 ? t->part_take[p] : rows;
         int64_t rp = take > t->rows_pad ? take : t->rows_pad;
         shape[0] = rows;
         if (!a->placing) {
             if (a->ck) {
-                VGM_TRY(vg_ckpt_check(a->ck, name, t->ndim, shape));
-                VGM_TRY(mark_used(a, vg_ckpt_find(a->ck, name, NULL)));
+                st = vg_ckpt_check(a->ck, name, t->ndim, shape);
+                if (st == VG_OK) st = mark_used(a, vg_ckpt_find(a->ck, name, NULL));
             }
-            int64_t chunk = chunk_rows(row_bytes);
-            size_t need = (size_t)(rp < chunk ? rp : chunk) * row_bytes;
+            int64_t chunk = chunk_rows(stage_row);
+            size_t need = (size_t)(rp < chunk ? rp : chunk) * stage_row;
             if (need > a->stage_bytes) a->stage_bytes = need;
         } else {
             part_src src = {.name = name, .ndim = t->ndim, .shape = shape,
                             .row0 = t->part_row0 ? t->part_row0[p] : 0, .rows = take,
-                            .col0 = t->col_take > 0 ? t->col0 : 0, .ncols = ncols, .cols = cols};
-            VGM_TRY(place_part(a, &src, rp, ld, a->base + part_at));
+                            .col0 = t->col_take > 0 ? t->col0 : 0, .ncols = ncols, .cols = cols,
+                            .scale = scale, .scale_name = scale_name};
+            st = place_part(a, &src, rp, ld, a->base + part_at);
         }
         part_at += (size_t)rp * row_bytes;
     }
+    free(scale);
+    if (st != VG_OK) return st;
     if (a->placing) *t->slot = a->base + at;
     a->offset = (end + ARENA_ALIGN - 1) & ~(ARENA_ALIGN - 1);
     a->count++;

@@ -100,6 +100,12 @@ typedef struct vg_arena_spec {
     const int64_t *part_row0;
     const int64_t *part_take;
     int64_t col0, col_take;
+    /* Optional: a vector (prefix + col_scale) of the whole tensor's column count, checked and
+     * accounted for like a tensor of its own: column j of every part is multiplied by element j,
+     * in fp32 before the conversion (an RMSNorm's weight folded into the projection after it:
+     * rmsnorm(x, w)·Wᵀ = (x/rms(x))·(W·diag(w))ᵀ). A product that is not finite in the arena's
+     * dtype fails the load, naming both tensors. */
+    const char *col_scale;
 } vg_arena_spec;
 
 vg_status vg_arena_add(vg_arena *a, const vg_arena_spec *spec);

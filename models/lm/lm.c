@@ -93,7 +93,10 @@ static vg_status build(vg_lm *m, const vg_ckpt *ck, uint64_t seed, vg_dtype dt, 
     int size = o->comm ? vg_comm_size(o->comm) : 1, rank = o->comm ? vg_comm_rank(o->comm) : 0;
     VGM_TRY(lm_tp_plan(&m->full, size, rank, &m->cfg, &m->tp));
     m->comm_capture = (vg_runtime_caps(m->rt) & VG_CAP_COMM_CAPTURE) != 0;
-    VGM_TRY(lm_weights_load(m->rt, ck, seed, &m->full, &m->cfg, &m->tp, dt, &m->w));
+    /* op table version 9: where a device cuts a norm without a weight into the gate's silu_mul,
+     * folding the norm's weight into the weights saves the MLP an rmsnorm launch */
+    m->fold_norm = vgm_has_op(m->rt, VG_OP_GEMM_RMSNORM_A_UNIT, dt);
+    VGM_TRY(lm_weights_load(m->rt, ck, seed, &m->full, &m->cfg, &m->tp, dt, m->fold_norm, &m->w));
     VGM_TRY(make_kv(m));
     VGM_TRY(lm_pieces_init(m));
     return make_runner(m);

@@ -153,7 +153,8 @@ static vg_status piece_attn_out(void *mp, vg_runner *r, const vg_piece *p, const
     TRY(gemm(m, s, T, c->hidden, lm_q_width(c), BUF(LB_ATT), L->o_w, NULL, BUF(LB_H), m->dt,
              tp_residual(m, r)));
     TRY(tp_all_reduce(m, r, s, T));
-    const vgm_mlp mlp = {.gated = m->gated_gu, .x = BUF(LB_H), .norm = L->post_norm, .norm_out = BUF(LB_N),
+    const vgm_mlp mlp = {.gated = m->gated_gu, .x = BUF(LB_H), .norm = L->post_norm,
+                         .norm_unit = m->fold_norm, .norm_out = BUF(LB_N),
                          .gu_w = L->gu_w, .gu = BUF(LB_GU), .mid = BUF(LB_M), .down_w = L->down_w,
                          .residual = tp_residual(m, r)};
     TRY(vgm_mlp_silu(LIN(m), s, &mlp, T, c->hidden, Ip));
@@ -246,7 +247,7 @@ vg_status lm_pieces_init(vg_lm *m)
         m->ops_in[a++] = VG_OP_ROTARY, m->ops_in[a++] = VG_OP_KV_STORE;
         if (c->qk_norm) m->ops_in[a++] = VG_OP_RMSNORM_HEADS;
     }
-    m->ops_out[b++] = VG_OP_GEMM, m->ops_out[b++] = norm;
+    m->ops_out[b++] = VG_OP_GEMM, m->ops_out[b++] = m->fold_norm ? VG_OP_GEMM_RMSNORM_A_UNIT : norm;
     m->ops_out[b++] = m->gated_gu ? VG_OP_GEMM_SILU_GATE : VG_OP_SILU_MUL;
     m->ops_head[h++] = VG_OP_GATHER_ROWS, m->ops_head[h++] = norm, m->ops_head[h++] = VG_OP_GEMM;
     m->ops_head[h++] = VG_OP_ARGMAX;

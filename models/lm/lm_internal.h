@@ -56,7 +56,7 @@ static inline int64_t lm_qkv_width(const lm_cfg *c) { return lm_q_width(c) + 2 *
 
 typedef struct lm_layer {
     void *in_norm, *qkv_w, *qkv_b, *q_norm, *k_norm, *o_w, *post_norm, *gu_w, *down_w;
-} lm_layer;
+} lm_layer; /* post_norm NULL: folded into gu_w (lm_weights_load) */
 
 typedef struct lm_weights {
     vg_arena_block mem;
@@ -67,9 +67,11 @@ typedef struct lm_weights {
 /* The weights of rank tp->rank's share of a model of config `full` (the whole model for a
  * size of 1), `local` being that share's config (lm_tp_plan). With a tied head and size > 1 the
  * embedding is padded with zero rows up to size·vs, so that every rank's head slice of it is
- * whole. */
+ * whole. With fold_post_norm, each layer's post-attention norm weight multiplies gate|up's
+ * columns instead of being loaded (the MLP's GEMM then takes a norm without a weight). */
 vg_status lm_weights_load(vg_runtime *rt, const vg_ckpt *ck, uint64_t seed, const lm_cfg *full,
-                          const lm_cfg *local, const lm_tp *tp, vg_dtype dt, lm_weights *w);
+                          const lm_cfg *local, const lm_tp *tp, vg_dtype dt, int fold_post_norm,
+                          lm_weights *w);
 void lm_weights_free(vg_runtime *rt, lm_weights *w);
 
 /* ---- the host side of the KV cache ------------------------------------------------------- */
@@ -169,6 +171,8 @@ struct vg_lm {
     int fused_qkv;     /* the device has rotary_kv_store: one op after the qkv GEMM */
     int gated_gu;      /* the device gates a GEMM (gemm_silu_gate): no silu_mul op */
     int norm_gemm;     /* the device normalises a GEMM's A (gemm_rmsnorm_a): no rmsnorm op */
+    int fold_norm;     /* the device normalises A without a weight (gemm_rmsnorm_a_unit): the
+                        * post-attention norm's weight is folded into gate|up */
     int fused_attn;    /* the device has rotary_paged_attention: rotary and store in the attention */
     vg_op_id op_attention; /* the attention piece's op */
     vg_op_id ops_in[6], ops_out[4], ops_head[4]; /* the ops each piece runs, for its capture */

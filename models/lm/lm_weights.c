@@ -12,6 +12,7 @@ typedef struct describe_ctx {
     const lm_cfg *c;     /* the whole model */
     const lm_cfg *local; /* what this rank holds (lm_tp_plan) */
     const lm_tp *tp;
+    int fold_post_norm;
     lm_weights *w;
 } describe_ctx;
 
@@ -65,12 +66,14 @@ static vg_status describe(vg_arena *a, void *user)
         VGM_TRY(vg_arena_add(a, &(vg_arena_spec){.slot = &L->o_w, .ndim = 2, .shape = VGM_SHAPE(h, qw),
                                                  .names = (const char *[]){"self_attn.o_proj.weight"},
                                                  .col0 = tp->q_row0, .col_take = n > 1 ? qw_l : 0}));
-        VGM_ONE(L->post_norm, "post_attention_layernorm.weight", h);
+        if (!x->fold_post_norm) VGM_ONE(L->post_norm, "post_attention_layernorm.weight", h);
         VGM_TRY(vg_arena_add(a, &(vg_arena_spec){
                                     .slot = &L->gu_w, .nparts = 2, .ndim = 2, .shape = VGM_SHAPE(I, h),
                                     .names = (const char *[]){"mlp.gate_proj.weight",
                                                               "mlp.up_proj.weight"},
-                                    .rows_pad = Ip_l, .part_row0 = gu_row0, .part_take = gu_take}));
+                                    .rows_pad = Ip_l, .part_row0 = gu_row0, .part_take = gu_take,
+                                    .col_scale = x->fold_post_norm ? "post_attention_layernorm.weight"
+                                                                   : NULL}));
         VGM_TRY(vg_arena_add(a, &(vg_arena_spec){
                                     .slot = &L->down_w, .ndim = 2, .shape = VGM_SHAPE(h, I),
                                     .names = (const char *[]){"mlp.down_proj.weight"},
@@ -96,12 +99,13 @@ static vg_status describe(vg_arena *a, void *user)
 }
 
 vg_status lm_weights_load(vg_runtime *rt, const vg_ckpt *ck, uint64_t seed, const lm_cfg *full,
-                          const lm_cfg *local, const lm_tp *tp, vg_dtype dt, lm_weights *w)
+                          const lm_cfg *local, const lm_tp *tp, vg_dtype dt, int fold_post_norm,
+                          lm_weights *w)
 {
     memset(w, 0, sizeof *w);
     w->layers = calloc((size_t)full->layers, sizeof *w->layers);
     if (!w->layers) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "lm: out of memory");
-    describe_ctx x = {.c = full, .local = local, .tp = tp, .w = w};
+    describe_ctx x = {.c = full, .local = local, .tp = tp, .fold_post_norm = fold_post_norm, .w = w};
     /* every tensor of the checkpoint is the decoder's */
     vg_arena_source src = {.ck = ck, .seed = seed, .dtype = dt, .what = "lm", .owns = ""};
     vg_status st = vg_arena_load(rt, &src, describe, &x, &w->mem);
