@@ -139,12 +139,12 @@ vg_status vgc_gemm_tiled(vg_bk_stream *s, const vg_gemm_args *a);
 /* Whether A is rmsnorm'd (vg_ops.h: gemm's norm_w, or norm_unit without a weight). */
 static inline int vgc_gemm_normed(const vg_gemm_args *a) { return a->norm_w || a->norm_unit; }
 /* Whether a GEMM that does not normalise A itself leaves a unit norm to vgc_gemm_gate_after,
- * which scales each row's gate and up sums by its 1/rms (vg_ops.h allows it): then the GEMM
- * reads A as it is and the norm costs no launch. Not with a bias, which comes after the factor,
- * nor where C's dtype is not A's (silu_mul reads both as one). */
+ * which scales each row's gate and up sums by its 1/rms and then adds the bias (vg_ops.h allows
+ * it): the GEMM reads A as it is, without the bias, and the norm costs no launch. Not where C's
+ * dtype is not A's (silu_mul reads them, and the bias, as one). */
 static inline int vgc_gemm_norm_deferred(const vg_gemm_args *a)
 {
-    return a->norm_unit && a->gate == VG_GEMM_GATE_SILU && !a->bias && a->dtype_c == a->dtype_ab;
+    return a->norm_unit && a->gate == VG_GEMM_GATE_SILU && a->dtype_c == a->dtype_ab;
 }
 /* A gated GEMM's second step where the GEMM itself did not gate (vg_ops.h: args.gate): silu_mul
  * over C's halves in place, scaled by the rows' 1/rms of A where the norm was deferred. VG_OK at
@@ -155,10 +155,11 @@ vg_status vgc_gemm_gate_after(vg_bk_stream *s, const vg_gemm_args *a);
 vg_status vgc_gemm_norm_before(vg_bk_stream *s, const vg_gemm_args *a, vg_gemm_args *normed,
                                const vg_gemm_args **out);
 /* silu_mul (vg_ops.h) with, where x is not NULL, both halves of row r scaled by
- * 1/sqrt(mean(x[r, :xcols]²) + eps) first (x contiguous, of dtype t): a deferred unit norm. */
+ * 1/sqrt(mean(x[r, :xcols]²) + eps) first (x contiguous, of dtype t), and then bias (NULL: none;
+ * [2·cols] of dtype t) added: a deferred unit norm. */
 vg_status vgc_silu_mul_scaled(vg_bk_stream *s, vg_dtype t, const void *in, int64_t ld_in, void *out,
                               int64_t ld_out, int64_t rows, int64_t cols, const void *x, int64_t xcols,
-                              float eps);
+                              float eps, const void *bias);
 
 /* gemm.cu (cuBLASLt) on CUDA; backends/hip/hip_glue.cu (the tiled kernel) on HIP */
 vg_status vgc_gemm_device_init(vg_bk_device *dev);

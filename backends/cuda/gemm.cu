@@ -503,7 +503,9 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
     /* Decide what cuBLASLt fuses. Its bias must have C's type and be 16-byte aligned (it
      * refuses others at matmul time, after a plan was found); its epilogue applies the
      * activation after beta·C, so a residual is fused only when there is no activation. */
-    int lt_bias = a->bias && a->dtype_ab == a->dtype_c && (uintptr_t)a->bias % 16 == 0;
+    /* (a deferred norm's bias comes after its factor: vgc_gemm_gate_after adds it) */
+    const int deferred = vgc_gemm_norm_deferred(a);
+    int lt_bias = a->bias && !deferred && a->dtype_ab == a->dtype_c && (uintptr_t)a->bias % 16 == 0;
     /* GELU is fused only when the bias is fused too (or absent): the bias comes before it. */
     int lt_gelu = a->act == VG_ACT_GELU_TANH && !a->residual && (!a->bias || lt_bias);
     int lt_residual = a->residual && a->act == VG_ACT_NONE;
@@ -515,13 +517,13 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
     k.m = a->m, k.n = a->n, k.k = a->k, k.lda = a->lda, k.ldb = a->ldb, k.ldc = a->ldc;
     k.ldr = lt_residual ? a->ldr : 0;
     k.dtype_ab = a->dtype_ab, k.dtype_c = a->dtype_c, k.epilogue = (int32_t)epi, k.beta = lt_residual;
-    const int norm_pass = vgc_gemm_normed(a) && !vgc_gemm_norm_deferred(a); /* vgc_gemm_norm_before */
+    const int norm_pass = vgc_gemm_normed(a) && !deferred; /* vgc_gemm_norm_before */
     k.align_a = align_of(norm_pass ? a->norm_out : a->a, a->lda, eab); /* what cuBLASLt reads */
     k.align_b = align_of(a->b, a->ldb, eab);
     k.align_c = align_of(a->c, a->ldc, ec);
     k.align_r = lt_residual ? align_of(a->residual, a->ldr, ec) : k.align_c;
     k.gate = (int32_t)a->gate;
-    k.norm = norm_pass ? 1 : vgc_gemm_norm_deferred(a) ? 2 : 0; /* timed with what each launches */
+    k.norm = norm_pass ? 1 : deferred ? 2 : 0; /* timed with what each launches */
     gemm_plan *p = NULL;
     vg_status st = plan_get(s, &k, a, &p);
     if (st == VG_ERR_UNSUPPORTED) {
@@ -552,6 +554,6 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
     /* What was not fused: bias of another type, the activation, the residual after it. */
     vg_gemm_args rest = *a;
     if (lt_gelu) rest.act = VG_ACT_NONE;
-    st = vgc_epilogue(s, &rest, a->bias && !lt_bias, a->residual && !lt_residual);
+    st = vgc_epilogue(s, &rest, a->bias && !lt_bias && !deferred, a->residual && !lt_residual);
     return st == VG_OK ? vgc_gemm_gate_after(s, a) : st;
 }

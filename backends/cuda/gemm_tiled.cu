@@ -63,10 +63,12 @@ vg_status vgc_gemm_tiled(vg_bk_stream *s, const vg_gemm_args *args)
     const vg_gemm_args *a = args;
     vg_status st = vgc_gemm_norm_before(s, args, &normed, &a);
     if (st != VG_OK) return st;
+    /* a deferred norm's bias comes after its factor, in vgc_gemm_gate_after */
+    const void *bias = vgc_gemm_norm_deferred(a) ? NULL : a->bias;
     dim3 grid((unsigned)((a->n + TG_BN - 1) / TG_BN), (unsigned)((a->m + TG_BM - 1) / TG_BM));
     VGK_FLOAT_DISPATCH(a->dtype_ab, TA, VGK_FLOAT_DISPATCH(a->dtype_c, TC,
         vgc_launch(s, k_gemm_tiled<TA, TC>, grid, 256, 0, (const TA *)a->a, a->lda, (const TA *)a->b,
-            a->ldb, (TC *)a->c, a->ldc, (const TA *)a->bias, (const TC *)a->residual, a->ldr,
+            a->ldb, (TC *)a->c, a->ldc, (const TA *)bias, (const TC *)a->residual, a->ldr,
             (int)a->m, (int)a->n, (int)a->k, a->alpha, a->act)));
     VGC_CHECK_LAUNCH("gemm_tiled");
     return vgc_gemm_gate_after(s, a);
@@ -93,5 +95,5 @@ vg_status vgc_gemm_gate_after(vg_bk_stream *s, const vg_gemm_args *a)
     /* in place: each thread of silu_mul reads its gate and up elements before it writes */
     const int deferred = vgc_gemm_norm_deferred(a);
     return vgc_silu_mul_scaled(s, a->dtype_c, a->c, a->ldc, a->c, a->ldc, a->m, a->n / 2,
-                               deferred ? a->a : NULL, a->k, a->norm_eps);
+                               deferred ? a->a : NULL, a->k, a->norm_eps, deferred ? a->bias : NULL);
 }

@@ -165,53 +165,51 @@ vg_status vgc_op_rotary_2d(vg_bk_device *, vg_bk_stream *s, vg_dtype t, void *x,
     return VG_OK;
 }
 
-/* 1/sqrt(mean(x²) + eps) of one row of nv vectors, summed by the whole block; every thread gets
- * it. red: 32 floats of shared memory, free again when this returns. */
+/* 1/sqrt(mean(x²) + eps) of one row of nv vectors, summed by one warp (every warp of a block
+ * takes the whole row, from L2: no block barrier), its loads NORM_NB at a time as rmsnorm's. */
 template <typename T, int VEC>
-__device__ float block_inv_rms(const vec<T, VEC> *x, int nv, int cols, float eps, float *red)
+__device__ __forceinline__ float warp_inv_rms(const vec<T, VEC> *x, int nv, int cols, float eps)
 {
+    const int lane = threadIdx.x % 32;
     float ss = 0.0f;
-    for (int c = threadIdx.x; c < nv; c += blockDim.x) {
-        const vec<T, VEC> v = x[c];
+    for (int c0 = lane; c0 - lane < nv; c0 += 32 * NORM_NB) {
+        vec<T, VEC> a[NORM_NB];
 #pragma unroll
-        for (int e = 0; e < VEC; e++) ss += vgk_to_f(v.v[e]) * vgk_to_f(v.v[e]);
+        for (int u = 0; u < NORM_NB; u++) a[u] = x[c0 + 32 * u < nv ? c0 + 32 * u : nv - 1];
+        norm_batch_squares<T, VEC>(a, c0, nv, ss);
     }
     for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = ss;
-    __syncthreads();
-    float total = 0.0f;
-    for (int w = 0; w < (int)(blockDim.x / 32); w++) total += red[w];
-    __syncthreads(); /* red is reused by the next row */
-    return rsqrtf(total / (float)cols + eps);
+    return rsqrtf(ss / (float)cols + eps);
 }
 
 /* Rows across blocks, columns across threads (VEC at a time): no per-element division. With x
  * (a unit norm deferred by the GEMM: vgc_silu_mul_scaled), both halves of a row are scaled by
- * x's row's 1/rms, summed while the row's first gate and up loads are in flight. */
+ * x's row's 1/rms, which each warp sums while the row's first gate and up loads are in flight,
+ * and then the GEMM's bias is added where there is one. */
 template <typename T, int VEC>
 __global__ void k_silu_mul(const T *in, int64_t ld_in, T *out, int64_t ld_out, int rows, int cols,
-                           const T *x, int xcols, float eps)
+                           const T *x, int xcols, float eps, const T *bias)
 {
     vgk_grid_sync();
     typedef vec<T, VEC> V;
-    __shared__ float red[32];
     const int nv = cols / VEC, step = (int)blockDim.x;
     for (int r = blockIdx.x; r < rows; r += gridDim.x) {
         const V *g = (const V *)(in + (int64_t)r * ld_in), *u = (const V *)(in + (int64_t)r * ld_in + cols);
         V *o = (V *)(out + (int64_t)r * ld_out);
         /* NORM_NB vectors at a time, every load issued before the first is used (indices
          * clamped into the row; nv >= 1) */
-        V gv[NORM_NB], uv[NORM_NB];
+        V gv[NORM_NB], uv[NORM_NB], gb[NORM_NB], ub[NORM_NB];
         auto load = [&](int c0) {
 #pragma unroll
             for (int k = 0; k < NORM_NB; k++) {
                 const int c = c0 + step * k < nv ? c0 + step * k : nv - 1;
                 gv[k] = g[c], uv[k] = u[c];
+                if (bias) gb[k] = ((const V *)bias)[c], ub[k] = ((const V *)(bias + cols))[c];
             }
         };
         int c0 = threadIdx.x;
         load(c0);
-        const float sc = x ? block_inv_rms<T, VEC>((const V *)(x + (int64_t)r * xcols), xcols / VEC, xcols, eps, red)
+        const float sc = x ? warp_inv_rms<T, VEC>((const V *)(x + (int64_t)r * xcols), xcols / VEC, xcols, eps)
                            : 1.0f;
         for (;;) {
 #pragma unroll
@@ -220,8 +218,9 @@ __global__ void k_silu_mul(const T *in, int64_t ld_in, T *out, int64_t ld_out, i
                 V ov;
 #pragma unroll
                 for (int e = 0; e < VEC; e++) {
-                    const float gx = vgk_to_f(gv[k].v[e]) * sc;
-                    ov.v[e] = vgk_from_f<T>(gx / (1.0f + __expf(-gx)) * (vgk_to_f(uv[k].v[e]) * sc));
+                    float gx = vgk_to_f(gv[k].v[e]) * sc, ux = vgk_to_f(uv[k].v[e]) * sc;
+                    if (bias) gx += vgk_to_f(gb[k].v[e]), ux += vgk_to_f(ub[k].v[e]);
+                    ov.v[e] = vgk_from_f<T>(gx / (1.0f + __expf(-gx)) * ux);
                 }
                 o[c0 + step * k] = ov;
             }
@@ -234,29 +233,29 @@ __global__ void k_silu_mul(const T *in, int64_t ld_in, T *out, int64_t ld_out, i
 
 template <typename T, int VEC>
 static void silu_mul_launch(vg_bk_stream *s, unsigned blocks, const void *in, int64_t ld_in, void *out,
-                            int64_t ld_out, int64_t rows, int64_t cols, const void *x, int64_t xcols, float eps)
+                            int64_t ld_out, int64_t rows, int64_t cols, const void *x, int64_t xcols, float eps,
+                            const void *bias)
 {
     vgc_launch(s, k_silu_mul<T, VEC>, blocks, 256, 0, (const T *)in, ld_in, (T *)out, ld_out, (int)rows,
-               (int)cols, (const T *)x, (int)xcols, eps);
+               (int)cols, (const T *)x, (int)xcols, eps, (const T *)bias);
 }
 
 vg_status vgc_silu_mul_scaled(vg_bk_stream *s, vg_dtype t, const void *in, int64_t ld_in, void *out,
                               int64_t ld_out, int64_t rows, int64_t cols, const void *x, int64_t xcols,
-                              float eps)
+                              float eps, const void *bias)
 {
     if (!rows) return VG_OK;
     unsigned blocks = (unsigned)(rows < 65535 * 8 ? rows : 65535 * 8);
     int elem = t == VG_DTYPE_F32 ? 4 : 2, vecn = 16 / elem;
     int vec_ok = cols % vecn == 0 && ld_in % vecn == 0 && ld_out % vecn == 0 &&
-                 ((uintptr_t)in | (uintptr_t)out | (uintptr_t)x) % 16 == 0 && (!x || xcols % vecn == 0);
-    if (vec_ok && t == VG_DTYPE_F32)
-        silu_mul_launch<float, 4>(s, blocks, in, ld_in, out, ld_out, rows, cols, x, xcols, eps);
-    else if (vec_ok && t == VG_DTYPE_BF16)
-        silu_mul_launch<vgc_bf16, 8>(s, blocks, in, ld_in, out, ld_out, rows, cols, x, xcols, eps);
-    else if (vec_ok)
-        silu_mul_launch<vgc_f16, 8>(s, blocks, in, ld_in, out, ld_out, rows, cols, x, xcols, eps);
-    else
-        VGK_FLOAT_DISPATCH(t, T, silu_mul_launch<T, 1>(s, blocks, in, ld_in, out, ld_out, rows, cols, x, xcols, eps));
+                 ((uintptr_t)in | (uintptr_t)out | (uintptr_t)x | (uintptr_t)bias) % 16 == 0 &&
+                 (!x || xcols % vecn == 0);
+#define SM_ARGS s, blocks, in, ld_in, out, ld_out, rows, cols, x, xcols, eps, bias
+    if (vec_ok && t == VG_DTYPE_F32) silu_mul_launch<float, 4>(SM_ARGS);
+    else if (vec_ok && t == VG_DTYPE_BF16) silu_mul_launch<vgc_bf16, 8>(SM_ARGS);
+    else if (vec_ok) silu_mul_launch<vgc_f16, 8>(SM_ARGS);
+    else VGK_FLOAT_DISPATCH(t, T, silu_mul_launch<T, 1>(SM_ARGS));
+#undef SM_ARGS
     VGC_CHECK_LAUNCH("silu_mul");
     return VG_OK;
 }
@@ -264,7 +263,7 @@ vg_status vgc_silu_mul_scaled(vg_bk_stream *s, vg_dtype t, const void *in, int64
 vg_status vgc_op_silu_mul(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const void *in,
                           int64_t ld_in, void *out, int64_t ld_out, int64_t rows, int64_t cols)
 {
-    return vgc_silu_mul_scaled(s, t, in, ld_in, out, ld_out, rows, cols, NULL, 0, 0.0f);
+    return vgc_silu_mul_scaled(s, t, in, ld_in, out, ld_out, rows, cols, NULL, 0, 0.0f, NULL);
 }
 
 template <typename TI, typename TO>

@@ -173,13 +173,14 @@ static vg_status stage_rows(vg_arena *a, const part_src *p, int64_t row0, int64_
     return VG_OK;
 }
 
-/* The staged F32 rows [0, n) times the part's column scale, converted in place to the arena's
- * dtype (front to back: an element's narrower destination never passes its source). */
-static vg_status scale_stage(vg_arena *a, const part_src *p, int64_t row0, int64_t n, int64_t ld)
+/* The staged F32 rows [0, real) times the part's column scale, then all n rows (the zero
+ * padding's too) converted in place to the arena's dtype (front to back: an element's narrower
+ * destination never passes its source). */
+static vg_status scale_stage(vg_arena *a, const part_src *p, int64_t row0, int64_t real, int64_t n, int64_t ld)
 {
     float *f = a->stage;
     const float most = a->dt == VG_DTYPE_F16 ? 65504.0f : 3.3895314e38f; /* BF16's largest, F32 < it */
-    for (int64_t r = 0; r < n; r++)
+    for (int64_t r = 0; r < real; r++)
         for (int64_t j = 0; j < p->ncols; j++) {
             float v = f[r * ld + j] * p->scale[p->col0 + j];
             if (!(fabsf(v) <= (a->dt == VG_DTYPE_F32 ? FLT_MAX : most)))
@@ -215,7 +216,7 @@ static vg_status place_part(vg_arena *a, const part_src *p, int64_t rp, int64_t 
         }
         if (ld > p->ncols || real < n) memset(a->stage, 0, (size_t)n * stage_row);
         VGM_TRY(stage_rows(a, p, r0, real, p->scale ? VG_DTYPE_F32 : a->dt, ld));
-        if (p->scale) VGM_TRY(scale_stage(a, p, r0, real, ld));
+        if (p->scale) VGM_TRY(scale_stage(a, p, r0, real, n, ld));
         VGM_TRY(vg_mem_copy_h2d(a->s, dst, a->stage, bytes));
         VGM_TRY(vg_stream_sync(a->s)); /* the staging buffer is reused */
     }

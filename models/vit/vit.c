@@ -51,7 +51,10 @@ static vg_status build(vg_vit *m, const vg_ckpt *ck, uint64_t seed, vg_dtype dt,
         return vg_error_set(VG_ERR_INVALID_ARG, "vit: compute dtype must be F32, BF16 or F16");
     m->tower = vit_tower_of(m->cfg.family); /* what the shared code calls of this tower */
     m->lin = (vgm_linear){.dt = m->dt, .eps = m->cfg.eps};
-    st = vit_weights_load(m->rt, m->tower, ck, seed, &m->cfg, m->dt, &m->w);
+    /* op table version 9: where a device cuts a norm without a weight into the gate's silu_mul,
+     * Qwen2.5-VL's MLP norm is folded into gate|up and costs no launch */
+    int fold = m->cfg.family == VIT_QWEN2_5 && vgm_has_op(m->rt, VG_OP_GEMM_RMSNORM_A_UNIT, m->dt);
+    st = vit_weights_load(m->rt, m->tower, ck, seed, &m->cfg, m->dt, fold, &m->w);
     if (st == VG_OK) st = vg_event_create(m->rt, &m->ev0);
     if (st == VG_OK) st = vg_event_create(m->rt, &m->ev1);
     if (st == VG_OK) st = m->tower->pieces_init(m);

@@ -77,7 +77,8 @@ static VGM_PIECE(piece_attn_out)
     int64_t Ip = c->inter_pad;
     TRY(vgm_gemm(&m->lin, s, S, c->hidden, c->hidden, BUF(VB_ATT), B->proj_w, B->proj_b, BUF(VB_H),
                  m->dt, BUF(VB_H), VG_ACT_NONE));
-    const vgm_mlp mlp = {.gated = m->gated_gu, .x = BUF(VB_H), .norm = B->norm2, .norm_out = BUF(VB_N),
+    const vgm_mlp mlp = {.gated = m->gated_gu, .x = BUF(VB_H), .norm = B->norm2,
+                         .norm_unit = m->w.norm2_folded, .norm_out = BUF(VB_N),
                          .gu_w = B->gu_w, .gu_b = B->gu_b, .gu = BUF(VB_GU), .mid = BUF(VB_M),
                          .down_w = B->down_w, .down_b = B->down_b, .residual = BUF(VB_H)};
     return vgm_mlp_silu(&m->lin, s, &mlp, S, c->hidden, Ip);
@@ -120,7 +121,7 @@ static vg_status pieces_init(vg_vit *m)
     vg_op_id norm = m->lin.norm_gemm ? VG_OP_GEMM_RMSNORM_A : VG_OP_RMSNORM;
     /* rotary_2d last: a block whose rotary is inside attention leaves it out */
     m->ops_in[0] = VG_OP_GEMM, m->ops_in[1] = norm, m->ops_in[2] = VG_OP_ROTARY_2D;
-    m->ops_out[0] = VG_OP_GEMM, m->ops_out[1] = norm;
+    m->ops_out[0] = VG_OP_GEMM, m->ops_out[1] = m->w.norm2_folded ? VG_OP_GEMM_RMSNORM_A_UNIT : norm;
     m->ops_out[2] = m->gated_gu ? VG_OP_GEMM_SILU_GATE : VG_OP_SILU_MUL;
     int n = 2 + 3 * c->depth;
     TRY(vit_pieces_alloc(m, n));

@@ -13,14 +13,16 @@ vg_status vit25_weights_describe(vg_arena *a, const vit_cfg *c, vit_weights *w, 
         VGM_TRY(vg_arena_prefix(a, "%sblocks.%d.", root, i));
         VGM_ONE(B->norm1, "norm1.weight", h);
         VGM_TRY(vit_weights_attention(a, B, h));
-        VGM_ONE(B->norm2, "norm2.weight", h);
-        /* gate|up stacked, each padded to inter_pad rows: the MLP input projection is one GEMM */
+        if (!w->norm2_folded) VGM_ONE(B->norm2, "norm2.weight", h);
+        /* gate|up stacked, each padded to inter_pad rows: the MLP input projection is one GEMM
+         * (its columns times norm2's weight where folded) */
         VGM_TRY(vg_arena_add(a, &(vg_arena_spec){
                                     .slot = &B->gu_w, .nparts = 2, .ndim = 2,
                                     .shape = VGM_SHAPE(I, h),
                                     .names = (const char *[]){"mlp.gate_proj.weight",
                                                               "mlp.up_proj.weight"},
-                                    .rows_pad = Ip}));
+                                    .rows_pad = Ip,
+                                    .col_scale = w->norm2_folded ? "norm2.weight" : NULL}));
         VGM_TRY(vg_arena_add(a, &(vg_arena_spec){
                                     .slot = &B->gu_b, .nparts = 2, .ndim = 1, .shape = VGM_SHAPE(I),
                                     .names = (const char *[]){"mlp.gate_proj.bias",

@@ -69,6 +69,9 @@ typedef struct vit3_merger {
 
 typedef struct vit_weights {
     vg_arena_block mem; /* one device allocation for everything below */
+    /* Qwen2.5-VL: norm2's weight folded into gu_w's columns (blocks' norm2 NULL), the MLP's GEMM
+     * normalising without one (gemm_rmsnorm_a_unit) */
+    int norm2_folded;
     void *patch_w;
     vit_block blocks[VIT_MAX_DEPTH];
     void *ln_q, *m1_w, *m1_b, *m2_w, *m2_b;
@@ -82,9 +85,11 @@ struct vit_tower;
 /* Upload the weights of `ck` in dtype dt through the weight arena, or, when ck is NULL,
  * deterministic synthetic weights (from `seed`) for benchmarks: the tensors the tower describes.
  * Qwen2.5-VL: gate_proj and up_proj are stacked into one [2·inter_pad, hidden] weight so the MLP
- * input projection is one GEMM. The padding rows and columns are zero. */
+ * input projection is one GEMM; with fold_norm2, multiplied by norm2's weight (w->norm2_folded).
+ * The padding rows and columns are zero. */
 vg_status vit_weights_load(vg_runtime *rt, const struct vit_tower *t, const vg_ckpt *ck,
-                           uint64_t seed, const vit_cfg *cfg, vg_dtype dt, vit_weights *w);
+                           uint64_t seed, const vit_cfg *cfg, vg_dtype dt, int fold_norm2,
+                           vit_weights *w);
 void vit_weights_free(vg_runtime *rt, vit_weights *w);
 /* The attention tensors both towers' blocks have, under the current prefix: qkv and proj, with
  * biases. */

@@ -29,9 +29,10 @@ static vg_status describe(vg_arena *a, void *user)
 }
 
 vg_status vit_weights_load(vg_runtime *rt, const vit_tower *t, const vg_ckpt *ck, uint64_t seed,
-                           const vit_cfg *cfg, vg_dtype dt, vit_weights *w)
+                           const vit_cfg *cfg, vg_dtype dt, int fold_norm2, vit_weights *w)
 {
     memset(w, 0, sizeof *w);
+    w->norm2_folded = fold_norm2;
     /* Hub checkpoints name the tower visual.*, newer exports model.visual.* */
     const char *root = "visual.";
     if (ck && !vg_ckpt_find(ck, "visual.patch_embed.proj.weight", NULL)) {
