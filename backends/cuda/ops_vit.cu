@@ -165,68 +165,114 @@ vg_status vgc_op_rotary_2d(vg_bk_device *, vg_bk_stream *s, vg_dtype t, void *x,
     return VG_OK;
 }
 
-/* 1/sqrt(mean(x²) + eps) of one row of nv vectors, summed by one warp (every warp of a block
- * takes the whole row, from L2: no block barrier), its loads NORM_NB at a time as rmsnorm's. */
-template <typename T, int VEC>
-__device__ __forceinline__ float warp_inv_rms(const vec<T, VEC> *x, int nv, int cols, float eps)
+/* 1/sqrt(mean(x²) + eps) of one row of nv vectors, summed by the block: each thread's vectors
+ * NB at a time, every load of a batch issued before the first is used, then the warps' sums
+ * through red (blockDim.x / 32 floats of shared memory; the caller alternates two, so that one
+ * barrier a row suffices). Every thread gets it. */
+template <typename T, int VEC, int NB>
+__device__ __forceinline__ float block_inv_rms(const vec<T, VEC> *x, int nv, int cols, float eps, float *red)
 {
-    const int lane = threadIdx.x % 32;
+    const int step = (int)blockDim.x;
     float ss = 0.0f;
-    for (int c0 = lane; c0 - lane < nv; c0 += 32 * NORM_NB) {
-        vec<T, VEC> a[NORM_NB];
+    for (int c0 = threadIdx.x; c0 - (int)threadIdx.x < nv; c0 += step * NB) {
+        vec<T, VEC> a[NB];
 #pragma unroll
-        for (int u = 0; u < NORM_NB; u++) a[u] = x[c0 + 32 * u < nv ? c0 + 32 * u : nv - 1];
-        norm_batch_squares<T, VEC>(a, c0, nv, ss);
+        for (int u = 0; u < NB; u++) a[u] = x[c0 + step * u < nv ? c0 + step * u : nv - 1];
+#pragma unroll
+        for (int u = 0; u < NB; u++)
+#pragma unroll
+            for (int e = 0; e < VEC; e++) {
+                const float v = c0 + step * u < nv ? vgk_to_f(a[u].v[e]) : 0.0f;
+                ss += v * v;
+            }
     }
     for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    return rsqrtf(ss / (float)cols + eps);
+    if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = ss;
+    __syncthreads();
+    float total = 0.0f;
+    for (int w = 0; w < step / 32; w++) total += red[w];
+    return rsqrtf(total / (float)cols + eps);
 }
 
-/* Rows across blocks, columns across threads (VEC at a time): no per-element division. With x
- * (a unit norm deferred by the GEMM: vgc_silu_mul_scaled), both halves of a row are scaled by
- * x's row's 1/rms, which each warp sums while the row's first gate and up loads are in flight,
- * and then the GEMM's bias is added where there is one. */
+/* Rows across blocks, columns across threads (VEC at a time): no per-element division. */
 template <typename T, int VEC>
-__global__ void k_silu_mul(const T *in, int64_t ld_in, T *out, int64_t ld_out, int rows, int cols,
-                           const T *x, int xcols, float eps, const T *bias)
+__global__ void k_silu_mul(const T *in, int64_t ld_in, T *out, int64_t ld_out, int rows, int cols)
 {
     vgk_grid_sync();
     typedef vec<T, VEC> V;
-    const int nv = cols / VEC, step = (int)blockDim.x;
     for (int r = blockIdx.x; r < rows; r += gridDim.x) {
         const V *g = (const V *)(in + (int64_t)r * ld_in), *u = (const V *)(in + (int64_t)r * ld_in + cols);
         V *o = (V *)(out + (int64_t)r * ld_out);
-        /* NORM_NB vectors at a time, every load issued before the first is used (indices
-         * clamped into the row; nv >= 1) */
-        V gv[NORM_NB], uv[NORM_NB], gb[NORM_NB], ub[NORM_NB];
-        auto load = [&](int c0) {
+        const int nv = cols / VEC;
+        /* NORM_NB vectors at a time, every load issued before the first is used */
+        for (int c0 = threadIdx.x; c0 < nv; c0 += blockDim.x * NORM_NB) {
+            V gv[NORM_NB], uv[NORM_NB];
 #pragma unroll
             for (int k = 0; k < NORM_NB; k++) {
+                int c = c0 + (int)blockDim.x * k < nv ? c0 + (int)blockDim.x * k : nv - 1;
+                gv[k] = g[c], uv[k] = u[c];
+            }
+#pragma unroll
+            for (int k = 0; k < NORM_NB; k++) {
+                if (c0 + (int)blockDim.x * k >= nv) break;
+                V ov;
+#pragma unroll
+                for (int e = 0; e < VEC; e++) {
+                    float x = vgk_to_f(gv[k].v[e]);
+                    ov.v[e] = vgk_from_f<T>(x / (1.0f + __expf(-x)) * vgk_to_f(uv[k].v[e]));
+                }
+                o[c0 + (int)blockDim.x * k] = ov;
+            }
+        }
+    }
+}
+
+/* silu_mul with each row's halves scaled by its 1/rms of x first (a unit norm the GEMM deferred:
+ * vgc_silu_mul_scaled), and with BIAS the GEMM's bias added after that. As k_silu_mul, but every
+ * thread takes the first batch (its loads then in flight while the block sums x's row, the
+ * barrier in it reached by all). NB vectors a batch: 4 where the rows fit in one wave of a block a
+ * multiprocessor (a decode step's 4864-wide row in one round trip); else 2, for four blocks of
+ * 256 threads a multiprocessor at 64 registers: at 4096 rows (a vision tower's MLP) it streams at
+ * the DRAM's rate only with that many rows in flight (two blocks, at 84 registers: 70 us where
+ * k_silu_mul took 32, ncu on the H100). */
+template <typename T, int VEC, bool BIAS, int NB>
+__global__ void __launch_bounds__(256, NB == 2 ? 4 : 1)
+k_silu_mul_scaled(const T *in, int64_t ld_in, T *out, int64_t ld_out, int rows, int cols, const T *x, int xcols,
+                  float eps, const T *bias)
+{
+    vgk_grid_sync();
+    typedef vec<T, VEC> V;
+    __shared__ float red[2][32];
+    const int nv = cols / VEC, step = (int)blockDim.x;
+    int parity = 0;
+    for (int r = blockIdx.x; r < rows; r += gridDim.x, parity ^= 1) {
+        const V *g = (const V *)(in + (int64_t)r * ld_in), *u = g + nv;
+        const V *bg = (const V *)bias, *bu = bg + nv;
+        V *o = (V *)(out + (int64_t)r * ld_out);
+        float sc = 0.0f;
+        for (int c0 = threadIdx.x, first = 1; first || c0 < nv; c0 += step * NB, first = 0) {
+            V gv[NB], uv[NB], gb[BIAS ? NB : 1], ub[BIAS ? NB : 1];
+#pragma unroll
+            for (int k = 0; k < NB; k++) {
                 const int c = c0 + step * k < nv ? c0 + step * k : nv - 1;
                 gv[k] = g[c], uv[k] = u[c];
-                if (bias) gb[k] = ((const V *)bias)[c], ub[k] = ((const V *)(bias + cols))[c];
+                if (BIAS) gb[k] = bg[c], ub[k] = bu[c];
             }
-        };
-        int c0 = threadIdx.x;
-        load(c0);
-        const float sc = x ? warp_inv_rms<T, VEC>((const V *)(x + (int64_t)r * xcols), xcols / VEC, xcols, eps)
-                           : 1.0f;
-        for (;;) {
+            if (first)
+                sc = block_inv_rms<T, VEC, NB>((const V *)(x + (int64_t)r * xcols), xcols / VEC, xcols, eps,
+                                              red[parity]);
 #pragma unroll
-            for (int k = 0; k < NORM_NB; k++) {
+            for (int k = 0; k < NB; k++) {
                 if (c0 + step * k >= nv) break;
                 V ov;
 #pragma unroll
                 for (int e = 0; e < VEC; e++) {
                     float gx = vgk_to_f(gv[k].v[e]) * sc, ux = vgk_to_f(uv[k].v[e]) * sc;
-                    if (bias) gx += vgk_to_f(gb[k].v[e]), ux += vgk_to_f(ub[k].v[e]);
+                    if (BIAS) gx += vgk_to_f(gb[k].v[e]), ux += vgk_to_f(ub[k].v[e]);
                     ov.v[e] = vgk_from_f<T>(gx / (1.0f + __expf(-gx)) * ux);
                 }
                 o[c0 + step * k] = ov;
             }
-            c0 += step * NORM_NB;
-            if (c0 >= nv) break;
-            load(c0);
         }
     }
 }
@@ -236,8 +282,19 @@ static void silu_mul_launch(vg_bk_stream *s, unsigned blocks, const void *in, in
                             int64_t ld_out, int64_t rows, int64_t cols, const void *x, int64_t xcols, float eps,
                             const void *bias)
 {
-    vgc_launch(s, k_silu_mul<T, VEC>, blocks, 256, 0, (const T *)in, ld_in, (T *)out, ld_out, (int)rows,
-               (int)cols, (const T *)x, (int)xcols, eps, (const T *)bias);
+    if (!x) {
+        vgc_launch(s, k_silu_mul<T, VEC>, blocks, 256, 0, (const T *)in, ld_in, (T *)out, ld_out, (int)rows,
+                   (int)cols);
+        return;
+    }
+    const bool one_wave = rows <= s->dev->prop.multiProcessorCount;
+#define SM_ARGS blocks, 256, 0, (const T *)in, ld_in, (T *)out, ld_out, (int)rows, (int)cols, (const T *)x, \
+                (int)xcols, eps, (const T *)bias
+    if (bias && one_wave) vgc_launch(s, k_silu_mul_scaled<T, VEC, true, 4>, SM_ARGS);
+    else if (bias) vgc_launch(s, k_silu_mul_scaled<T, VEC, true, 2>, SM_ARGS);
+    else if (one_wave) vgc_launch(s, k_silu_mul_scaled<T, VEC, false, 4>, SM_ARGS);
+    else vgc_launch(s, k_silu_mul_scaled<T, VEC, false, 2>, SM_ARGS);
+#undef SM_ARGS
 }
 
 vg_status vgc_silu_mul_scaled(vg_bk_stream *s, vg_dtype t, const void *in, int64_t ld_in, void *out,
