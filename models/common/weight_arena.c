@@ -179,11 +179,12 @@ static vg_status stage_rows(vg_arena *a, const part_src *p, int64_t row0, int64_
 static vg_status scale_stage(vg_arena *a, const part_src *p, int64_t row0, int64_t real, int64_t n, int64_t ld)
 {
     float *f = a->stage;
-    const float most = a->dt == VG_DTYPE_F16 ? 65504.0f : 3.3895314e38f; /* BF16's largest, F32 < it */
+    /* the largest finite value of the arena's dtype */
+    const float most = a->dt == VG_DTYPE_F16 ? 65504.0f : a->dt == VG_DTYPE_BF16 ? 3.3895314e38f : FLT_MAX;
     for (int64_t r = 0; r < real; r++)
         for (int64_t j = 0; j < p->ncols; j++) {
             float v = f[r * ld + j] * p->scale[p->col0 + j];
-            if (!(fabsf(v) <= (a->dt == VG_DTYPE_F32 ? FLT_MAX : most)))
+            if (!(fabsf(v) <= most)) /* NaN too */
                 return vg_error_set(VG_ERR_FORMAT, "%s: '%s' [%lld, %lld] times '%s' [%lld] is %g, not "
                                                    "finite in %s (the norm's weight cannot be folded "
                                                    "into the projection)",
