@@ -232,7 +232,7 @@ __global__ void k_silu_mul(const T *in, int64_t ld_in, T *out, int64_t ld_out, i
  * thread takes the first batch (its loads then in flight while the block sums x's row, the
  * barrier in it reached by all). NB vectors a batch: 4 where the rows fit in one wave of a block a
  * multiprocessor (a decode step's 4864-wide row in one round trip); else 2, for four blocks of
- * 256 threads a multiprocessor at 64 registers: at 4096 rows (a vision tower's MLP) it streams at
+ * 256 threads a multiprocessor (at most 64 registers): at 4096 rows (a vision tower's MLP) it streams at
  * the DRAM's rate only with that many rows in flight (two blocks, at 84 registers: 70 us where
  * k_silu_mul took 32, ncu on the H100). */
 template <typename T, int VEC, bool BIAS, int NB>

@@ -246,7 +246,7 @@ typedef struct vg_gemm_args {
     vg_gemm_gate gate;
     const void *norm_w; /* optional: [k] of dtype_ab; A is rmsnorm'd with it (see gemm) */
     float norm_eps;     /* >= 0 */
-    void *norm_out;     /* with norm_w: [m, k] of dtype_ab, scratch the device may write */
+    void *norm_out;     /* with norm_w or norm_unit: [m, k] of dtype_ab, scratch the device may write */
     /* appended in op table version 9 (a smaller struct_size: 0) */
     int32_t norm_unit; /* 1: A is rmsnorm'd without a weight (norm_w NULL; see gemm) */
 } vg_gemm_args;
