@@ -302,7 +302,9 @@ static void generate(tcase *c, rng *r)
     case VG_OP_GEMM_RMSNORM_A_UNIT: { /* norm_out after C; _UNIT: without a weight */
         const int aligned = rchance(r, 0.3), unit = c->op == VG_OP_GEMM_RMSNORM_A_UNIT;
         c->t2 = pick_dtype(r, c->op);
-        c->gate = rchance(r, unit ? 0.6 : 0.3); /* a unit norm's own path is the gated one */
+        /* a unit norm's own path is the gated one (where the device gates) */
+        c->gate = (vg_runtime_op_support(S.rt, VG_OP_GEMM_SILU_GATE, NULL) & VG_OP_SUPPORTED) &&
+                  rchance(r, unit ? 0.6 : 0.3);
         c->m = rchance(r, 0.2) ? rint_in(r, 65, 200) : rint_in(r, 1, 64);
         c->n = up8(rchance(r, 0.1) ? rint_in(r, 161, 520) : rint_in(r, 1, 160), aligned);
         if (c->gate) c->n *= 2;

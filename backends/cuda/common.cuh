@@ -141,10 +141,13 @@ static inline int vgc_gemm_normed(const vg_gemm_args *a) { return a->norm_w || a
 /* Whether a GEMM that does not normalise A itself leaves a unit norm to vgc_gemm_gate_after,
  * which scales each row's gate and up sums by its 1/rms and then adds the bias (vg_ops.h allows
  * it): the GEMM reads A as it is, without the bias, and the norm costs no launch. Not where C's
- * dtype is not A's (silu_mul reads them, and the bias, as one). */
+ * dtype is not A's (silu_mul reads them, and the bias, as one), nor into F16: the sums of an
+ * unnormalised row (a residual stream's rms can be in the hundreds) may pass F16's 65504 before
+ * the factor brings them back; BF16 and F32 have the range. */
 static inline int vgc_gemm_norm_deferred(const vg_gemm_args *a)
 {
-    return a->norm_unit && a->gate == VG_GEMM_GATE_SILU && a->dtype_c == a->dtype_ab;
+    return a->norm_unit && a->gate == VG_GEMM_GATE_SILU && a->dtype_c == a->dtype_ab &&
+           a->dtype_c != VG_DTYPE_F16;
 }
 /* A gated GEMM's second step where the GEMM itself did not gate (vg_ops.h: args.gate): silu_mul
  * over C's halves in place, scaled by the rows' 1/rms of A where the norm was deferred. VG_OK at

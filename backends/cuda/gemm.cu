@@ -383,7 +383,10 @@ static void tune(vg_bk_stream *s, gemm_plan *p, const cublasLtMatmulHeuristicRes
     }
     tune_ctx t = {s, p, a, NULL, NULL, NULL, 2 * (size_t)dev->prop.l2CacheSize, NULL, NULL};
     size_t bytes = (size_t)a->m * (size_t)a->ldc * (a->dtype_c == VG_DTYPE_F32 ? 4 : 2);
-    size_t norm_bytes = vgc_gemm_normed(a) ? (size_t)a->m * (size_t)a->k * (a->dtype_ab == VG_DTYPE_F32 ? 4 : 2) : 0;
+    /* a norm's rows where one is written: a pass of its own (not a deferred one) */
+    size_t norm_bytes = vgc_gemm_normed(a) && !vgc_gemm_norm_deferred(a)
+                            ? (size_t)a->m * (size_t)a->k * (a->dtype_ab == VG_DTYPE_F32 ? 4 : 2)
+                            : 0;
     if (cudaMalloc(&t.scratch, bytes) == cudaSuccess && cudaMalloc(&t.cold, t.flush) == cudaSuccess &&
         (!norm_bytes || cudaMalloc(&t.norm_scratch, norm_bytes) == cudaSuccess) &&
         cudaEventCreate(&t.e0) == cudaSuccess && cudaEventCreate(&t.e1) == cudaSuccess) {
