@@ -463,6 +463,34 @@ static void test_op_table_v4_plugin(void **state)
     VG_CHECK(vg_runtime_close(rt));
 }
 
+/* What the gemm-option tests of old op tables call on: a stream, 64 F32 ones and a 2x2x2 F32
+ * gemm over them (C at f + 8, f + 16 on free for a norm's scratch). */
+typedef struct small_gemm {
+    vg_stream *s;
+    float *f;
+    vg_gemm_args a;
+} small_gemm;
+
+static void small_gemm_open(vg_runtime *rt, small_gemm *g)
+{
+    VG_CHECK(vg_stream_create(rt, &g->s));
+    VG_CHECK(vg_mem_alloc(rt, 64 * sizeof(float), (void **)&g->f));
+    VG_CHECK(vg_op_fill(g->s, g->f, VG_DTYPE_F32, 64, 1.0));
+    float *f = g->f;
+    g->a = (vg_gemm_args){.struct_size = sizeof g->a, .dtype_ab = VG_DTYPE_F32, .dtype_c = VG_DTYPE_F32,
+                          .m = 2, .n = 2, .k = 2, .a = f, .lda = 2, .b = f + 4, .ldb = 2, .c = f + 8,
+                          .ldc = 2, .act = VG_ACT_NONE, .alpha = 1.0f};
+}
+
+/* Sync, free, and close rt with it. */
+static void small_gemm_close(vg_runtime *rt, small_gemm *g)
+{
+    VG_CHECK(vg_stream_sync(g->s));
+    VG_CHECK(vg_mem_free(rt, g->f));
+    VG_CHECK(vg_stream_destroy(g->s));
+    VG_CHECK(vg_runtime_close(rt));
+}
+
 /* A version 5 op table (built before gemm had a gate and a norm of A): the core offers neither
  * option, whatever op_caps says, nor rotary_kv_store (past its struct_size); a plain gemm runs and
  * a gated one is refused naming the option. The stub's own table (version 6) offers all three. */
@@ -483,23 +511,14 @@ static void test_op_table_v5_plugin(void **state)
     VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
     for (size_t i = 0; i < sizeof v6 / sizeof v6[0]; i++) assert_int_equal(vg_runtime_op_support(rt, v6[i], NULL), 0);
     assert_true(vg_runtime_op_support(rt, VG_OP_GEMM, NULL) & VG_OP_SUPPORTED);
-    vg_stream *s = NULL;
-    VG_CHECK(vg_stream_create(rt, &s));
-    float *f = NULL;
-    VG_CHECK(vg_mem_alloc(rt, 64 * sizeof(float), (void **)&f));
-    VG_CHECK(vg_op_fill(s, f, VG_DTYPE_F32, 64, 1.0));
-    vg_gemm_args a = {.struct_size = sizeof a, .dtype_ab = VG_DTYPE_F32, .dtype_c = VG_DTYPE_F32,
-                      .m = 2, .n = 2, .k = 2, .a = f, .lda = 2, .b = f + 4, .ldb = 2, .c = f + 8,
-                      .ldc = 2, .act = VG_ACT_NONE, .alpha = 1.0f};
-    VG_CHECK(vg_op_gemm(s, &a));
-    a.gate = VG_GEMM_GATE_SILU;
-    VG_CHECK_FAILS_ALL(vg_op_gemm(s, &a), VG_ERR_UNSUPPORTED, "gemm_silu_gate", "not implemented");
-    a.gate = VG_GEMM_GATE_NONE, a.norm_w = f, a.norm_out = f + 16;
-    VG_CHECK_FAILS_ALL(vg_op_gemm(s, &a), VG_ERR_UNSUPPORTED, "gemm_rmsnorm_a", "not implemented");
-    VG_CHECK(vg_stream_sync(s));
-    VG_CHECK(vg_mem_free(rt, f));
-    VG_CHECK(vg_stream_destroy(s));
-    VG_CHECK(vg_runtime_close(rt));
+    small_gemm g;
+    small_gemm_open(rt, &g);
+    VG_CHECK(vg_op_gemm(g.s, &g.a));
+    g.a.gate = VG_GEMM_GATE_SILU;
+    VG_CHECK_FAILS_ALL(vg_op_gemm(g.s, &g.a), VG_ERR_UNSUPPORTED, "gemm_silu_gate", "not implemented");
+    g.a.gate = VG_GEMM_GATE_NONE, g.a.norm_w = g.f, g.a.norm_out = g.f + 16;
+    VG_CHECK_FAILS_ALL(vg_op_gemm(g.s, &g.a), VG_ERR_UNSUPPORTED, "gemm_rmsnorm_a", "not implemented");
+    small_gemm_close(rt, &g);
 }
 
 /* A version 6 op table (built before lm_advance): the core does not offer lm_advance, even when
@@ -557,23 +576,15 @@ static void test_op_table_v8_plugin(void **state)
     VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
     assert_int_equal(vg_runtime_op_support(rt, VG_OP_GEMM_RMSNORM_A_UNIT, NULL), 0);
     assert_true(vg_runtime_op_support(rt, VG_OP_GEMM_RMSNORM_A, NULL) & VG_OP_SUPPORTED);
-    vg_stream *s = NULL;
-    VG_CHECK(vg_stream_create(rt, &s));
-    float *f = NULL;
-    VG_CHECK(vg_mem_alloc(rt, 64 * sizeof(float), (void **)&f));
-    VG_CHECK(vg_op_fill(s, f, VG_DTYPE_F32, 64, 1.0));
-    vg_gemm_args a = {.struct_size = sizeof a, .dtype_ab = VG_DTYPE_F32, .dtype_c = VG_DTYPE_F32,
-                      .m = 2, .n = 2, .k = 2, .a = f, .lda = 2, .b = f + 4, .ldb = 2, .c = f + 8,
-                      .ldc = 2, .act = VG_ACT_NONE, .alpha = 1.0f, .norm_out = f + 16};
-    VG_CHECK(vg_op_gemm(s, &a));
-    a.norm_w = f + 20;
-    VG_CHECK(vg_op_gemm(s, &a));
-    a.norm_w = NULL, a.norm_unit = 1;
-    VG_CHECK_FAILS_ALL(vg_op_gemm(s, &a), VG_ERR_UNSUPPORTED, "gemm_rmsnorm_a_unit", "not implemented");
-    VG_CHECK(vg_stream_sync(s));
-    VG_CHECK(vg_mem_free(rt, f));
-    VG_CHECK(vg_stream_destroy(s));
-    VG_CHECK(vg_runtime_close(rt));
+    small_gemm g;
+    small_gemm_open(rt, &g);
+    g.a.norm_out = g.f + 16;
+    VG_CHECK(vg_op_gemm(g.s, &g.a));
+    g.a.norm_w = g.f + 20;
+    VG_CHECK(vg_op_gemm(g.s, &g.a));
+    g.a.norm_w = NULL, g.a.norm_unit = 1;
+    VG_CHECK_FAILS_ALL(vg_op_gemm(g.s, &g.a), VG_ERR_UNSUPPORTED, "gemm_rmsnorm_a_unit", "not implemented");
+    small_gemm_close(rt, &g);
 }
 
 /* A version 7 op table (built before rotary_paged_attention): the core does not offer it, yet
