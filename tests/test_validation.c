@@ -1051,6 +1051,39 @@ static void test_no_graphs(void **state)
     g = saved;
 }
 
+static char g_warned[1024];
+static void keep_warning(vg_log_level level, const char *msg, void *user)
+{
+    (void)user;
+    if (level == VG_LOG_WARN && strstr(msg, "VG_STUB_CAPS")) snprintf(g_warned, sizeof g_warned, "%s", msg);
+}
+
+/* A VG_STUB_CAPS longer than the stub reads is refused whole, with a warning that says so: not cut
+ * where its buffer ends and acted on in part (its first token here would take the graphs away). */
+static void test_caps_too_long_refused(void **state)
+{
+    (void)state;
+    const size_t n = 5000;
+    char *spec = malloc(n + 1);
+    assert_non_null(spec);
+    memcpy(spec, "nograph", 7);
+    for (size_t i = 7; i < n; i++) spec[i] = i % 16 ? 'x' : ',';
+    spec[n] = '\0';
+    setenv("VG_STUB_CAPS", spec, 1);
+    free(spec);
+    g_warned[0] = '\0';
+    vg_log_set_callback(keep_warning, NULL);
+    fixture saved = g;
+    fixture_open(&g);
+    vg_log_set_callback(NULL, NULL);
+    unsetenv("VG_STUB_CAPS");
+    assert_int_not_equal(vg_runtime_caps(g.rt) & VG_CAP_GRAPH, 0);
+    assert_non_null(strstr(g_warned, "longer than"));
+    assert_non_null(strstr(g_warned, "ignored"));
+    fixture_close(&g);
+    g = saved;
+}
+
 static void test_no_update(void **state)
 {
     (void)state;
@@ -1143,6 +1176,7 @@ int main(void)
         cmocka_unit_test_setup(test_uncapturable_op_refused, clear),
         cmocka_unit_test_setup(test_no_graphs, clear),
         cmocka_unit_test_setup(test_no_update, clear),
+        cmocka_unit_test_setup(test_caps_too_long_refused, clear),
     };
     return cmocka_run_group_tests_name("validation", tests, setup, teardown);
 }

@@ -68,10 +68,24 @@ static void env_bytes(const char *name, uint64_t *dst)
         warn_once("kunlun_stub: %s=%s is not a size (e.g. 512M); ignored", name, v);
 }
 
+/* A comma-separated setting copied into buf for strtok_r; 0 (with a warning, nothing taken) where
+ * it does not fit, rather than acting on a cut-off part of it. */
+static int spec_copy(const char *what, const char *spec, char *buf, size_t size)
+{
+    if (strlen(spec) >= size) {
+        warn_once("kunlun_stub: %s is longer than %zu bytes: ignored", what, size - 1);
+        return 0;
+    }
+    memcpy(buf, spec, strlen(spec) + 1);
+    return 1;
+}
+
+#define SPEC_BYTES 4096 /* every op's name with a prefix fits several times */
+
 static void parse_caps(stub_config *cfg, const char *spec)
 {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", spec);
+    char buf[SPEC_BYTES];
+    if (!spec_copy("VG_STUB_CAPS", spec, buf, sizeof buf)) return;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
         if (strcmp(tok, "nograph") == 0) {
@@ -105,8 +119,8 @@ static void parse_caps(stub_config *cfg, const char *spec)
 
 static void parse_faults(stub_config *cfg, const char *spec)
 {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", spec);
+    char buf[SPEC_BYTES];
+    if (!spec_copy("VG_STUB_FAULT", spec, buf, sizeof buf)) return;
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
          tok = strtok_r(NULL, ",", &save)) {
         char *colon = strchr(tok, ':');
