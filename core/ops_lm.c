@@ -6,6 +6,8 @@
  * fused kernel). Same pattern
  * as ops.c and ops_nn.c: the preconditions of vg_ops.h once, then what the device offers and
  * capture state, then one call into the plugin. */
+#include <math.h>
+
 #include "op_check.h"
 
 vg_status vg_op_rotary(vg_stream *s, vg_dtype dtype, void *x, int64_t ld, int64_t rows,
@@ -217,6 +219,39 @@ vg_status vg_op_rotary_kv_store(vg_stream *s, vg_dtype dtype, void *qkv, int64_t
 /* ---- op table version 8 ---------------------------------------------------------------------- */
 
 #define OP "rotary_paged_attention"
+/* norm_x and qkv_bias (op table version 10; vg_ops.h): the rows the folded norm read, apart from
+ * what the op writes (out, the caches, and qkv, which a device may rotate in place). */
+static vg_status norm_x_check(const vg_rotary_paged_args *a)
+{
+    if (!a->norm_x) {
+        REQUIRE(!a->qkv_bias, OP ": qkv_bias is given without norm_x (it goes with the folded norm)");
+        return VG_OK;
+    }
+    const size_t es = op_dtype_size(a->dtype);
+    const int64_t width = (int64_t)a->kv_heads * a->head_dim, qkv_cols = (int64_t)a->heads * a->head_dim + 2 * width;
+    REQUIRE_RANGE(OP, "norm_x_cols", a->norm_x_cols, 1, OP_INT_MAX);
+    REQUIRE_GE(OP, "ld_norm_x", a->ld_norm_x, "norm_x_cols", a->norm_x_cols);
+    REQUIRE(a->ld_norm_x <= (int64_t)(SIZE_MAX / 4 / es) / (a->rows ? a->rows : 1),
+            OP ": ld_norm_x %lld spans more than the address space", (long long)a->ld_norm_x);
+    REQUIRE(a->norm_x_eps >= 0.0f && isfinite(a->norm_x_eps), OP ": norm_x_eps %g is not finite and >= 0",
+            (double)a->norm_x_eps);
+    REQUIRE_ALIGNED(OP, "norm_x", a->norm_x, es);
+    REQUIRE_ALIGNED(OP, "qkv_bias", a->qkv_bias, es);
+    if (!a->rows) return VG_OK;
+    const size_t x_bytes = rows_span(a->rows, a->ld_norm_x, a->norm_x_cols, es);
+    const size_t qkv_bytes = rows_span(a->rows, a->ld, qkv_cols, es);
+    const size_t out_bytes = rows_span(a->rows, a->ld_out, (int64_t)a->heads * a->head_dim, es);
+    const size_t cache_bytes = (size_t)a->num_slots * (size_t)width * es, b_bytes = (size_t)qkv_cols * es;
+    const void *const in[2] = {a->norm_x, a->qkv_bias};
+    const size_t in_bytes[2] = {x_bytes, b_bytes};
+    for (int i = 0; i < 2; i++)
+        REQUIRE(!in[i] || (disjoint(in[i], in_bytes[i], a->qkv, qkv_bytes) && disjoint(in[i], in_bytes[i], a->out, out_bytes) &&
+                           disjoint(in[i], in_bytes[i], a->k_cache, cache_bytes) &&
+                           disjoint(in[i], in_bytes[i], a->v_cache, cache_bytes)),
+                OP ": %s overlaps qkv, out or a cache", i ? "qkv_bias" : "norm_x");
+    return VG_OK;
+}
+
 vg_status vg_op_rotary_paged_attention(vg_stream *s, const vg_rotary_paged_args *args)
 {
     REQUIRE_STREAM(OP, s);
@@ -252,8 +287,15 @@ vg_status vg_op_rotary_paged_attention(vg_stream *s, const vg_rotary_paged_args 
         REQUIRE(disjoint(a->qkv, qkv_bytes, a->k_cache, cache_bytes) && disjoint(a->qkv, qkv_bytes, a->v_cache, cache_bytes),
                 OP ": a cache overlaps qkv");
     }
-    /* the device's fused op where it has one (and can capture it, when capturing) ... */
+    st = norm_x_check(a);
+    if (st != VG_OK) return st;
     const uint32_t bit = VG_DTYPE_BIT(a->dtype);
+    if (a->norm_x) { /* only the fused op knows norm_x: never its two ops */
+        OP_GATE(s, VG_OP_ROTARY_PAGED_ATTENTION_NORM_X, bit);
+        if (!a->rows) return VG_OK;
+        return OP_CALL(s, rotary_paged_attention, a);
+    }
+    /* the device's fused op where it has one (and can capture it, when capturing) ... */
     const uint32_t need = VG_OP_SUPPORTED | (s->capturing ? VG_OP_CAPTURABLE : 0u);
     const vg_op_entry *e = &s->rt->op[VG_OP_ROTARY_PAGED_ATTENTION];
     if ((e->flags & need) == need && (bit & e->dtypes)) {

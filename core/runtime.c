@@ -55,11 +55,12 @@ static vg_status build_op_table(vg_runtime *rt, const char *origin)
                                 "member for it: not offered", origin, vg_op_name((vg_op_id)op));
             c.flags = 0;
         }
-        /* an option of a member (gemm's gate, its norm) is offered only by a table built
+        /* an option of a member (gemm's gate, its norms; the attention's norm_x) is offered only by a table built
          * knowing it */
         if ((op == VG_OP_GEMM_SILU_GATE || op == VG_OP_GEMM_RMSNORM_A) && rt->ops.version < 6)
             c.flags = 0;
         if (op == VG_OP_GEMM_RMSNORM_A_UNIT && rt->ops.version < 9) c.flags = 0;
+        if (op == VG_OP_ROTARY_PAGED_ATTENTION_NORM_X && rt->ops.version < 10) c.flags = 0;
         if (!(c.flags & VG_OP_SUPPORTED) || !graphs) c.flags &= ~VG_OP_CAPTURABLE;
         if (!(c.flags & VG_OP_SUPPORTED)) c.flags = 0;
         rt->op[op].flags = c.flags;

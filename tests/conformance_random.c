@@ -81,6 +81,9 @@ typedef struct tcase {
     int gate;                                     /* gemm's norms of A: gated */
     int kv_heads, block_size, max_blocks, nslots; /* kv_store, paged_attention */
     int src_rows, taps;                           /* gather_weighted */
+    int64_t ldx, xcols, xbias; /* rotary_paged_attention's norm_x: its stride and width, where the
+                                * bias starts in its buffer (0: none) */
+    double xeps;
     vg_activation act;
     double alpha, beta, value, eps, theta, scale;
     double term_scale; /* set by reference() where the result may cancel: the terms' magnitude */
@@ -506,9 +509,11 @@ static void generate(tcase *c, rng *r)
                  c->max_blocks, nblocks, (long long)c->ld, (long long)c->ld2, c->scale);
         break;
     }
-    case VG_OP_ROTARY_PAGED_ATTENTION: {
+    case VG_OP_ROTARY_PAGED_ATTENTION:
+    case VG_OP_ROTARY_PAGED_ATTENTION_NORM_X: {
         /* one allocation: qkv rows, out rows, k_cache, v_cache; half the cases shaped as decoders
-         * are (aligned regions, common group sizes and head_dims): what a fused kernel may take */
+         * are (aligned regions, common group sizes and head_dims): what a fused kernel may take;
+         * with norm_x (op table version 10) one more: its rows, then the bias (or none) */
         const int lib_shaped = rchance(r, 0.5);
         (void)paged_shape(c, r, lib_shaped);
         int64_t hidden = (int64_t)c->heads * c->hd, width = (int64_t)c->kv_heads * c->hd;
@@ -529,14 +534,26 @@ static void generate(tcase *c, rng *r)
         add_buf(c, r, "block_tables", VG_DTYPE_I32, (size_t)c->nseg * (size_t)c->max_blocks);
         add_buf(c, r, "context_lens", VG_DTYPE_I32, (size_t)c->nseg);
         add_buf(c, r, "query_start", VG_DTYPE_I32, (size_t)c->nseg + 1);
+        char folded[160] = "";
+        if (c->op == VG_OP_ROTARY_PAGED_ATTENTION_NORM_X) { /* mostly a model's hidden size */
+            c->xcols = up8(rchance(r, 0.6) ? 8 * rint_in(r, 1, 160) : rint_in(r, 1, 1300), lib_shaped);
+            c->ldx = c->xcols + (lib_shaped ? 8 * rint_in(r, 0, 1) : pad(r));
+            c->xeps = (float)(rchance(r, 0.2) ? 0.5 : rchance(r, 0.5) ? 1e-6 : 1e-5);
+            const int64_t xn = (c->rows - 1) * c->ldx + c->xcols;
+            c->xbias = rchance(r, 0.5) ? up8(xn + pad(r), lib_shaped) : 0;
+            add_buf(c, r, c->xbias ? "norm_x,qkv_bias" : "norm_x", c->t,
+                    (size_t)(c->xbias ? c->xbias + (int64_t)(c->heads + 2 * c->kv_heads) * c->hd : xn));
+            snprintf(folded, sizeof folded, " norm_x_cols=%lld ld_norm_x=%lld norm_x_eps=%g qkv_bias=%s",
+                     (long long)c->xcols, (long long)c->ldx, c->xeps, c->xbias ? "yes" : "no");
+        }
         c->out = 0;
         align_bufs(c, lib_shaped);
         snprintf(c->shape, sizeof c->shape, "rows=%lld num_seqs=%d heads=%d kv_heads=%d head_dim=%d "
                  "block_size=%d max_blocks=%d slots=%d ld=%lld ld_out=%lld scale=%.9g norms=%s eps=%g "
-                 "theta=%g (out at %lld, the caches at %lld)", (long long)c->rows, c->nseg, c->heads,
+                 "theta=%g (out at %lld, the caches at %lld)%s", (long long)c->rows, c->nseg, c->heads,
                  c->kv_heads, c->hd, c->block_size, c->max_blocks, c->nslots, (long long)c->ld,
                  (long long)c->ld2, c->scale, c->bias ? "yes" : "no", c->eps, c->theta, (long long)c->count,
-                 (long long)c->cols);
+                 (long long)c->cols, folded);
         break;
     }
     case VG_OP_ARGMAX:
@@ -659,7 +676,8 @@ static void randomise(tcase *c, rng *r)
         split_rows(c, r, qs, cl);
         break;
     }
-    case VG_OP_ROTARY_PAGED_ATTENTION: {
+    case VG_OP_ROTARY_PAGED_ATTENTION:
+    case VG_OP_ROTARY_PAGED_ATTENTION_NORM_X: {
         /* rows split among the sequences as for paged_attention; every (sequence, block) its own
          * block, each new token's slot where its table puts its position, padding rows with no
          * slot or one no sequence owns; rotary positions the cache positions or shifted */
@@ -691,6 +709,14 @@ static void randomise(tcase *c, rng *r)
                 sl->h[sl->off + (size_t)row] = (double)(perm[at / bs] * bs + at % bs);
             }
         free(perm);
+        /* with norm_x, each row and the projection of it at a scale of its own (2^-3 to 2^3), as
+         * hidden states differ: a row scaled with another row's 1/rms shows */
+        for (int64_t row = 0; c->op == VG_OP_ROTARY_PAGED_ATTENTION_NORM_X && row < c->rows; row++) {
+            const double f = ldexp(1.0, (int)rint_in(r, -3, 3));
+            double *x = c->b[7].h + c->b[7].off + (size_t)(row * c->ldx), *qkv = c->b[0].h + c->b[0].off + (size_t)(row * c->ld);
+            for (int64_t e = 0; e < c->xcols; e++) x[e] = ref_round(c->t, f * x[e]);
+            for (int64_t e = 0; e < (int64_t)(c->heads + 2 * c->kv_heads) * c->hd; e++) qkv[e] = ref_round(c->t, f * qkv[e]);
+        }
         break;
     }
     case VG_OP_ARGMAX: /* ties: the largest value a float input holds, more than once in a row */
@@ -890,11 +916,17 @@ static void reference(tcase *c)
         free(bt), free(cl), free(qs);
         break;
     }
-    case VG_OP_ROTARY_PAGED_ATTENTION: {
+    case VG_OP_ROTARY_PAGED_ATTENTION:
+    case VG_OP_ROTARY_PAGED_ATTENTION_NORM_X: {
         int32_t *pos = ints_of(&b[1]), *slots = ints_of(&b[2]), *bt = ints_of(&b[4]);
         int32_t *cl = ints_of(&b[5]), *qs = ints_of(&b[6]);
         int64_t width = (int64_t)c->kv_heads * c->hd, kc = c->cols, vc = kc + (int64_t)c->nslots * width;
         const double *norm = b[3].h + b[3].off;
+        if (c->op == VG_OP_ROTARY_PAGED_ATTENTION_NORM_X) { /* the rows the op takes: folded (w is qkv) */
+            const double *x = b[7].h + b[7].off;
+            ref_norm_x_fold(c->t, w, c->ld, c->rows, (int64_t)(c->heads + 2 * c->kv_heads) * c->hd, x, c->ldx,
+                            c->xcols, c->xeps, c->xbias ? x + c->xbias : NULL);
+        }
         ref_rotary_kv_store(c->t, w, c->ld, c->rows, c->heads, c->kv_heads, c->hd, c->bias ? norm : NULL,
                             c->bias ? norm + c->hd : NULL, c->eps, pos, c->theta, w + kc, w + vc, slots);
         ref_paged_attention(w, c->ld, w + c->count, c->ld2, c->rows, w + kc, w + vc, bt, c->max_blocks, cl, qs,
@@ -1015,7 +1047,8 @@ static vg_status enqueue(const tcase *c)
         return vg_op_paged_attention(s, c->t, b[0].d, c->ld, b[6].d, c->ld2, c->rows, b[1].d, b[2].d,
                                      b[3].d, c->max_blocks, b[4].d, b[5].d, c->nseg, c->heads,
                                      c->kv_heads, c->hd, c->block_size, (float)c->scale);
-    case VG_OP_ROTARY_PAGED_ATTENTION: {
+    case VG_OP_ROTARY_PAGED_ATTENTION:
+    case VG_OP_ROTARY_PAGED_ATTENTION_NORM_X: {
         char *base = b[0].d;
         size_t es = esize(c->t), width = (size_t)c->kv_heads * (size_t)c->hd;
         vg_rotary_paged_args a = {
@@ -1027,6 +1060,10 @@ static vg_status enqueue(const tcase *c)
             .out = base + (size_t)c->count * es, .ld_out = c->ld2, .block_tables = b[4].d,
             .context_lens = b[5].d, .query_start = b[6].d, .max_blocks = c->max_blocks, .num_seqs = c->nseg,
             .block_size = c->block_size};
+        if (c->op == VG_OP_ROTARY_PAGED_ATTENTION_NORM_X) {
+            a.norm_x = b[7].d, a.ld_norm_x = c->ldx, a.norm_x_cols = c->xcols, a.norm_x_eps = (float)c->xeps;
+            a.qkv_bias = c->xbias ? (char *)b[7].d + (size_t)c->xbias * es : NULL;
+        }
         return vg_op_rotary_paged_attention(s, &a);
     }
     case VG_OP_ARGMAX:
@@ -1066,12 +1103,13 @@ static void tolerance(const tcase *c, double *atol, double *rtol)
         *atol = *rtol = 1e-6;
         return;
     }
+    const int rpa = c->op == VG_OP_ROTARY_PAGED_ATTENTION || c->op == VG_OP_ROTARY_PAGED_ATTENTION_NORM_X;
     int attention = c->op == VG_OP_ATTENTION || c->op == VG_OP_ATTENTION_ROTARY ||
-                    c->op == VG_OP_PAGED_ATTENTION || c->op == VG_OP_ROTARY_PAGED_ATTENTION;
+                    c->op == VG_OP_PAGED_ATTENTION || rpa;
     switch (t) {
     case VG_DTYPE_F32:
         *atol = c->op == VG_OP_ROTARY_2D || c->op == VG_OP_ATTENTION_ROTARY || c->op == VG_OP_ROTARY ||
-                        c->op == VG_OP_ROTARY_KV_STORE || c->op == VG_OP_ROTARY_PAGED_ATTENTION
+                        c->op == VG_OP_ROTARY_KV_STORE || rpa
                     ? 1e-4
                     : 2e-5;
         *rtol = 1e-5;

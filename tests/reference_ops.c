@@ -35,7 +35,8 @@ uint32_t ref_catalogue_dtypes(vg_op_id op)
     case VG_OP_LAYERNORM:
     case VG_OP_GATHER_WEIGHTED:
     case VG_OP_ROTARY_KV_STORE:
-    case VG_OP_ROTARY_PAGED_ATTENTION: return FLOATS;
+    case VG_OP_ROTARY_PAGED_ATTENTION:
+    case VG_OP_ROTARY_PAGED_ATTENTION_NORM_X: return FLOATS;
     case VG_OP_LM_ADVANCE: return VG_DTYPE_BIT(VG_DTYPE_I32);
     default: return 0;
     }
@@ -331,4 +332,19 @@ double ref_gemm_silu_gate(int64_t m, int64_t n, int64_t k, double alpha, const d
             c[i * ldc + j] = ref_activation(VG_ACT_SILU, p[i * n + j]) * p[i * n + h + j];
     free(p);
     return most;
+}
+
+void ref_norm_x_fold(vg_dtype t, double *qkv, int64_t ld, int64_t rows, int64_t cols, const double *norm_x,
+                     int64_t ld_norm_x, int64_t norm_x_cols, double eps, const double *bias)
+{
+    for (int64_t r = 0; r < rows; r++) {
+        const double *x = norm_x + r * ld_norm_x;
+        double ss = 0;
+        for (int64_t c = 0; c < norm_x_cols; c++) ss += x[c] * x[c];
+        const float s = (float)(1.0 / sqrt(ss / (double)norm_x_cols + eps));
+        for (int64_t c = 0; c < cols; c++) {
+            const float v = (float)qkv[r * ld + c] * s + (bias ? (float)bias[c] : 0.0f);
+            qkv[r * ld + c] = ref_round(t, v);
+        }
+    }
 }

@@ -94,4 +94,12 @@ double ref_gemm_silu_gate(int64_t m, int64_t n, int64_t k, double alpha, const d
                           int64_t lda, const double *b, int64_t ldb, const double *bias, double *c,
                           int64_t ldc);
 
+/* ---- op table version 10 ---- */
+
+/* rotary_paged_attention's norm_x: in place, the first `cols` columns of each row of qkv as the op
+ * takes them, qkv[r]·s_r + bias (bias may be NULL) with s_r = 1/sqrt(mean(norm_x[r, 0 ..
+ * norm_x_cols)²) + eps), in fp32, rounded to `t`. */
+void ref_norm_x_fold(vg_dtype t, double *qkv, int64_t ld, int64_t rows, int64_t cols, const double *norm_x,
+                     int64_t ld_norm_x, int64_t norm_x_cols, double eps, const double *bias);
+
 #endif

@@ -587,6 +587,63 @@ static void test_op_table_v8_plugin(void **state)
     small_gemm_close(rt, &g);
 }
 
+/* A version 9 op table (built before rotary_paged_attention had a folded norm): the core does not
+ * offer rotary_paged_attention_norm_x, whatever op_caps says, and refuses a call with norm_x
+ * naming it, without running it as the two ops it has no norm_x for (out and the caches keep
+ * their contents); a call without norm_x runs. The stub's own table (version 10) runs it: the new
+ * value is qkv's (1) scaled by 1/rms(norm_x) = 2, plus the bias (0.5). */
+static void test_op_table_v9_plugin(void **state)
+{
+    (void)state;
+    /* one token at position 3 (slot 3 of block 0); f: qkv (ones), out, the caches, norm_x and
+     * the bias (halves) */
+    enum { HD = 8, QKV = 0, OUT = 3 * HD, KC = OUT + HD, VC = KC + 8 * HD, NX = VC + 8 * HD, BIAS = NX + HD,
+           N = BIAS + 3 * HD };
+    const int32_t meta[] = {3, /* pos */ 3, /* slot */ 0, /* table */ 4, /* ctx */ 0, 1};
+    for (int v = 0; v < 2; v++) {
+        vg_backend_iface copy = *stub_table();
+        vg_op_table v9 = *copy.ops;
+        if (v == 1) v9.version = 9, copy.ops = &v9; /* version 10 adds no member: the version alone decides */
+        vg_runtime *rt = NULL;
+        VG_CHECK(vg_runtime_open_iface(&copy, 0, &rt));
+        assert_int_equal(vg_runtime_op_support(rt, VG_OP_ROTARY_PAGED_ATTENTION_NORM_X, NULL) != 0, v == 0);
+        assert_true(vg_runtime_op_support(rt, VG_OP_ROTARY_PAGED_ATTENTION, NULL) & VG_OP_SUPPORTED);
+        vg_stream *s = NULL;
+        float *f = NULL, got[N];
+        int32_t *m = NULL;
+        VG_CHECK(vg_stream_create(rt, &s));
+        VG_CHECK(vg_mem_alloc(rt, N * sizeof(float), (void **)&f));
+        VG_CHECK(vg_mem_alloc(rt, sizeof meta, (void **)&m));
+        VG_CHECK(vg_mem_copy_h2d(s, m, meta, sizeof meta));
+        VG_CHECK(vg_op_fill(s, f, VG_DTYPE_F32, N, 0.5));
+        VG_CHECK(vg_op_fill(s, f + QKV, VG_DTYPE_F32, 3 * HD, 1.0));
+        vg_rotary_paged_args a = {
+            .struct_size = sizeof a, .dtype = VG_DTYPE_F32, .qkv = f + QKV, .ld = 3 * HD, .rows = 1, .heads = 1,
+            .kv_heads = 1, .head_dim = HD, .pos = m, .theta = 1e4f, .scale = 0.35f, .k_cache = f + KC,
+            .v_cache = f + VC, .num_slots = 8, .slots = m + 1, .out = f + OUT, .ld_out = HD, .block_tables = m + 2,
+            .context_lens = m + 3, .query_start = m + 4, .max_blocks = 1, .num_seqs = 1, .block_size = 8,
+            .norm_x = f + NX, .ld_norm_x = HD, .norm_x_cols = HD, .norm_x_eps = 0.0f, .qkv_bias = f + BIAS};
+        if (v == 0) {
+            VG_CHECK(vg_op_rotary_paged_attention(s, &a));
+        } else {
+            VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(s, &a), VG_ERR_UNSUPPORTED,
+                               "rotary_paged_attention_norm_x", "not implemented");
+            VG_CHECK(vg_mem_copy_d2h(s, got, f, sizeof got));
+            VG_CHECK(vg_stream_sync(s));
+            for (int i = OUT; i < NX; i++) assert_true(got[i] == 0.5f);
+            a.norm_x = NULL, a.qkv_bias = NULL;
+            VG_CHECK(vg_op_rotary_paged_attention(s, &a));
+        }
+        VG_CHECK(vg_mem_copy_d2h(s, got, f, sizeof got));
+        VG_CHECK(vg_stream_sync(s));
+        for (int i = 0; i < HD; i++) assert_float_equal(got[VC + 3 * HD + i], v == 0 ? 2.5f : 1.0f, 1e-5f);
+        VG_CHECK(vg_mem_free(rt, f));
+        VG_CHECK(vg_mem_free(rt, m));
+        VG_CHECK(vg_stream_destroy(s));
+        VG_CHECK(vg_runtime_close(rt));
+    }
+}
+
 /* A version 7 op table (built before rotary_paged_attention): the core does not offer it, yet
  * vg_op_rotary_paged_attention still runs there, as rotary_kv_store then paged_attention (here
  * captured in a graph and replayed), and leaves what the stub's own member (version 8, run
@@ -1149,6 +1206,7 @@ int main(void)
         cmocka_unit_test_setup(test_op_table_v5_plugin, reset_env),
         cmocka_unit_test_setup(test_op_table_v6_plugin, reset_env),
         cmocka_unit_test_setup(test_op_table_v8_plugin, reset_env),
+        cmocka_unit_test_setup(test_op_table_v9_plugin, reset_env),
         cmocka_unit_test_setup(test_op_table_v7_plugin, reset_env),
         cmocka_unit_test_setup(test_op_table_version_is_checked, reset_env),
         cmocka_unit_test_setup(test_ipc_claimed_by_old_plugins, reset_env),

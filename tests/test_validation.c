@@ -6,6 +6,7 @@
  * pass. Then capture state: an op the device cannot capture (VG_STUB_CAPS=nocapture:<op>) is
  * refused on a capturing stream with VG_ERR_STATE naming it, the capture still ends, and
  * synchronising a capturing stream is refused. */
+#include <math.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -102,6 +103,16 @@ static vg_rotary_paged_args rotary_paged_args(void)
     return a;
 }
 
+/* The same with the folded norm (op table version 10): norm_x [ROWS, 8] and qkv_bias in the
+ * second quarter of a, past the key cache (all zeros: eps keeps the scale finite). */
+static vg_rotary_paged_args rotary_paged_norm_x_args(void)
+{
+    vg_rotary_paged_args a = rotary_paged_args();
+    a.norm_x = g.a + BYTES / 4, a.ld_norm_x = 8, a.norm_x_cols = 8, a.norm_x_eps = 1e-6f;
+    a.qkv_bias = g.a + BYTES / 4 + 1024;
+    return a;
+}
+
 static vg_status valid_call(vg_stream *s, vg_op_id op)
 {
     vg_gemm_args ga = gemm_args();
@@ -150,6 +161,10 @@ static vg_status valid_call(vg_stream *s, vg_op_id op)
         vg_rotary_paged_args ra = rotary_paged_args();
         return vg_op_rotary_paged_attention(s, &ra);
     }
+    case VG_OP_ROTARY_PAGED_ATTENTION_NORM_X: {
+        vg_rotary_paged_args ra = rotary_paged_norm_x_args();
+        return vg_op_rotary_paged_attention(s, &ra);
+    }
     case VG_OP_LM_ADVANCE: { /* one row, done at once (its limit is 0): token and state into c */
         int32_t *c = (int32_t *)g.c;
         vg_lm_advance_args la = {.struct_size = sizeof la, .rows = 1, .block_size = 16, .max_blocks = 1,
@@ -193,12 +208,13 @@ static void test_valid_calls_pass(void **state)
 static void test_no_stream(void **state)
 {
     (void)state;
-    for (int op = 0; op < VG_OP_COUNT_; op++) /* gemm_silu_gate is a call of vg_op_gemm */
+    for (int op = 0; op < VG_OP_COUNT_; op++) /* an option of an op is a call of the op's vg_op_* */
         VG_CHECK_FAILS(valid_call(NULL, (vg_op_id)op), VG_ERR_INVALID_ARG,
                        op == VG_OP_GEMM_SILU_GATE || op == VG_OP_GEMM_RMSNORM_A ||
                                op == VG_OP_GEMM_RMSNORM_A_UNIT
                            ? "gemm"
-                                                                                  : vg_op_name((vg_op_id)op));
+                       : op == VG_OP_ROTARY_PAGED_ATTENTION_NORM_X ? "rotary_paged_attention"
+                                                                   : vg_op_name((vg_op_id)op));
 }
 
 /* ---- op by op ------------------------------------------------------------------------------------------ */
@@ -604,6 +620,70 @@ static void test_rotary_paged_attention(void **state)
     VG_CHECK(vg_stream_sync(g.s));
 }
 
+/* The folded norm (op table version 10): each field of norm_x and qkv_bias checked, naming it; a
+ * refused call runs nothing (the bias of ones would reach out and the value cache); a caller
+ * built against version 8's struct has neither; right beside qkv and a cache they are fine. */
+static void test_rotary_paged_attention_norm_x(void **state)
+{
+    (void)state;
+    const char *op = "rotary_paged_attention";
+    char *x = g.a + BYTES / 4, *bias = x + 1024, *out = g.b + 256, *vc = g.b + BYTES / 2;
+    const size_t out_bytes = ROWS * HIDDEN * 4, x_bytes = ROWS * 8 * 4, cache_bytes = 16 * HD * 4;
+    VG_CHECK(vg_op_fill(g.s, bias, VG_DTYPE_F32, (HEADS + 2) * HD, 1.0));
+    vg_rotary_paged_args a;
+#define NORM_X_FAILS(field_change, ...)                                                          \
+    do {                                                                                         \
+        a = rotary_paged_norm_x_args();                                                          \
+        field_change;                                                                            \
+        VG_CHECK_FAILS_ALL(vg_op_rotary_paged_attention(g.s, &a), VG_ERR_INVALID_ARG, op, __VA_ARGS__); \
+    } while (0)
+    NORM_X_FAILS(a.norm_x = NULL, "qkv_bias", "without norm_x");
+    NORM_X_FAILS(a.norm_x_cols = 0, "norm_x_cols", "0");
+    NORM_X_FAILS(a.norm_x_cols = -8, "norm_x_cols", "-8");
+    NORM_X_FAILS((a.norm_x_cols = OP_COLS_TOO_MANY, a.ld_norm_x = OP_COLS_TOO_MANY), "norm_x_cols", "2147483648");
+    NORM_X_FAILS(a.ld_norm_x = 7, "ld_norm_x", "7", "norm_x_cols");
+    NORM_X_FAILS(a.ld_norm_x = 1LL << 60, "ld_norm_x", "address space");
+    NORM_X_FAILS(a.norm_x_eps = -1.0f, "norm_x_eps", "-1");
+    NORM_X_FAILS(a.norm_x_eps = NAN, "norm_x_eps", "nan");
+    NORM_X_FAILS(a.norm_x_eps = INFINITY, "norm_x_eps", "inf");
+    NORM_X_FAILS(a.norm_x = x + 2, "norm_x", "align");
+    NORM_X_FAILS(a.qkv_bias = bias + 2, "qkv_bias", "align");
+    NORM_X_FAILS((a.dtype = VG_DTYPE_BF16, a.norm_x = x + 1), "norm_x", "align");
+    /* overlaps, most by one element: qkv's last, out's first, the key cache's last, the value
+     * cache's first; the bias inside qkv, on out's last, on the value cache's first */
+    NORM_X_FAILS(a.norm_x = g.c + 2 * HIDDEN * 4 * ROWS - 4, "norm_x overlaps");
+    NORM_X_FAILS(a.norm_x = out - x_bytes + 4, "norm_x overlaps");
+    NORM_X_FAILS(a.norm_x = g.a + cache_bytes - 4, "norm_x overlaps");
+    NORM_X_FAILS(a.norm_x = vc - x_bytes + 4, "norm_x overlaps");
+    NORM_X_FAILS(a.qkv_bias = g.c + 512, "qkv_bias overlaps");
+    NORM_X_FAILS(a.qkv_bias = out + out_bytes - 4, "qkv_bias overlaps");
+    NORM_X_FAILS(a.qkv_bias = vc, "qkv_bias overlaps");
+#undef NORM_X_FAILS
+    assert_zero(out, out_bytes);
+    assert_zero(vc, cache_bytes);
+    /* within the rules: no rows (nothing to overlap); version 8's struct, whose size ends before
+     * norm_x (neither read: the bias is not applied); norm_x right after qkv and the bias right
+     * after the value cache (it runs: row 0, which reads only its own position, gets the bias as
+     * its value, the projection being zeros) */
+    a = rotary_paged_norm_x_args(), a.rows = 0, a.norm_x = g.c;
+    VG_CHECK(vg_op_rotary_paged_attention(g.s, &a));
+    a = rotary_paged_norm_x_args(), a.struct_size = (uint32_t)VG_ROTARY_PAGED_ARGS_SIZE_8, a.norm_x_cols = 0;
+    VG_CHECK(vg_op_rotary_paged_attention(g.s, &a));
+    assert_zero(out, out_bytes);
+    a = rotary_paged_norm_x_args(), a.norm_x = g.c + 2 * HIDDEN * 4 * ROWS, a.qkv_bias = vc + cache_bytes;
+    VG_CHECK(vg_mem_copy_d2d(g.s, vc + cache_bytes, bias, (HEADS + 2) * HD * 4));
+    VG_CHECK(vg_op_rotary_paged_attention(g.s, &a));
+    float got[HIDDEN];
+    VG_CHECK(vg_mem_copy_d2h(g.s, got, out, sizeof got));
+    VG_CHECK(vg_stream_sync(g.s));
+    for (int i = 0; i < HIDDEN; i++) assert_true(got[i] == 1.0f);
+    /* the other tests find the buffers as the fixture left them: zeros */
+    VG_CHECK(vg_mem_set(g.s, g.a, 0, BYTES));
+    VG_CHECK(vg_mem_set(g.s, g.b, 0, BYTES));
+    VG_CHECK(vg_mem_set(g.s, g.c, 0, BYTES));
+    VG_CHECK(vg_stream_sync(g.s));
+}
+
 static void test_rotary_kv_store(void **state)
 {
     (void)state;
@@ -956,7 +1036,7 @@ static void test_capture_begin_end_state(void **state)
 static void test_each_op_checks_capture_state(void **state)
 {
     (void)state;
-    char spec[512] = "";
+    char spec[1024] = ""; /* every op's name: more than 512 bytes since op table version 10 */
     for (int op = 0; op < VG_OP_COUNT_; op++)
         snprintf(spec + strlen(spec), sizeof spec - strlen(spec), "%snocapture:%s", op ? "," : "",
                  vg_op_name((vg_op_id)op));
@@ -1168,6 +1248,7 @@ int main(void)
         cmocka_unit_test_setup(test_gather_weighted, clear),
         cmocka_unit_test_setup(test_rotary_kv_store, clear),
         cmocka_unit_test_setup(test_rotary_paged_attention, clear),
+        cmocka_unit_test_setup(test_rotary_paged_attention_norm_x, clear),
         cmocka_unit_test_setup(test_sync_during_capture_refused, clear),
         cmocka_unit_test_setup(test_unsafe_calls_during_capture_refused, clear),
         cmocka_unit_test_setup(test_more_calls_during_capture_refused, clear),

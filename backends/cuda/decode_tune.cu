@@ -18,7 +18,8 @@
 struct dtune_key {
     int device, rows, num_seqs, heads, kv_heads, head_dim, block_size, max_blocks;
     int dtype;
-    int rope; /* rotary_paged_attention: vg's kernel does rotary_kv_store's work, the library a launch more */
+    int rope; /* rotary_paged_attention: vg's kernel does rotary_kv_store's work, the library a launch more
+               * (2: and scales the rows by norm_x, op table version 10) */
     int lib;  /* the library takes the call (its strides and alignment too): a pick of its own is valid */
 };
 struct dtune_choice {
@@ -143,7 +144,8 @@ int vgc_decode_pick(vg_bk_stream *s, const vgc_decode_call *c, vgc_decode_own_fn
     const int lib_takes = dtune_lib_takes(s, c); /* per call: it checks this call's strides and alignment */
     if (forced != DTUNE_MEASURE) return lib_takes ? dtune_lib_forced(s, c, forced) : 0; /* else vg's split form */
     const dtune_key key = {s->dev->index, (int)c->rows, c->num_seqs, c->heads, c->kv_heads, c->head_dim,
-                           c->block_size, c->max_blocks, (int)c->t, c->rope != nullptr, lib_takes};
+                           c->block_size, c->max_blocks, (int)c->t,
+                           c->rope ? 1 + (c->rope->norm_x != nullptr) : 0, lib_takes};
     {
         std::lock_guard<std::mutex> g(dtune_lock);
         for (int i = 0; i < dtune_nchoices; i++)

@@ -160,15 +160,16 @@ extern "C" vg_status vgc_op_caps(vg_bk_device *dev, uint32_t op, vg_op_caps *out
     if (!dev || !out) return VGC_ERR(VG_ERR_INVALID_ARG, VG_VENDOR_NAME ": op_caps: NULL");
     /* every op of the catalogue this backend was built against, in every dtype it allows; an op
      * appended to the catalogue stops the build here until vgc_ops (ops.cu) implements it */
-    static_assert(VG_OP_COUNT_ == VG_OP_GEMM_RMSNORM_A_UNIT + 1,
+    static_assert(VG_OP_COUNT_ == VG_OP_ROTARY_PAGED_ATTENTION_NORM_X + 1,
                   "a new op in vg_ops.h: implement it in vgc_ops, then extend this assertion");
     int known = op < VG_OP_COUNT_;
-    /* VG_CUDA_FUSE=0: not op table version 6's, 8's and 9's fusions, so a model takes its
+    /* VG_CUDA_FUSE=0: not op table version 6's, 8's, 9's and 10's fusions, so a model takes its
      * separate ops (to compare the two in one build) */
     const char *fuse = getenv("VG_CUDA_FUSE");
     if (fuse && strcmp(fuse, "0") == 0 &&
         (op == VG_OP_ROTARY_KV_STORE || op == VG_OP_GEMM_SILU_GATE || op == VG_OP_GEMM_RMSNORM_A ||
-         op == VG_OP_ROTARY_PAGED_ATTENTION || op == VG_OP_GEMM_RMSNORM_A_UNIT))
+         op == VG_OP_ROTARY_PAGED_ATTENTION || op == VG_OP_GEMM_RMSNORM_A_UNIT ||
+         op == VG_OP_ROTARY_PAGED_ATTENTION_NORM_X))
         known = 0;
     out->flags = known ? VG_OP_SUPPORTED | ((k_caps & VG_CAP_GRAPH) ? VG_OP_CAPTURABLE : 0u) : 0u;
     out->dtypes = 0;

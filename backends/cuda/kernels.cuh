@@ -104,6 +104,13 @@ __device__ __forceinline__ float vgk_head_inv_rms(float ss, int head_dim, float 
     return rsqrtf(vgk_warp_sum(ss) / (float)head_dim + eps);
 }
 
+/* An element of a row scaled by norm_x's factor s with its bias b added, rounded to T: the rows
+ * rotary_paged_attention works on (vg_ops.h). */
+template <typename T> __device__ __forceinline__ T vgk_row_scaled(T v, float s, float b)
+{
+    return vgk_from_f<T>(vgk_to_f(v) * s + b);
+}
+
 /* Grid size for a grid-stride loop over n items with 256-thread blocks. */
 static inline unsigned vgk_blocks(size_t n)
 {

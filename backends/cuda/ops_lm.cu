@@ -159,14 +159,69 @@ vg_status vgc_op_kv_store(vg_bk_device *, vg_bk_stream *s, vg_dtype t, const voi
 
 /* ---- rotary_kv_store: q/k norms, rotary and the cache store in one launch ----------------------- */
 
+/* rotary_paged_attention's norm_x and qkv_bias (op table version 10): the rows rotary_kv_store's
+ * work takes are qkv[r]·(1/rms(x[r])) + bias (x null: qkv as it is). */
+template <typename T> struct rkv_rows {
+    const T *x;
+    int64_t ld_x;
+    int cols;
+    float eps;
+    const T *bias; /* [(heads + 2·kv_heads)·head_dim], optional */
+};
+
+/* 1/sqrt(mean(x²) + eps) of the row x[0 .. cols), by one warp (every lane calls it), lane l summing
+ * the 16-byte vectors l, l + 32, ... where the row and cols allow, else the elements l, l + 32, ...
+ * (zeros past the row add nothing). The decode kernel shares a row among a block's warps instead
+ * (decode_tc.cu, dt_x_share): the two round differently. */
+template <typename T>
+__device__ __forceinline__ float rkv_row_inv_rms(const T *x, int cols, float eps)
+{
+    /* loads in batches of B a lane, each predicated rather than behind a loop's bound, so that a
+     * batch is one round trip (a row of up to 32·B vectors: one) */
+    constexpr int V = 16 / sizeof(T), B = 4;
+    const int lane = threadIdx.x % 32;
+    float ss = 0.0f;
+    if ((uintptr_t)x % 16 == 0 && cols % V == 0) {
+        const int n = cols / V;
+        for (int v0 = 0; v0 < n; v0 += 32 * B) {
+            uint4 u[B];
+#pragma unroll
+            for (int k = 0; k < B; k++) {
+                const int v = v0 + lane + 32 * k;
+                u[k] = v < n ? *(const uint4 *)(x + (int64_t)v * V) : make_uint4(0, 0, 0, 0);
+            }
+#pragma unroll
+            for (int k = 0; k < B; k++) {
+                const T *e = reinterpret_cast<const T *>(&u[k]);
+#pragma unroll
+                for (int i = 0; i < V; i++) ss += vgk_to_f(e[i]) * vgk_to_f(e[i]);
+            }
+        }
+    } else {
+        for (int c0 = 0; c0 < cols; c0 += 32 * B * V) {
+            float f[B * V];
+#pragma unroll
+            for (int k = 0; k < B * V; k++) {
+                const int c = c0 + lane + 32 * k;
+                f[k] = c < cols ? vgk_to_f(x[c]) : 0.0f;
+            }
+#pragma unroll
+            for (int k = 0; k < B * V; k++) ss += f[k] * f[k];
+        }
+    }
+    return rsqrtf(vgk_warp_sum(ss) / (float)cols + eps);
+}
+
 /* A warp per (row, head slice) over the heads + 2·kv_heads slices of a qkv row, grid-stride. A
  * query or key slice: its rmsnorm (w set: statistics by the warp, the result rounded to T as
  * rmsnorm_heads leaves it), then each lane rotates its pairs in place, and a key slice also goes
- * to the cache; a value slice is only copied to the cache. The branches are per warp. */
+ * to the cache; a value slice is only copied to the cache. With xr.x every element is first the
+ * scaled row's (vgk_row_scaled; the value slice in qkv is left as it was). The branches are per
+ * warp. */
 template <typename T>
 __global__ void k_rotary_kv_store(T *x, int64_t ld, int rows, int heads, int kv_heads, int head_dim,
                                   const T *q_norm, const T *k_norm, float eps, const int32_t *pos,
-                                  float log2_theta, T *k_cache, T *v_cache, const int32_t *slots)
+                                  float log2_theta, T *k_cache, T *v_cache, const int32_t *slots, rkv_rows<T> xr)
 {
     vgk_grid_sync();
     const int lane = threadIdx.x % 32, half = head_dim / 2, per_row = heads + 2 * kv_heads;
@@ -176,10 +231,13 @@ __global__ void k_rotary_kv_store(T *x, int64_t ld, int rows, int heads, int kv_
         const int h = (int)(i - r * per_row);
         T *base = x + r * ld + (int64_t)h * head_dim;
         const int32_t slot = slots[r];
+        if (h >= heads + kv_heads && slot < 0) continue; /* a value slice with nowhere to go */
+        const T *xb = xr.bias ? xr.bias + (int64_t)h * head_dim : nullptr;
+        const float xs = xr.x ? rkv_row_inv_rms(xr.x + r * xr.ld_x, xr.cols, xr.eps) : 1.0f;
+        auto at = [&](int c) { return xr.x ? vgk_row_scaled(base[c], xs, xb ? vgk_to_f(xb[c]) : 0.0f) : base[c]; };
         if (h >= heads + kv_heads) { /* a value slice */
-            if (slot < 0) continue;
             T *vd = v_cache + (int64_t)slot * width + (int64_t)(h - heads - kv_heads) * head_dim;
-            for (int c = lane; c < head_dim; c += 32) vd[c] = base[c];
+            for (int c = lane; c < head_dim; c += 32) vd[c] = at(c);
             continue;
         }
         const T *w = h < heads ? q_norm : k_norm;
@@ -187,7 +245,7 @@ __global__ void k_rotary_kv_store(T *x, int64_t ld, int rows, int heads, int kv_
         if (w) {
             float ss = 0.0f;
             for (int c = lane; c < head_dim; c += 32) {
-                float v = vgk_to_f(base[c]);
+                float v = vgk_to_f(at(c));
                 ss += v * v;
             }
             inv = vgk_head_inv_rms(ss, head_dim, eps);
@@ -197,7 +255,7 @@ __global__ void k_rotary_kv_store(T *x, int64_t ld, int rows, int heads, int kv_
                     ? k_cache + (int64_t)slot * width + (int64_t)(h - heads) * head_dim
                     : nullptr;
         for (int j = lane; j < half; j += 32) {
-            T y0 = base[j], y1 = base[j + half];
+            T y0 = at(j), y1 = at(j + half);
             float c, sn;
             vgk_rotary_cs(j, head_dim, p, log2_theta, &c, &sn);
             vgk_norm_rotate(y0, y1, w != nullptr, w ? vgk_to_f(w[j]) : 0.0f, w ? vgk_to_f(w[j + half]) : 0.0f, inv,
@@ -212,21 +270,35 @@ __global__ void k_rotary_kv_store(T *x, int64_t ld, int rows, int heads, int kv_
     }
 }
 
+/* rotary_kv_store's launch; a rotary_paged_attention call's (rp) with its norm_x and qkv_bias */
+static vg_status rkv_launch(vg_bk_stream *s, vg_dtype t, void *qkv, int64_t ld, int64_t rows, int heads,
+                            int kv_heads, int head_dim, const void *q_norm, const void *k_norm, float eps,
+                            const int32_t *pos, float theta, void *k_cache, void *v_cache, const int32_t *slots,
+                            const vg_rotary_paged_args *rp)
+{
+    if (!rows) return VG_OK;
+    int64_t warps = rows * (heads + 2 * (int64_t)kv_heads), blocks = (warps + 3) / 4;
+    unsigned g = (unsigned)(blocks < 65535 * 16 ? blocks : 65535 * 16);
+    const bool nx = rp && rp->norm_x;
+    VGK_FLOAT_DISPATCH(t, T,
+                       const rkv_rows<T> xr = {nx ? (const T *)rp->norm_x : nullptr, nx ? rp->ld_norm_x : 0,
+                                               nx ? (int)rp->norm_x_cols : 0, nx ? rp->norm_x_eps : 0.0f,
+                                               nx ? (const T *)rp->qkv_bias : nullptr};
+                       vgc_launch(s, k_rotary_kv_store<T>, g, 128, 0, (T *)qkv, ld, (int)rows, heads, kv_heads,
+                                  head_dim, (const T *)q_norm, (const T *)k_norm, eps, pos, log2f(theta),
+                                  (T *)k_cache, (T *)v_cache, slots, xr));
+    VGC_CHECK_LAUNCH("rotary_kv_store");
+    return VG_OK;
+}
+
 vg_status vgc_op_rotary_kv_store(vg_bk_device *, vg_bk_stream *s, vg_dtype t, void *qkv, int64_t ld,
                                  int64_t rows, int heads, int kv_heads, int head_dim,
                                  const void *q_norm, const void *k_norm, float eps,
                                  const int32_t *pos, float theta, void *k_cache, void *v_cache,
                                  const int32_t *slots)
 {
-    if (!rows) return VG_OK;
-    int64_t warps = rows * (heads + 2 * (int64_t)kv_heads), blocks = (warps + 3) / 4;
-    unsigned g = (unsigned)(blocks < 65535 * 16 ? blocks : 65535 * 16);
-    VGK_FLOAT_DISPATCH(t, T, vgc_launch(s, k_rotary_kv_store<T>, g, 128, 0, (T *)qkv, ld, (int)rows,
-                                        heads, kv_heads, head_dim, (const T *)q_norm,
-                                        (const T *)k_norm, eps, pos, log2f(theta), (T *)k_cache,
-                                        (T *)v_cache, slots));
-    VGC_CHECK_LAUNCH("rotary_kv_store");
-    return VG_OK;
+    return rkv_launch(s, t, qkv, ld, rows, heads, kv_heads, head_dim, q_norm, k_norm, eps, pos, theta, k_cache,
+                      v_cache, slots, nullptr);
 }
 
 /* ---- paged_attention ---------------------------------------------------------------------------- */
@@ -645,9 +717,8 @@ vg_status vgc_decode_rope_first(vg_bk_stream *s, const vgc_decode_call *c)
 {
     const vg_rotary_paged_args *a = c->rope;
     if (!a) return VG_OK;
-    return vgc_op_rotary_kv_store(s->dev, s, a->dtype, a->qkv, a->ld, a->rows, a->heads, a->kv_heads,
-                                  a->head_dim, a->q_norm, a->k_norm, a->eps, a->pos, a->theta, a->k_cache,
-                                  a->v_cache, a->slots);
+    return rkv_launch(s, a->dtype, a->qkv, a->ld, a->rows, a->heads, a->kv_heads, a->head_dim, a->q_norm,
+                      a->k_norm, a->eps, a->pos, a->theta, a->k_cache, a->v_cache, a->slots, a);
 }
 
 /* vg's own kernels for a split-capable call (and the timed choice's candidate against the kernel

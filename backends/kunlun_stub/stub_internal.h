@@ -55,10 +55,10 @@ typedef struct stub_import {
     size_t bytes;
 } stub_import;
 
-/* The ops this stub implements: VG_OP_FILL up to VG_OP_GEMM_RMSNORM_A_UNIT (op table version 9).
+/* The ops this stub implements: VG_OP_FILL up to VG_OP_ROTARY_PAGED_ATTENTION_NORM_X (op table version 10).
  * Not VG_OP_COUNT_: an op appended to the catalogue is not implemented here until someone writes
  * it. */
-#define STUB_OP_COUNT (VG_OP_GEMM_RMSNORM_A_UNIT + 1)
+#define STUB_OP_COUNT (VG_OP_ROTARY_PAGED_ATTENTION_NORM_X + 1)
 
 /* Caller-owned memory registered with mem_register (ABI 1.3): host memory on this device. */
 typedef struct stub_region {
@@ -97,7 +97,7 @@ struct vg_bk_device {
 };
 
 /* One enqueued unit of work: a function and a private copy of its arguments. */
-#define STUB_CMD_ARGS 192
+#define STUB_CMD_ARGS 256
 typedef struct stub_cmd {
     void (*run)(struct vg_bk_stream *s, const void *args);
     int op; /* vg_op_id, or STUB_NOT_AN_OP for copies and memset (always capturable) */

@@ -259,6 +259,47 @@ vg_status stub_op_paged_attention(vg_bk_device *dev, vg_bk_stream *s, vg_dtype d
 
 /* ---- rotary_paged_attention (op table version 8) ------------------------------------------------ */
 
+/* norm_x (op table version 10): row r's query and key heads become qkv[r]·s_r + qkv_bias in place
+ * (s_r = 1/rms(norm_x[r])), rounded to the dtype; the value heads are left, their scaled rows
+ * written into the cache after the store (norm_x_values). */
+static float norm_x_scale(const vg_rotary_paged_args *a, int64_t r)
+{
+    const size_t base = (size_t)r * (size_t)a->ld_norm_x;
+    float ss = 0.0f;
+    for (int64_t c = 0; c < a->norm_x_cols; c++) {
+        float v = load_f(a->norm_x, a->dtype, base + (size_t)c);
+        ss += v * v;
+    }
+    return 1.0f / sqrtf(ss / (float)a->norm_x_cols + a->norm_x_eps);
+}
+
+static float norm_x_value(const vg_rotary_paged_args *a, int64_t r, int64_t c, float sr)
+{
+    const float v = load_f(a->qkv, a->dtype, (size_t)r * (size_t)a->ld + (size_t)c) * sr;
+    return a->qkv_bias ? v + load_f(a->qkv_bias, a->dtype, (size_t)c) : v;
+}
+
+static void norm_x_queries_keys(const vg_rotary_paged_args *a)
+{
+    const int64_t qk = (int64_t)(a->heads + a->kv_heads) * a->head_dim;
+    for (int64_t r = 0; r < a->rows; r++) {
+        const float sr = norm_x_scale(a, r);
+        for (int64_t c = 0; c < qk; c++)
+            store_f(a->qkv, a->dtype, (size_t)r * (size_t)a->ld + (size_t)c, norm_x_value(a, r, c, sr));
+    }
+}
+
+static void norm_x_values(const vg_rotary_paged_args *a)
+{
+    const int64_t width = (int64_t)a->kv_heads * a->head_dim, v0 = (int64_t)(a->heads + a->kv_heads) * a->head_dim;
+    for (int64_t r = 0; r < a->rows; r++) {
+        if (a->slots[r] < 0) continue;
+        const float sr = norm_x_scale(a, r);
+        for (int64_t c = 0; c < width; c++)
+            store_f(a->v_cache, a->dtype, (size_t)a->slots[r] * (size_t)width + (size_t)c, norm_x_value(a, r, v0 + c, sr));
+    }
+}
+
 /* One command: the two ops' work in order (a host has nothing to gain from fusing them; what a
  * vendor's device gains is saving the launch between them and the round trip of the keys). */
 static void run_rotary_paged_attention(vg_bk_stream *s, const void *p)
@@ -270,7 +311,9 @@ static void run_rotary_paged_attention(vg_bk_stream *s, const void *p)
     const paged_args pa = {a->dtype, a->qkv, a->ld, a->out, a->ld_out, a->rows, a->k_cache, a->v_cache,
                            a->block_tables, a->max_blocks, a->context_lens, a->query_start, a->num_seqs,
                            a->heads, a->kv_heads, a->head_dim, a->block_size, a->scale};
+    if (a->norm_x) norm_x_queries_keys(a);
     run_rotary_kv_store(s, &rk);
+    if (a->norm_x) norm_x_values(a);
     run_paged_attention(s, &pa);
 }
 

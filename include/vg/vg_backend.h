@@ -185,9 +185,16 @@ typedef struct vg_op_table {
     /* (no member) gemm honours vg_gemm_args.norm_unit (VG_OP_GEMM_RMSNORM_A_UNIT). The core
      * offers the op only for a table of version >= 9, and passes gemm a full-size, zero-extended
      * vg_gemm_args. */
+
+    /* ---- version 10: the rmsnorm before qkv folded into it ---- */
+
+    /* (no member) rotary_paged_attention honours vg_rotary_paged_args.norm_x and qkv_bias
+     * (VG_OP_ROTARY_PAGED_ATTENTION_NORM_X). The core offers the op only for a table of version
+     * >= 10, passes a full-size, zero-extended vg_rotary_paged_args, and never splits such a call
+     * into rotary_kv_store and paged_attention (they have no norm_x). */
 } vg_op_table;
 
-#define VG_OP_TABLE_VERSION 9
+#define VG_OP_TABLE_VERSION 10
 
 /* What comm_create (ABI 1.5) receives. The core sets struct_size to sizeof(vg_bk_comm_args) and
  * has checked every field: 1 <= nranks, 0 <= rank < nranks, timeout_ms >= 1, and `id` holds the

@@ -45,7 +45,10 @@
     /* op table version 8: the new tokens' rotary and store inside paged attention */   \
     X(ROTARY_PAGED_ATTENTION, 21, rotary_paged_attention, rotary_paged_attention, VG_DTYPES_FLOAT) \
     /* op table version 9: the rmsnorm of A without a weight (folded into B) */            \
-    X(GEMM_RMSNORM_A_UNIT, 22, gemm_rmsnorm_a_unit, gemm, VG_DTYPES_FLOAT) /* args.norm_unit */
+    X(GEMM_RMSNORM_A_UNIT, 22, gemm_rmsnorm_a_unit, gemm, VG_DTYPES_FLOAT) /* args.norm_unit */ \
+    /* op table version 10: the rmsnorm before qkv folded into it, its 1/rms in the attention */ \
+    X(ROTARY_PAGED_ATTENTION_NORM_X, 23, rotary_paged_attention_norm_x, rotary_paged_attention, \
+      VG_DTYPES_FLOAT) /* args.norm_x */
 
 /* Helpers for generated tables: the op's printable name, as a string, at its value. */
 #define VG_OP_LIST_NAME_AT(ID, value, name, member, dtypes) [value] = #name,

@@ -201,6 +201,18 @@ typedef enum vg_activation {
  *               check them, and where they are broken the results are undefined. The caches hold the new keys and values afterwards, as rotary_kv_store leaves
  *               them; qkv's query and key heads are left either untouched or as rotary_kv_store
  *               leaves them (the device's choice), its value heads untouched.
+ *               With norm_x (op VG_OP_ROTARY_PAGED_ATTENTION_NORM_X, op table version 10), qkv holds
+ *               the projection of rows that were not normalised, for a caller that folded the
+ *               weight of the rmsnorm before its projection into the projection's columns
+ *               (rmsnorm(x, w)·Wᵀ + b = s·(x·(W·diag(w))ᵀ) + b, s = 1/rms(x)): the op first takes
+ *               each row r of qkv, all its (heads + 2·kv_heads)·head_dim columns, as
+ *               qkv[r]·s_r + qkv_bias (in fp32, rounded to dtype; qkv_bias optional), with
+ *               s_r = 1/sqrt(mean(norm_x[r, 0 .. norm_x_cols)²) + norm_x_eps), and then does the
+ *               above with those rows. norm_x [rows, ld_norm_x] of dtype; norm_x_cols >= 1;
+ *               ld_norm_x >= norm_x_cols; norm_x_eps >= 0; qkv_bias [(heads + 2·kv_heads)·head_dim]
+ *               of dtype, only with norm_x. Neither overlaps qkv, out or a cache. qkv's query and
+ *               key heads are left untouched or as rotary_kv_store leaves the scaled rows' heads,
+ *               its value heads untouched.
  *
  * lm_advance    one step of a greedy generation loop, over `rows` sequences (vg_lm_advance_args;
  *               every array is I32 in device memory unless said otherwise, read when the op
@@ -294,6 +306,12 @@ typedef struct vg_rotary_paged_args {
     const int32_t *context_lens; /* [num_seqs] */
     const int32_t *query_start;  /* [num_seqs + 1] */
     int32_t max_blocks, num_seqs, block_size;
+    /* appended in op table version 10 (a smaller struct_size: none): the norm the caller folded
+     * into the projection that wrote qkv (see rotary_paged_attention above) */
+    const void *norm_x;          /* optional: [rows, ld_norm_x], the rows the projection read */
+    int64_t ld_norm_x, norm_x_cols;
+    float norm_x_eps;
+    const void *qkv_bias;        /* optional, with norm_x: [(heads + 2·kv_heads)·head_dim] */
 } vg_rotary_paged_args;
 #define VG_ROTARY_PAGED_ARGS_SIZE_8 (offsetof(vg_rotary_paged_args, block_size) + sizeof(int32_t))
 
