@@ -96,7 +96,13 @@ static vg_status build(vg_lm *m, const vg_ckpt *ck, uint64_t seed, vg_dtype dt, 
     /* op table version 9: where a device cuts a norm without a weight into the gate's silu_mul,
      * folding the norm's weight into the weights saves the MLP an rmsnorm launch */
     m->fold_norm = vgm_has_op(m->rt, VG_OP_GEMM_RMSNORM_A_UNIT, dt);
-    VGM_TRY(lm_weights_load(m->rt, ck, seed, &m->full, &m->cfg, &m->tp, dt, m->fold_norm, &m->w));
+    /* op table version 10: where the attention scales the qkv rows by their norm's 1/rms, the
+     * input norm's weight folds into qkv and the layer loses its first launch. Not in F16: the
+     * projection of rows not normalised (a residual row's rms can be in the hundreds) could pass
+     * F16's range before the factor brings it back */
+    m->fold_in = dt != VG_DTYPE_F16 && vgm_has_op(m->rt, VG_OP_ROTARY_PAGED_ATTENTION_NORM_X, dt) &&
+                 vgm_has_op(m->rt, VG_OP_ROTARY_PAGED_ATTENTION, dt); /* what makes m->fused_attn */
+    VGM_TRY(lm_weights_load(m->rt, ck, seed, &m->full, &m->cfg, &m->tp, dt, m->fold_norm, m->fold_in, &m->w));
     VGM_TRY(make_kv(m));
     VGM_TRY(lm_pieces_init(m));
     return make_runner(m);

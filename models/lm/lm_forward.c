@@ -8,7 +8,10 @@
  *                    three as one rotary_kv_store where the device has it)
  *   layer i: attn    paged attention (the splitting piece: graph-safe for uniform steps only);
  *                    where the device has rotary_paged_attention, the attention does the
- *                    rotary and the store too, and layer i: in ends with the qkv GEMM
+ *                    rotary and the store too, and layer i: in ends with the qkv GEMM; where
+ *                    it also has its norm_x (not in F16), the input norm's weight is in qkv's
+ *                    columns, layer i: in is the qkv GEMM of the residual rows alone, and the
+ *                    attention scales each qkv row by its norm's 1/rms and adds the bias
  *   layer i: out     o-proj GEMM + residual, rmsnorm, gate|up GEMM, silu·mul, down GEMM +
  *                    residual (the rmsnorm and silu·mul inside the gate|up GEMM where the device
  *                    has gemm_rmsnorm_a and gemm_silu_gate)
@@ -81,6 +84,8 @@ static vg_status piece_attn_in(void *mp, vg_runner *r, const vg_piece *p, const 
     lm_meta_layout l;
     lm_meta_layout_of(m, T, &l);
     char *qkv = BUF(LB_QKV), *k = qkv + (size_t)qw * es(m), *v = k + (size_t)kvw * es(m);
+    if (m->fold_in) /* the rows as they are: the attention applies the norm's 1/rms and the bias */
+        return gemm(m, s, T, W, c->hidden, BUF(LB_H), L->qkv_w, NULL, qkv, m->dt, NULL);
     TRY(proj(m, s, T, W, c->hidden, BUF(LB_H), c->hidden, L->in_norm, BUF(LB_N), L->qkv_w, L->qkv_b,
              qkv, m->dt, NULL, VG_GEMM_GATE_NONE));
     if (m->fused_attn) return VG_OK; /* the attention piece rotates and stores */
@@ -119,7 +124,8 @@ static vg_status piece_attention(void *mp, vg_runner *r, const vg_piece *p, cons
             .num_slots = m->kv.num_blocks * m->kv.block_size, .slots = meta_at(r, l.slots), .out = BUF(LB_ATT), .ld_out = lm_q_width(c),
             .block_tables = meta_at(r, l.btab), .context_lens = meta_at(r, l.ctx),
             .query_start = meta_at(r, l.qstart), .max_blocks = l.max_blocks, .num_seqs = l.seqs,
-            .block_size = m->kv.block_size};
+            .block_size = m->kv.block_size, .norm_x = m->fold_in ? BUF(LB_H) : NULL, .ld_norm_x = c->hidden,
+            .norm_x_cols = c->hidden, .norm_x_eps = c->eps, .qkv_bias = m->fold_in ? L->qkv_b : NULL};
         return vg_op_rotary_paged_attention(s, &a);
     }
     return vg_op_paged_attention(s, m->dt, BUF(LB_QKV), lm_qkv_width(c), BUF(LB_ATT), lm_q_width(c),
@@ -235,10 +241,13 @@ vg_status lm_pieces_init(vg_lm *m)
     m->norm_gemm = vgm_has_op(m->rt, VG_OP_GEMM_RMSNORM_A, m->dt);
     /* and version 8's: the new tokens' rotary and store inside the attention */
     m->fused_attn = vgm_has_op(m->rt, VG_OP_ROTARY_PAGED_ATTENTION, m->dt);
-    m->op_attention = m->fused_attn ? VG_OP_ROTARY_PAGED_ATTENTION : VG_OP_PAGED_ATTENTION;
+    m->op_attention = m->fold_in      ? VG_OP_ROTARY_PAGED_ATTENTION_NORM_X
+                      : m->fused_attn ? VG_OP_ROTARY_PAGED_ATTENTION
+                                      : VG_OP_PAGED_ATTENTION;
     vg_op_id norm = m->norm_gemm ? VG_OP_GEMM_RMSNORM_A : VG_OP_RMSNORM;
     int a = 0, b = 0, h = 0;
-    m->ops_in[a++] = VG_OP_GEMM, m->ops_in[a++] = norm;
+    m->ops_in[a++] = VG_OP_GEMM;
+    if (!m->fold_in) m->ops_in[a++] = norm;
     if (m->fused_attn) {
         /* the attention piece's op does the rotary and the store */
     } else if (m->fused_qkv) {

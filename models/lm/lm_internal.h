@@ -56,7 +56,7 @@ static inline int64_t lm_qkv_width(const lm_cfg *c) { return lm_q_width(c) + 2 *
 
 typedef struct lm_layer {
     void *in_norm, *qkv_w, *qkv_b, *q_norm, *k_norm, *o_w, *post_norm, *gu_w, *down_w;
-} lm_layer; /* post_norm NULL: folded into gu_w (lm_weights_load) */
+} lm_layer; /* post_norm NULL: folded into gu_w; in_norm NULL: into qkv_w (lm_weights_load) */
 
 typedef struct lm_weights {
     vg_arena_block mem;
@@ -68,10 +68,11 @@ typedef struct lm_weights {
  * size of 1), `local` being that share's config (lm_tp_plan). With a tied head and size > 1 the
  * embedding is padded with zero rows up to size·vs, so that every rank's head slice of it is
  * whole. With fold_post_norm, each layer's post-attention norm weight multiplies gate|up's
- * columns instead of being loaded (the MLP's GEMM then takes a norm without a weight). */
+ * columns instead of being loaded (the MLP's GEMM then takes a norm without a weight); with
+ * fold_in_norm, its input norm's weight multiplies qkv's (the attention then scales the rows). */
 vg_status lm_weights_load(vg_runtime *rt, const vg_ckpt *ck, uint64_t seed, const lm_cfg *full,
                           const lm_cfg *local, const lm_tp *tp, vg_dtype dt, int fold_post_norm,
-                          lm_weights *w);
+                          int fold_in_norm, lm_weights *w);
 void lm_weights_free(vg_runtime *rt, lm_weights *w);
 
 /* ---- the host side of the KV cache ------------------------------------------------------- */
@@ -174,6 +175,8 @@ struct vg_lm {
     int fold_norm;     /* the device normalises A without a weight (gemm_rmsnorm_a_unit): the
                         * post-attention norm's weight is folded into gate|up */
     int fused_attn;    /* the device has rotary_paged_attention: rotary and store in the attention */
+    int fold_in;       /* and its norm_x (rotary_paged_attention_norm_x): the input norm's weight is
+                        * folded into qkv, whose GEMM reads the residual rows as they are */
     vg_op_id op_attention; /* the attention piece's op */
     vg_op_id ops_in[6], ops_out[4], ops_head[4]; /* the ops each piece runs, for its capture */
     int nops_in, nops_out, nops_head;

@@ -12,7 +12,7 @@ typedef struct describe_ctx {
     const lm_cfg *c;     /* the whole model */
     const lm_cfg *local; /* what this rank holds (lm_tp_plan) */
     const lm_tp *tp;
-    int fold_post_norm;
+    int fold_post_norm, fold_in_norm;
     lm_weights *w;
 } describe_ctx;
 
@@ -40,7 +40,7 @@ static vg_status describe(vg_arena *a, void *user)
     for (int i = 0; i < c->layers; i++) {
         lm_layer *L = &w->layers[i];
         VGM_TRY(vg_arena_prefix(a, "model.layers.%d.", i));
-        VGM_ONE(L->in_norm, "input_layernorm.weight", h);
+        if (!x->fold_in_norm) VGM_ONE(L->in_norm, "input_layernorm.weight", h);
         /* a buffer older exports saved; vg computes the rotary frequencies itself */
         VGM_TRY(vg_arena_skip(a, "self_attn.rotary_emb.inv_freq"));
         VGM_TRY(vg_arena_add(a, &(vg_arena_spec){
@@ -49,7 +49,8 @@ static vg_status describe(vg_arena *a, void *user)
                                                               "self_attn.k_proj.weight",
                                                               "self_attn.v_proj.weight"},
                                     .part_rows = VGM_SHAPE(qw, kvw, kvw), .part_row0 = qkv_row0,
-                                    .part_take = qkv_take}));
+                                    .part_take = qkv_take,
+                                    .col_scale = x->fold_in_norm ? "input_layernorm.weight" : NULL}));
         if (c->qkv_bias)
             VGM_TRY(vg_arena_add(a, &(vg_arena_spec){
                                         .slot = &L->qkv_b, .nparts = 3, .ndim = 1, .shape = VGM_SHAPE(0),
@@ -100,12 +101,13 @@ static vg_status describe(vg_arena *a, void *user)
 
 vg_status lm_weights_load(vg_runtime *rt, const vg_ckpt *ck, uint64_t seed, const lm_cfg *full,
                           const lm_cfg *local, const lm_tp *tp, vg_dtype dt, int fold_post_norm,
-                          lm_weights *w)
+                          int fold_in_norm, lm_weights *w)
 {
     memset(w, 0, sizeof *w);
     w->layers = calloc((size_t)full->layers, sizeof *w->layers);
     if (!w->layers) return vg_error_set(VG_ERR_OUT_OF_MEMORY, "lm: out of memory");
-    describe_ctx x = {.c = full, .local = local, .tp = tp, .fold_post_norm = fold_post_norm, .w = w};
+    describe_ctx x = {.c = full, .local = local, .tp = tp, .fold_post_norm = fold_post_norm,
+                      .fold_in_norm = fold_in_norm, .w = w};
     /* every tensor of the checkpoint is the decoder's */
     vg_arena_source src = {.ck = ck, .seed = seed, .dtype = dt, .what = "lm", .owns = ""};
     vg_status st = vg_arena_load(rt, &src, describe, &x, &w->mem);
