@@ -65,6 +65,12 @@ static vg_status build_op_table(vg_runtime *rt, const char *origin)
         if (!(c.flags & VG_OP_SUPPORTED)) c.flags = 0;
         rt->op[op].flags = c.flags;
         rt->op[op].dtypes = c.flags ? (c.dtypes ? c.dtypes & catalogue : catalogue) : 0;
+        if (op == VG_OP_ROTARY_PAGED_ATTENTION_NORM_X) { /* an option of op 21: never more than it */
+            const vg_op_entry *base = &rt->op[VG_OP_ROTARY_PAGED_ATTENTION];
+            rt->op[op].flags &= base->flags;
+            rt->op[op].dtypes &= base->dtypes;
+            if (!rt->op[op].dtypes) rt->op[op].flags = 0;
+        }
     }
     return VG_OK;
 }

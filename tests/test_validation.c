@@ -1131,6 +1131,26 @@ static void test_no_graphs(void **state)
     g = saved;
 }
 
+/* rotary_paged_attention_norm_x is an option of rotary_paged_attention: where the device does not
+ * offer op 21, or cannot capture it, op 23 is not offered, or not capturable, whatever the device
+ * says of it (both share one member). */
+static void test_norm_x_follows_its_op(void **state)
+{
+    (void)state;
+    static const char *const caps[2] = {"noop:rotary_paged_attention", "nocapture:rotary_paged_attention"};
+    for (int i = 0; i < 2; i++) {
+        setenv("VG_STUB_CAPS", caps[i], 1);
+        fixture saved = g;
+        fixture_open(&g);
+        unsetenv("VG_STUB_CAPS");
+        const uint32_t f = vg_runtime_op_support(g.rt, VG_OP_ROTARY_PAGED_ATTENTION_NORM_X, NULL);
+        assert_int_equal(f, i == 0 ? 0u : VG_OP_SUPPORTED);
+        assert_int_equal(vg_runtime_op_support(g.rt, VG_OP_ROTARY_PAGED_ATTENTION, NULL), f);
+        fixture_close(&g);
+        g = saved;
+    }
+}
+
 static char g_warned[1024];
 static void keep_warning(vg_log_level level, const char *msg, void *user)
 {
@@ -1258,6 +1278,7 @@ int main(void)
         cmocka_unit_test_setup(test_no_graphs, clear),
         cmocka_unit_test_setup(test_no_update, clear),
         cmocka_unit_test_setup(test_caps_too_long_refused, clear),
+        cmocka_unit_test_setup(test_norm_x_follows_its_op, clear),
     };
     return cmocka_run_group_tests_name("validation", tests, setup, teardown);
 }

@@ -321,8 +321,9 @@ vg_status stub_op_rotary_paged_attention(vg_bk_device *dev, vg_bk_stream *s, con
 {
     (void)dev;
     _Static_assert(sizeof *a <= STUB_CMD_ARGS, "rotary_paged_attention's arguments fit a command");
-    return stub_submit(s, VG_OP_ROTARY_PAGED_ATTENTION, "rotary_paged_attention", run_rotary_paged_attention, a,
-                       sizeof *a);
+    /* the op whose capture capability applies: with norm_x, version 10's */
+    return stub_submit(s, a->norm_x ? VG_OP_ROTARY_PAGED_ATTENTION_NORM_X : VG_OP_ROTARY_PAGED_ATTENTION,
+                       "rotary_paged_attention", run_rotary_paged_attention, a, sizeof *a);
 }
 
 /* ---- argmax ------------------------------------------------------------------------------------ */
