@@ -318,9 +318,10 @@ static int own_candidate(const vg_bk_stream *s, const vg_gemm_args *a)
  * cuBLASLt with its norm and silu_mul launches when timed cold made the step 4.7% slower on an
  * H100 (docs/performance.md, 2026-11-26, fifth session). Up to OWN_MARGIN_ROWS rows the skinny
  * kernel takes a near tie instead (OWN_TIE): in a graph it loads its weights before it waits for
- * the kernel before it, which an eager timing cannot see, and Qwen2.5-0.5B's qkv projection without
- * its norm (1 x 1152 x 896, 6.9 us cold either way) ran its step ~50 us slower as cuBLASLt's
- * (docs/performance.md, 2026-11-27, fourteenth session). */
+ * the kernel before it, which an eager timing cannot see: Qwen2.5-0.5B's qkv projection without
+ * its norm (1 x 1152 x 896) timed 6.9 us cold either way, and the step ran 0.86-0.87 ms with this
+ * rule against 0.93-0.94 before it, together with another change (docs/performance.md, 2026-11-27,
+ * fourteenth session). */
 #define OWN_MARGIN_ROWS 8
 #define OWN_MARGIN 0.85f
 #define OWN_TIE 1.03f
