@@ -219,36 +219,40 @@ vg_status vg_op_rotary_kv_store(vg_stream *s, vg_dtype dtype, void *qkv, int64_t
 /* ---- op table version 8 ---------------------------------------------------------------------- */
 
 #define OP "rotary_paged_attention"
-/* norm_x and qkv_bias (op table version 10; vg_ops.h): the rows the folded norm read, apart from
- * what the op writes (out, the caches, and qkv, which a device may rotate in place). */
-static vg_status norm_x_check(const vg_rotary_paged_args *a)
+/* The bytes rotary_paged_attention writes (out, the caches) or may rewrite in place (qkv's query
+ * and key heads): what the rows it only reads must stay apart from. */
+typedef struct paged_spans {
+    size_t qkv, out, cache;
+} paged_spans;
+
+static int apart_from_written(const vg_rotary_paged_args *a, const paged_spans *w, const void *p, size_t bytes)
+{
+    return disjoint(p, bytes, a->qkv, w->qkv) && disjoint(p, bytes, a->out, w->out) &&
+           disjoint(p, bytes, a->k_cache, w->cache) && disjoint(p, bytes, a->v_cache, w->cache);
+}
+
+/* norm_x and qkv_bias (op table version 10; vg_ops.h); most: the elements a span may reach, w:
+ * the written spans (NULL without rows: nothing to overlap). */
+static vg_status norm_x_check(const vg_rotary_paged_args *a, int64_t most, const paged_spans *w)
 {
     if (!a->norm_x) {
         REQUIRE(!a->qkv_bias, OP ": qkv_bias is given without norm_x (it goes with the folded norm)");
         return VG_OK;
     }
     const size_t es = op_dtype_size(a->dtype);
-    const int64_t width = (int64_t)a->kv_heads * a->head_dim, qkv_cols = (int64_t)a->heads * a->head_dim + 2 * width;
     REQUIRE_RANGE(OP, "norm_x_cols", a->norm_x_cols, 1, OP_INT_MAX);
     REQUIRE_GE(OP, "ld_norm_x", a->ld_norm_x, "norm_x_cols", a->norm_x_cols);
-    REQUIRE(a->ld_norm_x <= (int64_t)(SIZE_MAX / 4 / es) / (a->rows ? a->rows : 1),
-            OP ": ld_norm_x %lld spans more than the address space", (long long)a->ld_norm_x);
+    REQUIRE(a->ld_norm_x <= most / (a->rows ? a->rows : 1), OP ": ld_norm_x %lld spans more than the address space",
+            (long long)a->ld_norm_x);
     REQUIRE(a->norm_x_eps >= 0.0f && isfinite(a->norm_x_eps), OP ": norm_x_eps %g is not finite and >= 0",
             (double)a->norm_x_eps);
     REQUIRE_ALIGNED(OP, "norm_x", a->norm_x, es);
     REQUIRE_ALIGNED(OP, "qkv_bias", a->qkv_bias, es);
-    if (!a->rows) return VG_OK;
-    const size_t x_bytes = rows_span(a->rows, a->ld_norm_x, a->norm_x_cols, es);
-    const size_t qkv_bytes = rows_span(a->rows, a->ld, qkv_cols, es);
-    const size_t out_bytes = rows_span(a->rows, a->ld_out, (int64_t)a->heads * a->head_dim, es);
-    const size_t cache_bytes = (size_t)a->num_slots * (size_t)width * es, b_bytes = (size_t)qkv_cols * es;
-    const void *const in[2] = {a->norm_x, a->qkv_bias};
-    const size_t in_bytes[2] = {x_bytes, b_bytes};
-    for (int i = 0; i < 2; i++)
-        REQUIRE(!in[i] || (disjoint(in[i], in_bytes[i], a->qkv, qkv_bytes) && disjoint(in[i], in_bytes[i], a->out, out_bytes) &&
-                           disjoint(in[i], in_bytes[i], a->k_cache, cache_bytes) &&
-                           disjoint(in[i], in_bytes[i], a->v_cache, cache_bytes)),
-                OP ": %s overlaps qkv, out or a cache", i ? "qkv_bias" : "norm_x");
+    if (!w) return VG_OK;
+    const size_t bias_bytes = (size_t)(a->heads + 2 * (int64_t)a->kv_heads) * (size_t)a->head_dim * es;
+    REQUIRE(apart_from_written(a, w, a->norm_x, rows_span(a->rows, a->ld_norm_x, a->norm_x_cols, es)),
+            OP ": norm_x overlaps qkv, out or a cache");
+    REQUIRE(!a->qkv_bias || apart_from_written(a, w, a->qkv_bias, bias_bytes), OP ": qkv_bias overlaps qkv, out or a cache");
     return VG_OK;
 }
 
@@ -277,17 +281,17 @@ vg_status vg_op_rotary_paged_attention(vg_stream *s, const vg_rotary_paged_args 
     REQUIRE(a->ld <= most / (a->rows ? a->rows : 1) && a->ld_out <= most / (a->rows ? a->rows : 1),
             OP ": ld %lld or ld_out %lld spans more than the address space", (long long)a->ld,
             (long long)a->ld_out);
+    paged_spans w = {0, 0, 0};
     if (a->rows) { /* out is written while qkv and the caches are read; qkv and the caches apart */
-        const size_t qkv_bytes = rows_span(a->rows, a->ld, hidden + 2 * width, es);
-        const size_t out_bytes = rows_span(a->rows, a->ld_out, hidden, es);
-        const size_t cache_bytes = (size_t)a->num_slots * (size_t)width * es;
-        REQUIRE(disjoint(a->out, out_bytes, a->qkv, qkv_bytes) && disjoint(a->out, out_bytes, a->k_cache, cache_bytes) &&
-                    disjoint(a->out, out_bytes, a->v_cache, cache_bytes),
+        w = (paged_spans){rows_span(a->rows, a->ld, hidden + 2 * width, es), rows_span(a->rows, a->ld_out, hidden, es),
+                          (size_t)a->num_slots * (size_t)width * es};
+        REQUIRE(disjoint(a->out, w.out, a->qkv, w.qkv) && disjoint(a->out, w.out, a->k_cache, w.cache) &&
+                    disjoint(a->out, w.out, a->v_cache, w.cache),
                 OP ": out overlaps qkv or a cache");
-        REQUIRE(disjoint(a->qkv, qkv_bytes, a->k_cache, cache_bytes) && disjoint(a->qkv, qkv_bytes, a->v_cache, cache_bytes),
+        REQUIRE(disjoint(a->qkv, w.qkv, a->k_cache, w.cache) && disjoint(a->qkv, w.qkv, a->v_cache, w.cache),
                 OP ": a cache overlaps qkv");
     }
-    st = norm_x_check(a);
+    st = norm_x_check(a, most, a->rows ? &w : NULL);
     if (st != VG_OK) return st;
     const uint32_t bit = VG_DTYPE_BIT(a->dtype);
     if (a->norm_x) { /* only the fused op knows norm_x: never its two ops */
