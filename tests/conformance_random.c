@@ -760,6 +760,20 @@ static void mark_rows(buf *o, int64_t rows, int64_t ld, int64_t width)
         memset(o->mask + o->off + (size_t)(r * ld), 1, (size_t)width);
 }
 
+/* A gated gemm's expected output (gemm_silu_gate's contract, on A as given): the gate half written,
+ * the up half scratch the device may overwrite. The error follows the product P's (rounded to
+ * dtype_c by a device that gates in a second pass): |δ| <= δP·(|up| + |silu(gate)|), so the scale
+ * is max|P|². */
+static void gated_reference(tcase *c, buf *o, const double *a, int64_t lda, const double *bias, double *w)
+{
+    double most = ref_gemm_silu_gate(c->m, c->n, c->k, c->alpha, a, lda, c->b[1].h + c->b[1].off, c->ldb, bias, w,
+                                     c->ldc);
+    c->term_scale = most * most;
+    mark_rows(o, c->m, c->ldc, c->n / 2);
+    for (int64_t i = 0; i < c->m; i++)
+        memset(o->mask + o->off + (size_t)(i * c->ldc + c->n / 2), 2, (size_t)(c->n / 2));
+}
+
 /* The expected contents of the output buffer, and where the op writes. */
 static void reference(tcase *c)
 {
@@ -792,18 +806,9 @@ static void reference(tcase *c)
         mark_rows(o, c->m, c->ldc, c->n);
         break;
     }
-    case VG_OP_GEMM_SILU_GATE: {
-        /* the gated product's error follows the product P's (rounded to dtype_c by a device that
-         * gates in a second pass): |δ| <= δP·(|up| + |silu(gate)|), so the scale is max|P|² */
-        double most = ref_gemm_silu_gate(c->m, c->n, c->k, c->alpha, b[0].h + b[0].off, c->lda,
-                                         b[1].h + b[1].off, c->ldb, c->bias ? b[3].h + b[3].off : NULL,
-                                         w, c->ldc);
-        c->term_scale = most * most;
-        mark_rows(o, c->m, c->ldc, c->n / 2);
-        for (int64_t i = 0; i < c->m; i++) /* the up half: scratch the device may overwrite */
-            memset(o->mask + o->off + (size_t)(i * c->ldc + c->n / 2), 2, (size_t)(c->n / 2));
+    case VG_OP_GEMM_SILU_GATE:
+        gated_reference(c, o, b[0].h + b[0].off, c->lda, c->bias ? b[3].h + b[3].off : NULL, w);
         break;
-    }
     case VG_OP_GEMM_RMSNORM_A:
     case VG_OP_GEMM_RMSNORM_A_UNIT: {
         const int unit = c->op == VG_OP_GEMM_RMSNORM_A_UNIT;
@@ -814,12 +819,7 @@ static void reference(tcase *c)
         const double *bias = c->bias ? b[bi].h + b[bi].off : NULL;
         const double *res = c->res == 2 ? w : c->res == 1 ? b[c->nb - 1].h + b[c->nb - 1].off : NULL;
         if (c->gate) { /* as gemm_silu_gate's, on the normalised A */
-            double most = ref_gemm_silu_gate(c->m, c->n, c->k, c->alpha, an, c->k, b[1].h + b[1].off,
-                                             c->ldb, bias, w, c->ldc);
-            c->term_scale = most * most;
-            mark_rows(o, c->m, c->ldc, c->n / 2);
-            for (int64_t i = 0; i < c->m; i++)
-                memset(o->mask + o->off + (size_t)(i * c->ldc + c->n / 2), 2, (size_t)(c->n / 2));
+            gated_reference(c, o, an, c->k, bias, w);
         } else {
             ref_gemm(c->m, c->n, c->k, c->alpha, an, c->k, b[1].h + b[1].off, c->ldb, bias, res, c->ldr,
                      c->act, w, c->ldc);
