@@ -88,6 +88,7 @@ vg_status vg_op_gemm(vg_stream *s, const vg_gemm_args *args)
             v5_size);
     vg_gemm_args full;
     op_args_whole(&full, sizeof full, args);
+    full.unused_v9_tail = 0; /* an older caller's padding: never passed on */
     const vg_gemm_args *g = &full;
     REQUIRE_DTYPE("gemm", "dtype_ab", g->dtype_ab, VG_DTYPES_FLOAT, DTYPES_FLOAT_TEXT);
     REQUIRE_DTYPE("gemm", "dtype_c", g->dtype_c, VG_DTYPES_FLOAT, DTYPES_FLOAT_TEXT);
@@ -122,6 +123,8 @@ vg_status vg_op_gemm(vg_stream *s, const vg_gemm_args *args)
     }
     REQUIRE(g->norm_unit == 0 || g->norm_unit == 1, "gemm: norm_unit %d is neither 0 nor 1",
             (int)g->norm_unit);
+    REQUIRE(g->b_static == 0 || g->b_static == 1, "gemm: b_static %d is neither 0 nor 1",
+            (int)g->b_static);
     REQUIRE(!(g->norm_w && g->norm_unit),
             "gemm: norm_w and norm_unit exclude each other (a norm with a weight, or without)");
     if (g->norm_w || g->norm_unit) {

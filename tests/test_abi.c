@@ -590,8 +590,8 @@ static void test_op_table_v8_plugin(void **state)
 /* A version 9 op table (built before rotary_paged_attention had a folded norm): the core does not
  * offer rotary_paged_attention_norm_x, whatever op_caps says, and refuses a call with norm_x
  * naming it, without running it as the two ops it has no norm_x for (out and the caches keep
- * their contents); a call without norm_x runs. The stub's own table (version 10) runs it: the new
- * value is qkv's (1) scaled by 1/rms(norm_x) = 2, plus the bias (0.5). */
+ * their contents); a call without norm_x runs. The stub's own table (version 10 or later) runs it:
+ * the new value is qkv's (1) scaled by 1/rms(norm_x) = 2, plus the bias (0.5). */
 static void test_op_table_v9_plugin(void **state)
 {
     (void)state;

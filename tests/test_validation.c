@@ -298,6 +298,9 @@ static void test_gemm(void **state)
     /* without a weight (op table version 9): 0 or 1, not with norm_w, and as norm_w otherwise */
     GEMM_FAILS((a.norm_unit = 2, a.norm_out = g.c + 4096), "norm_unit", "2");
     GEMM_FAILS((a.norm_unit = 1, a.norm_w = g.b, a.norm_out = g.c + 4096), "norm_w", "norm_unit", "exclude");
+    /* the hint that no op of the stream writes B (op table version 11): 0 or 1 */
+    GEMM_FAILS(a.b_static = 2, "b_static", "2");
+    GEMM_FAILS(a.b_static = -1, "b_static", "-1");
     GEMM_FAILS(a.norm_unit = 1, "norm_unit", "norm_out");
     GEMM_FAILS((a.norm_unit = 1, a.norm_out = g.c + 4096, a.lda = 9), "norm_unit", "contiguous", "9");
     GEMM_FAILS((a.norm_unit = 1, a.norm_out = g.c + 4096, a.norm_eps = -1.0f), "norm_eps");
@@ -315,6 +318,12 @@ static void test_gemm(void **state)
     a = gemm_args();
     a.struct_size = (uint32_t)(offsetof(vg_gemm_args, alpha) + sizeof(float));
     a.gate = (vg_gemm_gate)7; /* past its struct_size: never read */
+    VG_CHECK(vg_op_gemm(g.s, &a));
+    /* one built against version 9 or 10: its struct_size covers norm_unit's tail padding, which it
+     * may leave uninitialised; b_static (version 11) lies past it */
+    a = gemm_args();
+    a.struct_size = (uint32_t)offsetof(vg_gemm_args, b_static);
+    a.unused_v9_tail = 0x7f7f7f7f, a.b_static = 7;
     VG_CHECK(vg_op_gemm(g.s, &a));
     VG_CHECK(vg_mem_set(g.s, g.c, 0, BYTES));
     VG_CHECK(vg_stream_sync(g.s));

@@ -192,9 +192,14 @@ typedef struct vg_op_table {
      * (VG_OP_ROTARY_PAGED_ATTENTION_NORM_X). The core offers the op only for a table of version
      * >= 10, passes a full-size, zero-extended vg_rotary_paged_args, and never splits such a call
      * into rotary_kv_store and paged_attention (they have no norm_x). */
+
+    /* ---- version 11: a GEMM's B that no op of the stream writes ---- */
+
+    /* (no member) gemm may honour vg_gemm_args.b_static, a hint (vg_ops.h); the core passes it
+     * through (0 or 1) in the full-size, zero-extended vg_gemm_args. */
 } vg_op_table;
 
-#define VG_OP_TABLE_VERSION 10
+#define VG_OP_TABLE_VERSION 11
 
 /* What comm_create (ABI 1.5) receives. The core sets struct_size to sizeof(vg_bk_comm_args) and
  * has checked every field: 1 <= nranks, 0 <= rank < nranks, timeout_ms >= 1, and `id` holds the

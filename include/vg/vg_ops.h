@@ -85,6 +85,12 @@ typedef enum vg_activation {
  *               norm_w. The factor being one per row of A, a device may apply it to the row's
  *               sums, before the bias and the gate: with the gate, a cuBLAS-like GEMM of A as it
  *               is and then silu_mul scaling both halves, the norm costing no launch of its own.
+ *               With b_static = 1 (op table version 11) the caller promises that no op of this
+ *               stream writes B, as with a model's weights uploaded before (on another stream,
+ *               synchronised): a device may then read B before the op before this one has
+ *               finished (a GEMM streaming its weights while the previous kernel ends). 0 (the
+ *               default) promises nothing: B may be the previous op's output. A hint: a device
+ *               may ignore it, and the result does not depend on it.
  *
  * gather_rows   dst[r, :] = src[idx[r], :] for r < rows, rows of `cols` elements of any dtype.
  *               dst must not alias src. Each idx[r] must lie in the rows of src (the caller's
@@ -261,6 +267,11 @@ typedef struct vg_gemm_args {
     void *norm_out;     /* with norm_w or norm_unit: [m, k] of dtype_ab, scratch the device may write */
     /* appended in op table version 9 (a smaller struct_size: 0) */
     int32_t norm_unit; /* 1: A is rmsnorm'd without a weight (norm_w NULL; see gemm) */
+    /* appended in op table version 11 (a smaller struct_size: 0). norm_unit ended in padding
+     * that callers built against versions 9 and 10 pass uninitialised within their struct_size:
+     * the member after it takes those bytes, and nothing reads it. */
+    int32_t unused_v9_tail;
+    int32_t b_static; /* 1: no op of this stream writes B (weights loaded before; see gemm) */
 } vg_gemm_args;
 
 /* Arguments of lm_advance (vg_ops.h, above). Members are only appended; struct_size is the

@@ -4,7 +4,8 @@
 
 #include "util.h"
 
-/* Every projection's one GEMM call. */
+/* Every projection's one GEMM call. B is a weight, loaded on a stream of its own and synchronised
+ * (weight_arena.c): no op of the forward's stream writes it (b_static). */
 static vg_status linear_gemm(const vgm_linear *L, vg_stream *s, int64_t rows, int64_t n, int64_t k,
                              const void *a, int64_t lda, const void *norm, void *norm_out, const void *w,
                              const void *bias, void *c, vg_dtype dtype_c, const void *residual,
@@ -15,7 +16,7 @@ static vg_status linear_gemm(const vgm_linear *L, vg_stream *s, int64_t rows, in
                       .n = n, .k = k, .a = a, .lda = lda, .b = w, .ldb = k, .c = c, .ldc = n,
                       .bias = bias, .residual = residual, .ldr = n, .act = act, .alpha = 1.0f,
                       .gate = gate, .norm_w = norm, .norm_eps = normed ? L->eps : 0.0f,
-                      .norm_out = normed ? norm_out : NULL, .norm_unit = norm_unit};
+                      .norm_out = normed ? norm_out : NULL, .norm_unit = norm_unit, .b_static = 1};
     return vg_op_gemm(s, &g);
 }
 
