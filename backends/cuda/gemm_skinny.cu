@@ -20,8 +20,8 @@
 #include <cooperative_groups.h>
 
 #include "cluster.cuh"
+#include "gemm_own.cuh"
 #include "gemm_skinny.cuh"
-#include "kernels.cuh"
 
 #define SK_ROWS 16  /* output columns (weight rows) per block: one mma M tile */
 #define SK_CHUNK 32 /* k per warp step: two k16 mmas */
@@ -31,27 +31,6 @@ template <int MT, int W> struct sk_shape {
     static constexpr int unroll = W == 8 ? 8 : MT <= 2 ? 4 : 2;
 };
 
-template <typename T> struct sk_is_bf16;
-template <> struct sk_is_bf16<vgc_bf16> { static constexpr bool value = true; };
-template <> struct sk_is_bf16<vgc_f16> { static constexpr bool value = false; };
-
-/* d += a·b for one m16n8k16 tile; not volatile, so loads may be scheduled around it. */
-template <typename T>
-__device__ __forceinline__ void sk_mma(float d[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                       uint32_t b0, uint32_t b1)
-{
-    if (sk_is_bf16<T>::value)
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-            "{%8,%9}, {%0,%1,%2,%3};\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-    else
-        asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-            "{%8,%9}, {%0,%1,%2,%3};\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 /* Weights are read once per step: no L1 allocation. */
 __device__ __forceinline__ uint4 sk_load_weight(const void *p)
 {
@@ -59,54 +38,6 @@ __device__ __forceinline__ uint4 sk_load_weight(const void *p)
     asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
         : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
         : "l"(p));
-    return r;
-}
-
-__device__ __forceinline__ void sk_prefetch_l2(const void *p)
-{
-    asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-}
-
-template <typename T, typename TC>
-__device__ __forceinline__ void sk_store(TC *C, int64_t ldc, const T *bias, const TC *res, int64_t ldr,
-                                         int tok, int col, float v, float alpha, vg_activation act)
-{
-    v *= alpha;
-    if (bias) v += vgk_to_f(bias[col]);
-    v = vgk_activate(act, v);
-    if (res) v += vgk_to_f(res[(int64_t)tok * ldr + col]); /* read before the write: may alias C */
-    C[(int64_t)tok * ldc + col] = vgk_from_f<TC>(v);
-}
-
-/* The gated epilogue (vg_ops.h, gemm's gate): silu(gate) · up of one output, each half with its
- * bias; silu as the silu_mul kernel computes it. */
-template <typename T, typename TC>
-__device__ __forceinline__ void sk_store_gated(TC *C, int64_t ldc, const T *bias, int half, int tok,
-                                               int col, float vg, float vu, float alpha)
-{
-    vg *= alpha, vu *= alpha;
-    if (bias) vg += vgk_to_f(bias[col]), vu += vgk_to_f(bias[half + col]);
-    C[(int64_t)tok * ldc + col] = vgk_from_f<TC>(vg / (1.0f + __expf(-vg)) * vu);
-}
-
-/* Σ x² over the 8 elements of a 16-byte load. */
-template <typename T> __device__ __forceinline__ float sk_sumsq(uint4 v)
-{
-    const T *e = reinterpret_cast<const T *>(&v);
-    float s = 0.0f;
-#pragma unroll
-    for (int i = 0; i < 8; i++) s += vgk_to_f(e[i]) * vgk_to_f(e[i]);
-    return s;
-}
-
-/* x ⊙ w over the 8 elements of two 16-byte loads, rounded to T (the norm's weight on load). */
-template <typename T> __device__ __forceinline__ uint4 sk_scale(uint4 x, uint4 w)
-{
-    const T *xe = reinterpret_cast<const T *>(&x), *we = reinterpret_cast<const T *>(&w);
-    uint4 r;
-    T *re = reinterpret_cast<T *>(&r);
-#pragma unroll
-    for (int i = 0; i < 8; i++) re[i] = vgk_from_f<T>(vgk_to_f(xe[i]) * vgk_to_f(we[i]));
     return r;
 }
 
@@ -195,15 +126,8 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
         if (row1) sk_prefetch_l2(w1 + c * SK_CHUNK);
     }
     vgk_grid_sync(); /* the activations (and residual) come from the previous kernel */
-    if (normed) { /* read by the epilogue, after the __syncthreads before the reduction */
-        for (int t = warp; t < m; t += SK_WARPS) {
-            const T *row = A + (int64_t)t * lda;
-            float ss = 0.0f;
-            for (int c = lane * 8; c < k; c += 32 * 8) ss += sk_sumsq<T>(__ldg((const uint4 *)(row + c)));
-            for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-            if (lane == 0) inv_row[t] = rsqrtf(ss / (float)k + norm_eps);
-        }
-    }
+    if (normed) /* read by the epilogue, after the __syncthreads before the reduction */
+        sk_rows_inv_rms<T>(A, lda, m, k, norm_eps, inv_row, warp, SK_WARPS, lane);
     const T *nw = norm_w ? norm_w + tk : nullptr;
 
     float acc[MT][4];
