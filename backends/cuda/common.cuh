@@ -52,6 +52,8 @@ struct vg_bk_device {
     int decode_cluster_max; /* blocks of a cluster decode_tc.cu's whole form may take (1: no clusters) */
     int gemm_cluster_max;   /* blocks of a cluster the skinny GEMM's split may take (1: none; 0 on
                              * HIP, which has no skinny GEMM) */
+    int gemm_panel_cluster_max; /* the same for the panel GEMM's split; 0: no panel GEMM (HIP, or a
+                                 * device granting a block less shared memory than it takes) */
     int attention_rows;   /* VG_CUDA_ATTENTION_ROWS=64|128: rows per tensor-core attention block (0: chosen per call) */
     int pdl;              /* VGC_PDL_*: where kernels use programmatic dependent launch (VG_CUDA_PDL) */
     char gemm_choice[16]; /* VG_CUDA_GEMM, as given at open ("" when unset) */
@@ -136,6 +138,12 @@ static inline void vgc_launch(vg_bk_stream *s, void (*kern)(KArgs...), dim3 grid
 /* gemm_tiled.cu: the portable GEMM kernel. Like every op, GEMM receives arguments the core has
  * validated against the catalogue (vg_ops.h); a backend checks only its own limits. */
 vg_status vgc_gemm_tiled(vg_bk_stream *s, const vg_gemm_args *a);
+/* The caller's b_static hint (vg_ops.h), 0 where the core that built the arguments predates it
+ * (op table version 11: its struct ends before the member). */
+static inline int vgc_gemm_b_static(const vg_gemm_args *a)
+{
+    return a->struct_size >= offsetof(vg_gemm_args, b_static) + sizeof a->b_static && a->b_static;
+}
 /* Whether A is rmsnorm'd (vg_ops.h: gemm's norm_w, or norm_unit without a weight). */
 static inline int vgc_gemm_normed(const vg_gemm_args *a) { return a->norm_w || a->norm_unit; }
 /* Whether a GEMM that does not normalise A itself leaves a unit norm to vgc_gemm_gate_after,

@@ -16,16 +16,18 @@
  * key eagerly before capturing it so plans are tuned. VG_CUDA_GEMM_TUNE=0 turns tuning off;
  * VG_CUDA_GEMM_TUNE=2 also searches the configurations around the fastest (tune_wide).
  *
- * vg's own skinny kernel (gemm_skinny.cu, m <= 64) is timed the same way beside cuBLASLt's
- * candidates, in a few split-K variants, and a plan uses it only when it was faster; the log
- * (debug) gives both times and bandwidths. VG_CUDA_GEMM=cublaslt leaves it out;
- * VG_CUDA_GEMM=skinny (4 warps a block), skinny_wide (8 warps where m <= 8) or skinny_cluster (its
- * split-K in a thread-block cluster, where the device runs them) runs it for every call it can take
- * (for testing it).
+ * vg's own skinny kernel (gemm_skinny.cu, m <= 64) and, from 9 rows, its panel kernel
+ * (gemm_panel.cu: the activations shared by a block's warps) are timed the same way beside
+ * cuBLASLt's candidates, in a few split-K variants, and a plan uses one where it was faster by a
+ * margin, or within a tie where that measured faster in a graph (tune_own); the log (debug) gives
+ * the times and bandwidths. VG_CUDA_GEMM=cublaslt leaves them out;
+ * VG_CUDA_GEMM=skinny (4 warps a block), skinny_wide (8 warps where m <= 8), skinny_cluster (its
+ * split-K in a thread-block cluster, where the device runs them) or panel runs that kernel for
+ * every call it can take (for testing it).
  *
  * A gated call (args.gate, op table version 6: C = silu(gate half) · up half) is one launch of
- * the skinny kernel, which gates in its epilogue, or cuBLASLt then silu_mul in place; a call with
- * a norm of A (args.norm_w) is one launch of the skinny kernel, which normalises A on load, or
+ * vg's skinny or panel kernel, which gate in their epilogue, or cuBLASLt then silu_mul in place; a
+ * call with a norm of A (args.norm_w) is one launch of vg's kernels, which normalise A on load, or
  * rmsnorm into norm_out then cuBLASLt. A norm without a weight (args.norm_unit, version 9) with a
  * gate is cuBLASLt on A as it is, the rows' 1/rms applied by the silu_mul after it: no launch of
  * its own (vgc_gemm_norm_deferred). The tuner times cuBLASLt's candidates with those extra
@@ -49,6 +51,7 @@ typedef struct gemm_key {
     int32_t gate; /* vg_gemm_gate: timed with its silu_mul, against the skinny kernel's fused gate */
     int32_t norm; /* a norm of A: 1 timed with its rmsnorm, 2 deferred to the gate's silu_mul;
                    * against the skinny kernel's fused norm */
+    int32_t b_static; /* args.b_static where the panel kernel's tie may take the call (PANEL_TIE) */
 } gemm_key;
 
 typedef struct gemm_plan {
@@ -64,10 +67,11 @@ typedef struct gemm_plan {
 struct vgc_gemm_cache {
     gemm_plan plans[VGC_GEMM_CACHE];
     uint64_t tick;
-    int own; /* OWN_TUNED, OWN_NEVER (VG_CUDA_GEMM=cublaslt), OWN_ALWAYS(_WIDE, _CLUSTER) (=skinny(_wide, _cluster)) */
+    int own; /* OWN_TUNED, OWN_NEVER (VG_CUDA_GEMM=cublaslt), OWN_ALWAYS(_WIDE, _CLUSTER) (=skinny(_wide, _cluster)),
+              * OWN_ALWAYS_PANEL (=panel) */
 };
 
-enum { OWN_TUNED = 0, OWN_NEVER, OWN_ALWAYS, OWN_ALWAYS_WIDE, OWN_ALWAYS_CLUSTER };
+enum { OWN_TUNED = 0, OWN_NEVER, OWN_ALWAYS, OWN_ALWAYS_WIDE, OWN_ALWAYS_CLUSTER, OWN_ALWAYS_PANEL };
 
 static vg_status lt_fail(cublasStatus_t st, const char *what)
 {
@@ -89,6 +93,7 @@ vg_status vgc_gemm_device_init(vg_bk_device *dev)
     LT_CHECK(cublasLtCreate(&h));
     dev->blas = h;
     dev->gemm_cluster_max = vgc_skinny_cluster_max(dev);
+    dev->gemm_panel_cluster_max = vgc_panel_init(dev) ? vgc_panel_cluster_max(dev) : 0;
     return VG_OK;
 }
 
@@ -124,7 +129,8 @@ vg_status vgc_gemm_stream_init(vg_bk_stream *s)
     s->gemm_cache->own = g && strcmp(g, "cublaslt") == 0         ? OWN_NEVER
                          : g && strcmp(g, "skinny") == 0         ? OWN_ALWAYS
                          : g && strcmp(g, "skinny_wide") == 0    ? OWN_ALWAYS_WIDE
-                         : g && strcmp(g, "skinny_cluster") == 0 ? OWN_ALWAYS_CLUSTER : OWN_TUNED;
+                         : g && strcmp(g, "skinny_cluster") == 0 ? OWN_ALWAYS_CLUSTER
+                         : g && strcmp(g, "panel") == 0          ? OWN_ALWAYS_PANEL : OWN_TUNED;
     e = cudaMalloc(&s->counters, VGC_COUNTERS * sizeof(unsigned));
     if (e == cudaSuccess) e = cudaMemsetAsync(s->counters, 0, VGC_COUNTERS * sizeof(unsigned), s->s);
     if (e != cudaSuccess) {
@@ -166,7 +172,7 @@ static int32_t align_of(const void *p, int64_t ld, size_t elem)
 
 /* What timing a candidate needs: the plan, the operands, a scratch output, a buffer whose
  * clearing evicts the operands from L2, and two events. */
-static const vgc_skinny_cfg k_no_own = {0, 0, 0};
+static const vgc_skinny_cfg k_no_own = {0, 0, 0, 0};
 
 typedef struct tune_ctx {
     vg_bk_stream *s;
@@ -306,7 +312,8 @@ static void tune_wide(tune_ctx *t, timed_algo *best)
                   (long long)t->a->k, timed, ntiles, best->ms * 1e3, before * 1e3);
 }
 
-/* Whether the skinny kernel is a candidate for this call. */
+/* Whether vg's own kernels are candidates for this call (the panel kernel's rows and the device's
+ * shared memory are checked as its configurations are made). */
 static int own_candidate(const vg_bk_stream *s, const vg_gemm_args *a)
 {
     return s->gemm_cache->own == OWN_TUNED && s->dev->gemm_tune != VGC_TUNE_OFF && vgc_skinny_fits(a);
@@ -326,18 +333,42 @@ static int own_candidate(const vg_bk_stream *s, const vg_gemm_args *a)
 #define OWN_MARGIN 0.85f
 #define OWN_TIE 1.03f
 
-/* Time the skinny kernel in a few configurations (block shape, split-K, clustered or not); if one
- * beats cuBLASLt's best (lt_ms), by OWN_MARGIN beyond OWN_MARGIN_ROWS rows (up to them, within
- * OWN_TIE of it), the plan takes it.
+/* Up to PANEL_TIE_ROWS rows, a call without gate or norm whose B no op of the stream writes
+ * (args.b_static) takes the panel kernel within PANEL_TIE of cuBLASLt's cold time: in a graph it
+ * copies up to seven stages of its weights before it waits for the kernel before it (a
+ * programmatic edge), which an eager timing cannot see, and cuBLASLt's kernels never release
+ * their dependents early. On an H100, Qwen2.5-0.5B's step at 16 rows ran 0.997-1.002 ms with its
+ * qkv, o and down projections taken at 1.14-1.22x their cold time, against 1.056-1.065 without; a
+ * gated call taken at 1.08-1.09x made Qwen3-0.6B's slower (1.500 against 1.464-1.475), and at 64
+ * rows the kernel is 1.5x behind cold (docs/performance.md, 2026-11-27, fifteenth session). The
+ * tie is the panel kernel's even where a skinny configuration timed faster but missed its own
+ * bar: the skinny kernel only prefetches its weights before the wait. */
+#define PANEL_TIE_ROWS 16
+#define PANEL_TIE 1.25f
+
+/* Whether the tie could take this call: the panel kernel runs here, is timed for it, and the call
+ * has the rows, the shape of call and the hint the rule was measured with. */
+static int panel_tie_applies(const vg_bk_stream *s, const vg_gemm_args *a)
+{
+    return s->gemm_cache->own == OWN_TUNED && s->dev->gemm_tune != VGC_TUNE_OFF && s->dev->gemm_panel_cluster_max > 0 &&
+           vgc_skinny_fits(a) && a->m >= VGC_PANEL_MIN_M && a->m <= PANEL_TIE_ROWS &&
+           a->gate == VG_GEMM_GATE_NONE && !vgc_gemm_normed(a) && vgc_gemm_b_static(a);
+}
+
+/* Time the skinny kernel in a few configurations (block shape, split-K, clustered or not) and the
+ * panel kernel in its (warps a row tile, clustered split); if one beats cuBLASLt's best (lt_ms),
+ * by OWN_MARGIN beyond OWN_MARGIN_ROWS rows (up to them, within OWN_TIE of it), the plan takes it,
+ * else the panel kernel within PANEL_TIE where that applies.
  * Logs both, with the bandwidth each reaches on the call's bytes, and every configuration's time. */
 static void tune_own(tune_ctx *t, float lt_ms)
 {
     const vg_gemm_args *a = t->a;
     static const double scales[] = {1.0, 0.5, 2.0, 0.0};
     int sms = t->s->dev->prop.multiProcessorCount, ntried = 0;
-    vgc_skinny_cfg tried[16], best_cfg = k_no_own;
+    vgc_skinny_cfg tried[32], best_cfg = k_no_own;
+    float tried_ms[32];
     float best = INFINITY;
-    char each[384] = "";
+    char each[768] = "";
     size_t len = 0;
     for (int wide = 0; wide < (a->m <= 8 ? 2 : 1); wide++)
         for (int i = 0; i < 4; i++) {
@@ -355,11 +386,21 @@ static void tune_own(tune_ctx *t, float lt_ms)
             vgc_skinny_cfg c = vgc_skinny_cluster(a, nb, wide);
             if (c.ksplit > 0) tried[ntried++] = c;
         }
+    /* the panel kernel where it runs, its k split in clusters of 1 to gemm_panel_cluster_max blocks,
+     * 2 or 4 warps a row tile */
+    for (int wk = 2; wk <= 4; wk += 2)
+        for (int nb = 1; nb <= t->s->dev->gemm_panel_cluster_max; nb *= 2) {
+            vgc_skinny_cfg c = vgc_panel_cfg(a, nb, wk, t->s->dev->gemm_panel_cluster_max);
+            if (c.ksplit > 0) tried[ntried++] = c;
+        }
     for (int i = 0; i < ntried; i++) {
         const vgc_skinny_cfg c = tried[i];
         float ms = time_cold(t, NULL, c, 3);
-        int w = snprintf(each + len, sizeof each - len, "%s%dx%d%s: %.1f", len ? ", " : "", c.wide ? 8 : 4,
-                         c.ksplit, c.cluster ? "c" : "", ms * 1e3);
+        tried_ms[i] = ms;
+        int w = c.panel ? snprintf(each + len, sizeof each - len, "%spanel %dx%d: %.1f", len ? ", " : "", c.panel,
+                                   c.ksplit, ms * 1e3)
+                        : snprintf(each + len, sizeof each - len, "%s%dx%d%s: %.1f", len ? ", " : "", c.wide ? 8 : 4,
+                                   c.ksplit, c.cluster ? "c" : "", ms * 1e3);
         if (w > 0 && len + (size_t)w < sizeof each) len += (size_t)w;
         if (ms < best) best = ms, best_cfg = c;
     }
@@ -367,11 +408,22 @@ static void tune_own(tune_ctx *t, float lt_ms)
     size_t eab = a->dtype_ab == VG_DTYPE_F32 ? 4 : 2, ec = a->dtype_c == VG_DTYPE_F32 ? 4 : 2;
     double bytes = (double)a->n * (double)a->k * (double)eab + (double)a->m * (double)a->k * (double)eab +
                    (double)a->m * (double)a->n * (double)ec * (a->residual ? 2.0 : 1.0);
-    vgc_host->log(VG_LOG_DEBUG, "cuda: gemm m=%lld n=%lld k=%lld: cuBLASLt %.1f us cold (%.0f GB/s), vg "
-                  "skinny %.1f us (%.0f GB/s; us per warps x split, c clustered: %s): %s", (long long)a->m,
-                  (long long)a->n, (long long)a->k, lt_ms * 1e3, bytes / (lt_ms * 1e6), best * 1e3,
-                  bytes / (best * 1e6), each, best < bar ? "skinny" : "cuBLASLt");
+    vgc_host->log(VG_LOG_DEBUG, "cuda: gemm m=%lld n=%lld k=%lld: cuBLASLt %.1f us cold (%.0f GB/s), vg's "
+                  "own %.1f us (%.0f GB/s; us per warps x split, c clustered, panel warps a row tile x split: %s): %s",
+                  (long long)a->m, (long long)a->n, (long long)a->k, lt_ms * 1e3, bytes / (lt_ms * 1e6),
+                  best * 1e3, bytes / (best * 1e6), each,
+                  best < bar ? (best_cfg.panel ? "panel" : "skinny") : "cuBLASLt");
     if (best < bar) t->p->own = best_cfg;
+    /* the panel kernel near a tie, where that measured faster in the step (PANEL_TIE) */
+    float pbest = INFINITY;
+    vgc_skinny_cfg pcfg = k_no_own;
+    for (int i = 0; i < ntried; i++)
+        if (tried[i].panel && tried_ms[i] < pbest) pbest = tried_ms[i], pcfg = tried[i];
+    if (!(best < bar) && panel_tie_applies(t->s, a) && pbest < lt_ms * PANEL_TIE) {
+        t->p->own = pcfg;
+        vgc_host->log(VG_LOG_DEBUG, "cuda: gemm m=%lld n=%lld k=%lld: the panel kernel (%.1f us cold) within %.2fx "
+                      "of cuBLASLt's", (long long)a->m, (long long)a->n, (long long)a->k, pbest * 1e3, (double)PANEL_TIE);
+    }
 }
 
 /* Time each candidate (one warm-up, then the best of three cold runs) into a scratch output
@@ -491,9 +543,16 @@ static vg_status plan_get(vg_bk_stream *s, const gemm_key *k, const vg_gemm_args
 
 /* The skinny kernel's configuration where VG_CUDA_GEMM forces it: the split that fills the GPU;
  * with skinny_cluster, the largest clustered split k allows where the device runs clusters (with
- * 8 warps a block where m <= 8, so both block shapes are tested clustered). */
+ * 8 warps a block where m <= 8, so both block shapes are tested clustered); with panel, the panel
+ * kernel in its split that fills the GPU, 4 warps a row tile, from VGC_PANEL_MIN_M rows (below them
+ * the skinny kernel's split). */
 static vgc_skinny_cfg forced_cfg(const vg_bk_stream *s, const vg_gemm_args *a)
 {
+    if (s->gemm_cache->own == OWN_ALWAYS_PANEL) { /* the skinny kernel below its rows, or without it */
+        const int most = s->dev->gemm_panel_cluster_max;
+        vgc_skinny_cfg c = vgc_panel_cfg(a, vgc_panel_split(a, s->dev->prop.multiProcessorCount, most), 4, most);
+        if (c.ksplit > 0) return c;
+    }
     if (s->gemm_cache->own == OWN_ALWAYS_CLUSTER)
         for (int nb = s->dev->gemm_cluster_max; nb >= 2; nb /= 2) {
             vgc_skinny_cfg c = vgc_skinny_cluster(a, nb, a->m <= 8);
@@ -533,6 +592,7 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
     k.align_r = lt_residual ? align_of(a->residual, a->ldr, ec) : k.align_c;
     k.gate = (int32_t)a->gate;
     k.norm = norm_pass ? 1 : deferred ? 2 : 0; /* timed with what each launches */
+    k.b_static = panel_tie_applies(s, a); /* only where it can change the plan */
     gemm_plan *p = NULL;
     vg_status st = plan_get(s, &k, a, &p);
     if (st == VG_ERR_UNSUPPORTED) {

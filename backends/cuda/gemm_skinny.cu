@@ -312,6 +312,7 @@ static void sk_dispatch(vg_bk_stream *s, const vg_gemm_args *a, vgc_skinny_cfg c
 
 vg_status vgc_gemm_skinny(vg_bk_stream *s, const vg_gemm_args *a, vgc_skinny_cfg c, float *ws, unsigned *counters)
 {
+    if (c.panel > 0) return vgc_gemm_panel(s, a, c);
     if (a->dtype_ab == VG_DTYPE_BF16) {
         if (a->dtype_c == VG_DTYPE_F32) sk_dispatch<vgc_bf16, float>(s, a, c, ws, counters);
         else sk_dispatch<vgc_bf16, vgc_bf16>(s, a, c, ws, counters);

@@ -2,7 +2,7 @@
 # The CUDA backend's sources, in two lists, included by backends/cuda/CMakeLists.txt and by
 # backends/hip/CMakeLists.txt (the hip backend is these sources compiled through vendor.h):
 #   VG_CUDA_PORTABLE_SOURCES  built for both vendors;
-#   VG_CUDA_NVIDIA_SOURCES    NVIDIA only: cuBLASLt, vg's skinny GEMM, the tensor-core attention
+#   VG_CUDA_NVIDIA_SOURCES    NVIDIA only: cuBLASLt, vg's skinny and panel GEMMs, the tensor-core attention
 #                             kernels (mma.sync, ldmatrix, cp.async, wgmma) and the decode kernels'
 #                             measured choice. hip_glue.cu stands in for them.
 # A new source goes in one of the two lists; neither backend's CMakeLists names files itself.
@@ -28,4 +28,5 @@ set(VG_CUDA_NVIDIA_SOURCES
   ${VG_CUDA_SOURCE_DIR}/decode_tc.cu
   ${VG_CUDA_SOURCE_DIR}/decode_tune.cu
   ${VG_CUDA_SOURCE_DIR}/gemm.cu
+  ${VG_CUDA_SOURCE_DIR}/gemm_panel.cu
   ${VG_CUDA_SOURCE_DIR}/gemm_skinny.cu)
