@@ -1141,6 +1141,67 @@ static void test_gemm_rmsnorm_a_unit(void **state)
     norm_cases_run(1);
 }
 
+/* A normed gemm of one shape called with A, then the norm's weight, one element past a 16-byte
+ * boundary, after a call with both aligned: a device that keeps a plan per shape must not run a
+ * kernel chosen for the aligned call (a cuda plan keyed by norm_out's alignment once ran vg's
+ * 16-byte loads on them). Each against the rmsnorm and gemm ops run separately. */
+static void test_gemm_rmsnorm_a_unaligned(void **state)
+{
+    (void)state;
+    if (!supports(VG_OP_GEMM_RMSNORM_A)) skip();
+    uint32_t dtypes = 0;
+    vg_runtime_op_support(g.rt, VG_OP_GEMM_RMSNORM_A, &dtypes);
+    const vg_dtype dt = dtypes & VG_DTYPE_BIT(VG_DTYPE_BF16) ? VG_DTYPE_BF16 : VG_DTYPE_F32;
+    static const int rows[] = {1, 16};
+    const int N = 896, K = 896;
+    const size_t nb = (size_t)N * K;
+    float *a = malloc(((size_t)16 * K + 1) * 4), *b = malloc(nb * 4), *w = malloc(((size_t)K + 1) * 4);
+    float *out = malloc((size_t)16 * N * 4), *sep = malloc((size_t)16 * N * 4);
+    assert_true(a && b && w && out && sep);
+    fill_random(b, nb, 261);
+    fill_random(w, (size_t)K + 1, 262);
+    void *db = upload_as(dt, b, nb), *dw = upload_as(dt, w, (size_t)K + 1);
+    for (int t = 0; t < (int)(sizeof rows / sizeof rows[0]); t++) {
+        const int M = rows[t];
+        const size_t na = (size_t)M * K, nc = (size_t)M * N;
+        fill_random(a, na + 1, 263);
+        void *da = upload_as(dt, a, na + 1), *dn = dalloc(na * esize(dt)), *dn2 = dalloc(na * esize(dt));
+        void *dc = dalloc(nc * 4), *ds = dalloc(nc * 4);
+        /* round 0 aligned, 1: A one element on, 2: the weight one element on */
+        for (int round = 0; round < 3; round++) {
+            const char *pa = (const char *)da + (round == 1 ? esize(dt) : 0);
+            const char *pw = (const char *)dw + (round == 2 ? esize(dt) : 0);
+            vg_gemm_args args = {.struct_size = sizeof args, .dtype_ab = dt, .dtype_c = VG_DTYPE_F32, .m = M,
+                                 .n = N, .k = K, .a = pa, .lda = K, .b = db, .ldb = K, .c = dc, .ldc = N,
+                                 .act = VG_ACT_NONE, .alpha = 1.0f, .norm_w = pw, .norm_eps = 1e-6f,
+                                 .norm_out = dn, .b_static = 1};
+            VG_CHECK(vg_op_gemm(g.s, &args));
+            download_as(VG_DTYPE_F32, out, dc, nc);
+            VG_CHECK(vg_op_rmsnorm(g.s, dt, pa, pw, dn2, M, K, 1e-6f));
+            vg_gemm_args plain = args;
+            plain.a = dn2, plain.norm_w = NULL, plain.norm_out = NULL, plain.c = ds;
+            VG_CHECK(vg_op_gemm(g.s, &plain));
+            download_as(VG_DTYPE_F32, sep, ds, nc);
+            double scale = 0, err = 0;
+            for (size_t e = 0; e < nc; e++) {
+                assert_false(isnan(out[e]));
+                scale = fmax(scale, fabs(sep[e]));
+                err = fmax(err, fabs(out[e] - sep[e]));
+            }
+            const double tol = (dt == VG_DTYPE_F32 ? 1e-4 : 1.6e-2) * scale;
+            if (err > tol)
+                print_message("gemm norm %s m=%d, round %d (A or the weight unaligned): error %.3g against "
+                              "the separate ops, bound %.3g\n", vg_dtype_name(dt), M, round, err, tol);
+            assert_true(err <= tol);
+        }
+        void *bufs[5] = {da, dn, dn2, dc, ds};
+        for (int i = 0; i < 5; i++) VG_CHECK(vg_mem_free(g.rt, bufs[i]));
+    }
+    VG_CHECK(vg_mem_free(g.rt, db));
+    VG_CHECK(vg_mem_free(g.rt, dw));
+    free(a), free(b), free(w), free(out), free(sep);
+}
+
 /* max|got - want| / max|want|, failing on NaN */
 
 static double tol_for(vg_dtype t) { return t == VG_DTYPE_F32 ? 2e-5 : 2e-2; }
@@ -2219,6 +2280,7 @@ int main(void)
         cmocka_unit_test_teardown(test_gemm_silu_gate, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_rmsnorm_a, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_rmsnorm_a_unit, end_stray_capture),
+        cmocka_unit_test_teardown(test_gemm_rmsnorm_a_unaligned, end_stray_capture),
         cmocka_unit_test_teardown(test_gemm_rejects_activation_with_inplace_residual, end_stray_capture),
         cmocka_unit_test_teardown(test_gather_reads_indices_at_replay, end_stray_capture),
         cmocka_unit_test_teardown(test_update, end_stray_capture),

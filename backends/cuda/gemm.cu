@@ -603,7 +603,10 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
         return vgc_gemm_tiled(s, a);
     }
     if (st != VG_OK) return st;
-    if (p->own.ksplit > 0) /* measured faster than cuBLASLt for this shape: the whole epilogue fused */
+    /* vg's kernel where it was measured faster for this shape (the whole epilogue fused). The key
+     * holds the alignments cuBLASLt needs, not the 16 bytes vg's kernels load A, B and norm_w by
+     * (a normed A's key holds norm_out's): an unaligned call that shares a plan takes cuBLASLt. */
+    if (p->own.ksplit > 0 && vgc_skinny_fits(a))
         return vgc_gemm_skinny(s, a, p->own, (float *)s->gemm_workspace, s->counters);
     vg_gemm_args normed; /* cuBLASLt reads A normalised into norm_out by a launch before it */
     const vg_gemm_args *call = a;

@@ -240,8 +240,9 @@ k_gemm_skinny(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t l
 int vgc_skinny_fits(const vg_gemm_args *a)
 {
     int ab16 = a->dtype_ab == VG_DTYPE_BF16 || a->dtype_ab == VG_DTYPE_F16;
+    /* k below 2^30: both kernels count k in int, their chunk bounds a few stages past it */
     return ab16 && a->m >= 1 && a->m <= VGC_SKINNY_MAX_M &&
-           (a->dtype_c == a->dtype_ab || a->dtype_c == VG_DTYPE_F32) && a->k % 8 == 0 &&
+           (a->dtype_c == a->dtype_ab || a->dtype_c == VG_DTYPE_F32) && a->k % 8 == 0 && a->k < (1 << 30) &&
            a->lda % 8 == 0 && a->ldb % 8 == 0 &&
            ((uintptr_t)a->a | (uintptr_t)a->b | (uintptr_t)a->norm_w) % 16 == 0;
 }
