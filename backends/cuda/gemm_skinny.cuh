@@ -57,7 +57,7 @@ vgc_skinny_cfg vgc_panel_cfg(const vg_gemm_args *a, int ksplit, int wk, int clus
 int vgc_panel_split(const vg_gemm_args *a, int sms, int cluster_max);
 
 /* At device open: grant the panel kernel's blocks the shared memory their stages take (up to
- * 221 KB); 0 where the device cannot (before sm_90: 163 KB at most), and the kernel is then not
+ * 216 KiB); 0 where the device cannot (before sm_90: 163 KiB at most), and the kernel is then not
  * used. */
 int vgc_panel_init(const vg_bk_device *dev);
 

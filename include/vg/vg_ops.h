@@ -90,7 +90,8 @@ typedef enum vg_activation {
  *               synchronised): a device may then read B before the op before this one has
  *               finished (a GEMM streaming its weights while the previous kernel ends). 0 (the
  *               default) promises nothing: B may be the previous op's output. A hint: a device
- *               may ignore it, and the result does not depend on it.
+ *               may ignore it, and the result depends on it only by rounding (a device may run
+ *               another kernel with it).
  *
  * gather_rows   dst[r, :] = src[idx[r], :] for r < rows, rows of `cols` elements of any dtype.
  *               dst must not alias src. Each idx[r] must lie in the rows of src (the caller's
