@@ -34,8 +34,8 @@
  * them), then each row tile's weights, 1 KB a chunk: [chunk][row g or g + 8][lane] of 16 bytes. */
 __host__ __device__ constexpr int pn_stage_bytes(int mt) { return 8 * mt * PN_AROW + PN_WARPS * PN_CHUNKS * 1024; }
 /* Stages in flight: 8, or 6 where 64 rows of activations make a stage large (216 KiB, 221,184
- * bytes, of sm_90's 227 KiB). A block's stream of weights waits on memory's latency with nothing else to do, so the
- * bytes in flight set its rate. */
+ * bytes, of sm_90's 227 KiB). A block's stream of weights waits on memory's latency with nothing
+ * else to do, so the bytes in flight set its rate. */
 __host__ __device__ constexpr int pn_stages(int mt) { return mt == 8 ? 6 : 8; }
 
 /* 16 bytes global → shared, zeros where !valid (the address is then not read). */
