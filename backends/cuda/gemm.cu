@@ -52,6 +52,9 @@ typedef struct gemm_key {
     int32_t norm; /* a norm of A: 1 timed with its rmsnorm, 2 deferred to the gate's silu_mul;
                    * against the skinny kernel's fused norm */
     int32_t b_static; /* args.b_static where the panel kernel's tie may take the call (PANEL_TIE) */
+    int32_t own_fits; /* vgc_skinny_fits: vg's kernels can load this call's operands (16-byte A, B
+                       * and norm_w beyond the alignments above), so only such calls share a plan
+                       * that chose one */
 } gemm_key;
 
 typedef struct gemm_plan {
@@ -365,9 +368,8 @@ static void tune_own(tune_ctx *t, float lt_ms)
     const vg_gemm_args *a = t->a;
     static const double scales[] = {1.0, 0.5, 2.0, 0.0};
     int sms = t->s->dev->prop.multiProcessorCount, ntried = 0;
-    vgc_skinny_cfg tried[32], best_cfg = k_no_own;
-    float tried_ms[32];
-    float best = INFINITY;
+    vgc_skinny_cfg tried[32], best_cfg = k_no_own, pcfg = k_no_own; /* pcfg: the fastest panel one */
+    float best = INFINITY, pbest = INFINITY;
     char each[768] = "";
     size_t len = 0;
     for (int wide = 0; wide < (a->m <= 8 ? 2 : 1); wide++)
@@ -396,13 +398,13 @@ static void tune_own(tune_ctx *t, float lt_ms)
     for (int i = 0; i < ntried; i++) {
         const vgc_skinny_cfg c = tried[i];
         float ms = time_cold(t, NULL, c, 3);
-        tried_ms[i] = ms;
         int w = c.panel ? snprintf(each + len, sizeof each - len, "%spanel %dx%d: %.1f", len ? ", " : "", c.panel,
                                    c.ksplit, ms * 1e3)
                         : snprintf(each + len, sizeof each - len, "%s%dx%d%s: %.1f", len ? ", " : "", c.wide ? 8 : 4,
                                    c.ksplit, c.cluster ? "c" : "", ms * 1e3);
         if (w > 0 && len + (size_t)w < sizeof each) len += (size_t)w;
         if (ms < best) best = ms, best_cfg = c;
+        if (c.panel && ms < pbest) pbest = ms, pcfg = c;
     }
     const float bar = a->m > OWN_MARGIN_ROWS ? lt_ms * OWN_MARGIN : lt_ms * OWN_TIE;
     size_t eab = a->dtype_ab == VG_DTYPE_F32 ? 4 : 2, ec = a->dtype_c == VG_DTYPE_F32 ? 4 : 2;
@@ -415,10 +417,6 @@ static void tune_own(tune_ctx *t, float lt_ms)
                   best < bar ? (best_cfg.panel ? "panel" : "skinny") : "cuBLASLt");
     if (best < bar) t->p->own = best_cfg;
     /* the panel kernel near a tie, where that measured faster in the step (PANEL_TIE) */
-    float pbest = INFINITY;
-    vgc_skinny_cfg pcfg = k_no_own;
-    for (int i = 0; i < ntried; i++)
-        if (tried[i].panel && tried_ms[i] < pbest) pbest = tried_ms[i], pcfg = tried[i];
     if (!(best < bar) && panel_tie_applies(t->s, a) && pbest < lt_ms * PANEL_TIE) {
         t->p->own = pcfg;
         vgc_host->log(VG_LOG_DEBUG, "cuda: gemm m=%lld n=%lld k=%lld: the panel kernel (%.1f us cold) within %.2fx "
@@ -593,6 +591,7 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
     k.gate = (int32_t)a->gate;
     k.norm = norm_pass ? 1 : deferred ? 2 : 0; /* timed with what each launches */
     k.b_static = panel_tie_applies(s, a); /* only where it can change the plan */
+    k.own_fits = vgc_skinny_fits(a);
     gemm_plan *p = NULL;
     vg_status st = plan_get(s, &k, a, &p);
     if (st == VG_ERR_UNSUPPORTED) {
@@ -603,10 +602,7 @@ vg_status vgc_op_gemm(vg_bk_device *, vg_bk_stream *s, const vg_gemm_args *a)
         return vgc_gemm_tiled(s, a);
     }
     if (st != VG_OK) return st;
-    /* vg's kernel where it was measured faster for this shape (the whole epilogue fused). The key
-     * holds the alignments cuBLASLt needs, not the 16 bytes vg's kernels load A, B and norm_w by
-     * (a normed A's key holds norm_out's): an unaligned call that shares a plan takes cuBLASLt. */
-    if (p->own.ksplit > 0 && vgc_skinny_fits(a))
+    if (p->own.ksplit > 0) /* measured faster than cuBLASLt for this shape: the whole epilogue fused */
         return vgc_gemm_skinny(s, a, p->own, (float *)s->gemm_workspace, s->counters);
     vg_gemm_args normed; /* cuBLASLt reads A normalised into norm_out by a launch before it */
     const vg_gemm_args *call = a;
