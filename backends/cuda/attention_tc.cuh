@@ -10,16 +10,12 @@
 
 #include <stdint.h>
 
+#include "cp_async.cuh"
 #include "kernels.cuh"
 
 template <typename T> struct mma_type;
 template <> struct mma_type<vgc_bf16> { static constexpr bool bf16 = true; };
 template <> struct mma_type<vgc_f16> { static constexpr bool bf16 = false; };
-
-__device__ __forceinline__ uint32_t smem_addr(const void *p)
-{
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
 
 template <typename T>
 __device__ __forceinline__ uint32_t pack2(float lo, float hi)
@@ -27,19 +23,6 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi)
     T l = vgk_from_f<T>(lo), h = vgk_from_f<T>(hi);
     return (uint32_t)(*(uint16_t *)&l) | ((uint32_t)(*(uint16_t *)&h) << 16);
 }
-
-/* One 16-byte cp.async into shared memory; src_bytes = 0 writes zeros (src must still be a
- * valid address). */
-__device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-                 "r"(src_bytes));
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 /* d += a·b for one m16n8k16 tile (row-major A, column-major B), fp32 accumulation. */
 template <typename T>

@@ -21,6 +21,7 @@
 #include <cooperative_groups.h>
 
 #include "cluster.cuh"
+#include "cp_async.cuh"
 #include "gemm_own.cuh"
 #include "gemm_skinny.cuh"
 
@@ -41,11 +42,8 @@ __host__ __device__ constexpr int pn_stages(int mt) { return mt == 8 ? 6 : 8; }
 /* 16 bytes global → shared, zeros where !valid (the address is then not read). */
 __device__ __forceinline__ void pn_copy16(void *dst, const void *src, bool valid)
 {
-    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 16 : 0));
+    cp_async16(dst, src, valid ? 16 : 0);
 }
-__device__ __forceinline__ void pn_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N> __device__ __forceinline__ void pn_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 /* WK: warps sharing a row tile's chunks (warp w: row tile w % PN_WARPS, chunks w / PN_WARPS + i·WK). */
 template <typename T, typename TC, int MT, int WK>
@@ -114,7 +112,7 @@ k_gemm_panel(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t ld
             if (!b_early) load_weights(st);
             load_acts(st);
         }
-        pn_commit();
+        cp_async_commit();
     }
     if (normed) sk_rows_inv_rms<T>(A, lda, m, k, norm_eps, inv_row, warp, PN_WARPS * WK, lane);
 
@@ -122,13 +120,13 @@ k_gemm_panel(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t ld
 #pragma unroll
     for (int j = 0; j < MT; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
     for (int st = 0; st < nstages; st++) {
-        pn_wait<PN_STAGES - 2>(); /* this thread's copies of stage st are done */
+        cp_async_wait<PN_STAGES - 2>(); /* this thread's copies of stage st are done */
         __syncthreads();          /* everyone's are, and stage st - 1's buffer is free again */
         if (st + PN_STAGES - 1 < nstages) {
             load_weights(st + PN_STAGES - 1);
             load_acts(st + PN_STAGES - 1);
         }
-        pn_commit();
+        cp_async_commit();
         const unsigned char *buf = pn_smem + (st % PN_STAGES) * stage;
         const uint4 *wl = reinterpret_cast<const uint4 *>(buf + 8 * MT * PN_AROW + wn * PN_CHUNKS * 1024);
 #pragma unroll
@@ -148,7 +146,7 @@ k_gemm_panel(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t ld
             }
         }
     }
-    pn_wait<0>();
+    cp_async_wait<0>();
     __syncthreads(); /* the stages are free: their bytes hold the sums now */
 
     /* accumulator of tile j: (weight row g, rows 8j + 2tq and +1) and (weight row g + 8, the same);
