@@ -2074,7 +2074,9 @@ static void test_rotary_paged_attention_norm_x(void **state)
 }
 
 /* argmax over vocabularies that are not multiples of 64, with ties (the smallest index wins),
- * the maximum in the first and the last column, a constant row and all-negative rows. */
+ * the maximum in the first and the last column, a constant row, all-negative rows, and NaNs,
+ * answered as a sequential scan with a strict comparison answers: never the NaN, except that a
+ * NaN in column 0 makes the answer 0. */
 static void argmax_case(vg_dtype t, int rows, int cols, int64_t ld)
 {
     size_t n = (size_t)rows * (size_t)ld;
@@ -2084,13 +2086,18 @@ static void argmax_case(vg_dtype t, int rows, int cols, int64_t ld)
     fill_random(x, n, 111 + (unsigned)cols);
     for (int r = 0; r < rows; r++) {
         float *row = x + (size_t)r * ld;
-        switch (r % 6) {
+        switch (r % 8) {
         case 0: row[cols / 3] = 5.0f, row[cols - 1] = 5.0f; break; /* a tie */
         case 1: row[cols - 1] = 9.0f; break;                       /* the last column */
         case 2: row[0] = 9.0f; break;                              /* the first column */
         case 3: for (int c = 0; c < cols; c++) row[c] = 0.25f; break; /* all equal: 0 */
         case 4: for (int c = 0; c < cols; c++) row[c] = -2.0f - row[c]; break; /* all negative */
-        default: row[(r * 37) % cols] = 3.0f, row[(r * 53) % cols] = 3.0f; break; /* a tie anywhere */
+        case 5: row[(r * 37) % cols] = 3.0f, row[(r * 53) % cols] = 3.0f; break; /* a tie anywhere */
+        case 6: row[0] = NAN; break; /* the answer is 0 */
+        default: /* NaNs in every fifth column, the maximum among the others */
+            for (int c = 1; c < cols; c += 5) row[c] = NAN;
+            row[(r * 29) % cols] = 7.0f;
+            break;
         }
         /* beyond cols in the stride gap: larger than anything, never to be chosen */
         for (int64_t c = cols; c < ld; c++) row[c] = 100.0f;
@@ -2243,6 +2250,12 @@ static void test_argmax(void **state)
     argmax_case(VG_DTYPE_F16, 6, 97, 97);
     argmax_case(VG_DTYPE_F32, 3, 1, 1);
     argmax_case(VG_DTYPE_BF16, 6, 65, 70);
+    /* rows whose stride holds whole 16-byte vectors (GPU kernels load those), the columns not
+     * a multiple of a vector, decode's row counts over a vocabulary */
+    argmax_case(VG_DTYPE_BF16, 64, 151937, 151944);
+    argmax_case(VG_DTYPE_F16, 16, 4099, 4104);
+    argmax_case(VG_DTYPE_F32, 1, 151935, 151936);
+    argmax_case(VG_DTYPE_BF16, 5, 7, 8);
 }
 
 int main(void)
