@@ -19,6 +19,13 @@ __device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_b
                  "r"(src_bytes));
 }
 
+/* One whole 16-byte cp.async to a shared-memory address (smem_addr) the caller keeps, so that a loop
+ * of copies adds only constants to it. */
+__device__ __forceinline__ void cp_async16_to(uint32_t dst, const void *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
+}
+
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 
 /* Wait until at most N of this thread's committed groups are in flight. */
