@@ -153,6 +153,8 @@ typedef enum vg_activation {
  *               softmax in fp32 scaled by `scale`.
  *
  * argmax        out[r] = the smallest c with x[r, c] maximal over c < cols (row stride ld): I32.
+ *               NaNs are never maximal, except that a NaN in column 0 answers 0: what a
+ *               sequential scan from column 0 with a strict comparison answers.
  *
  * attention_rotary
  *               attention over q and k rotated as rotary_2d rotates them (pos, theta), in one
