@@ -2086,7 +2086,7 @@ static void argmax_case(vg_dtype t, int rows, int cols, int64_t ld)
     fill_random(x, n, 111 + (unsigned)cols);
     for (int r = 0; r < rows; r++) {
         float *row = x + (size_t)r * ld;
-        switch (r % 8) {
+        switch (r % 9) {
         case 0: row[cols / 3] = 5.0f, row[cols - 1] = 5.0f; break; /* a tie */
         case 1: row[cols - 1] = 9.0f; break;                       /* the last column */
         case 2: row[0] = 9.0f; break;                              /* the first column */
@@ -2094,6 +2094,7 @@ static void argmax_case(vg_dtype t, int rows, int cols, int64_t ld)
         case 4: for (int c = 0; c < cols; c++) row[c] = -2.0f - row[c]; break; /* all negative */
         case 5: row[(r * 37) % cols] = 3.0f, row[(r * 53) % cols] = 3.0f; break; /* a tie anywhere */
         case 6: row[0] = NAN; break; /* the answer is 0 */
+        case 7: for (int c = 0; c < cols; c++) row[c] = NAN; break; /* all NaN: 0 */
         default: /* NaNs in every fifth column, the maximum among the others */
             for (int c = 1; c < cols; c += 5) row[c] = NAN;
             row[(r * 29) % cols] = 7.0f;
@@ -2256,6 +2257,8 @@ static void test_argmax(void **state)
     argmax_case(VG_DTYPE_F16, 16, 4099, 4104);
     argmax_case(VG_DTYPE_F32, 1, 151935, 151936);
     argmax_case(VG_DTYPE_BF16, 5, 7, 8);
+    argmax_case(VG_DTYPE_BF16, 9, 1003, 1008); /* rows a slice each on GPUs, vectors and a tail */
+    argmax_case(VG_DTYPE_F32, 300, 5003, 5004); /* rows that fill a GPU: a slice each */
 }
 
 int main(void)

@@ -344,24 +344,24 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
      * slice), so that the waits below count tiles */
     auto issue = [&](int i, int st, dt_at at) {
         const int t0 = p0 + (warp + i * W) * DT_TK;
-        const int64_t slot = (int64_t)at.blk * block_size + at.off; /* valid where the tile is whole */
-        if (t0 + DT_TK <= p1 && t0 + DT_TK <= new0 && __all_sync(0xffffffffu, slot <= INT_MAX)) {
+        const int64_t cslot = (int64_t)at.blk * block_size + at.off; /* this lane's row's; valid where it is read */
+        if (t0 + DT_TK <= p1 && t0 + DT_TK <= new0 && __all_sync(0xffffffffu, cslot <= INT_MAX)) {
             /* a tile of 16 cache positions (no new token, none past the slice), the common one: lane l
              * copies vector l % VPR of rows l / VPR, + RPI, ..., each row's slot shuffled as 32 bits
              * from the lane that looked it up, its address one multiply-add from the lane's base. In
-             * the general form below (two 64-bit shuffles a copy, selects) the copies' issue was ~40%
+             * the general form below (a 64-bit shuffle and a select a copy) the copies' issue was ~40%
              * of the kernel's instructions (ncu, H100, Qwen3-0.6B at 16 rows); this one took
              * Qwen2.5-0.5B's whole form at 16 rows from 9.7 to 9.0 us a call (Qwen3's: no change) */
             constexpr int VPR = HD / 8, RPI = 32 / VPR;
             const int v = lane % VPR, r0 = lane / VPR;
             const int ldb = (int)(cache_ld * (int64_t)sizeof(T)); /* vgc_decode_tc_takes: an int */
-            const char *kb = (const char *)(k_cache + ko + v * 8), *vb = (const char *)(v_cache + ko + v * 8);
+            const char *ksrc = (const char *)(k_cache + ko + v * 8), *vsrc = (const char *)(v_cache + ko + v * 8);
             const uint32_t kd = smem_addr(wst + st * 2 * S::TILE + r0 * LDS + v * 8), vd = kd + S::TILE * sizeof(T);
 #pragma unroll
             for (int j = 0; j < DT_TK / RPI; j++) {
-                const int sr = __shfl_sync(0xffffffffu, (int)slot, r0 + j * RPI);
-                cp_async16_to(kd + j * RPI * LDS * sizeof(T), kb + (int64_t)sr * ldb);
-                cp_async16_to(vd + j * RPI * LDS * sizeof(T), vb + (int64_t)sr * ldb);
+                const int sr = __shfl_sync(0xffffffffu, (int)cslot, r0 + j * RPI);
+                cp_async16_to(kd + j * RPI * LDS * sizeof(T), ksrc + (int64_t)sr * ldb);
+                cp_async16_to(vd + j * RPI * LDS * sizeof(T), vsrc + (int64_t)sr * ldb);
             }
         } else if (t0 < p1) {
             T *kd = wst + st * 2 * S::TILE, *vd = kd + S::TILE;
@@ -374,7 +374,7 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
                 kr = q + (int64_t)(qs0 + pr - new0) * ld_q + (int64_t)heads * HD + ko;
                 vr = kr + cache_ld;
             } else if (pr < p1) {
-                kr += slot * cache_ld + ko, vr += slot * cache_ld + ko;
+                kr += cslot * cache_ld + ko, vr += cslot * cache_ld + ko;
             }
 #pragma unroll
             for (int j = lane; j < DT_TK * (HD / 8); j += 32) {
