@@ -2074,9 +2074,9 @@ static void test_rotary_paged_attention_norm_x(void **state)
 }
 
 /* argmax over vocabularies that are not multiples of 64, with ties (the smallest index wins),
- * the maximum in the first and the last column, a constant row, all-negative rows, and NaNs,
- * answered as a sequential scan with a strict comparison answers: never the NaN, except that a
- * NaN in column 0 makes the answer 0. */
+ * the maximum in the first and the last column, a constant row, all-negative rows, and NaNs (the
+ * answer is ref_argmax's sequential scan: a NaN never wins, except that one in column 0 makes the
+ * answer 0). */
 static void argmax_case(vg_dtype t, int rows, int cols, int64_t ld)
 {
     size_t n = (size_t)rows * (size_t)ld;
