@@ -47,7 +47,7 @@ static size_t iface_size_for_minor(uint32_t minor)
 /* The op table's size for each version this core knows (members are only appended: a version
  * ends where the next one's first member starts). A newer version than this core's must hold at
  * least everything this core knows (its own additions are ignored). */
-_Static_assert(VG_OP_TABLE_VERSION == 11, "a new op table version: give its size here");
+_Static_assert(VG_OP_TABLE_VERSION == 12, "a new op table version: give its size here");
 static size_t op_table_size_for_version(uint32_t version)
 {
     return version == 1   ? offsetof(vg_op_table, rmsnorm)
@@ -57,7 +57,7 @@ static size_t op_table_size_for_version(uint32_t version)
            : version == 5 ? offsetof(vg_op_table, rotary_kv_store)
            : version == 6 ? offsetof(vg_op_table, lm_advance)
            : version == 7 ? offsetof(vg_op_table, rotary_paged_attention)
-                          : sizeof(vg_op_table); /* 8; 9 to 11: options of gemm and rotary_paged_attention, no member */
+                          : sizeof(vg_op_table); /* 8; 9 to 12: options of gemm and rotary_paged_attention, no member */
 }
 
 #define MEMBER(m) {offsetof(vg_backend_iface, m), #m}

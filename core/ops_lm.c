@@ -293,6 +293,8 @@ vg_status vg_op_rotary_paged_attention(vg_stream *s, const vg_rotary_paged_args 
     }
     st = norm_x_check(a, most, a->rows ? &w : NULL);
     if (st != VG_OK) return st;
+    REQUIRE(a->tables_static == 0 || a->tables_static == 1, OP ": tables_static %d is neither 0 nor 1",
+            (int)a->tables_static);
     const uint32_t bit = VG_DTYPE_BIT(a->dtype);
     if (a->norm_x) { /* only the fused op knows norm_x: never its two ops */
         OP_GATE(s, VG_OP_ROTARY_PAGED_ATTENTION_NORM_X, bit);

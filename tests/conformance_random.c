@@ -972,6 +972,9 @@ static void reference(tcase *c)
  * runs, so the promise holds, and a device that reads B early (cuda's panel GEMM) is checked both
  * ways. */
 #define GEMM_B_STATIC(c) ((c)->index & 1)
+/* rotary_paged_attention's tables_static hint (op table version 12) likewise: the tables, positions
+ * and caches are uploaded before a case runs. */
+#define ATTN_TABLES_STATIC(c) ((c)->index & 1)
 
 static vg_status enqueue(const tcase *c)
 {
@@ -1066,7 +1069,7 @@ static vg_status enqueue(const tcase *c)
             .v_cache = base + ((size_t)c->cols + (size_t)c->nslots * width) * es, .num_slots = c->nslots, .slots = b[2].d,
             .out = base + (size_t)c->count * es, .ld_out = c->ld2, .block_tables = b[4].d,
             .context_lens = b[5].d, .query_start = b[6].d, .max_blocks = c->max_blocks, .num_seqs = c->nseg,
-            .block_size = c->block_size};
+            .block_size = c->block_size, .tables_static = ATTN_TABLES_STATIC(c)};
         if (c->op == VG_OP_ROTARY_PAGED_ATTENTION_NORM_X) {
             a.norm_x = b[7].d, a.ld_norm_x = c->ldx, a.norm_x_cols = c->xcols, a.norm_x_eps = (float)c->xeps;
             a.qkv_bias = c->xbias ? (char *)b[7].d + (size_t)c->xbias * es : NULL;

@@ -1851,9 +1851,25 @@ static void test_paged_attention(void **state)
  * fused op runs it as the two ops (the core's fallback): the same checks hold. */
 typedef struct rpa_call {
     vg_rotary_paged_args a;
+    /* with TABLES_WRITTEN: the table's rows gathered into a.block_tables just before the op */
+    const int32_t *bt_src, *bt_idx;
+    int64_t bt_rows, bt_cols;
 } rpa_call;
 
-static void enqueue_rpa(void *arg) { VG_CHECK(vg_op_rotary_paged_attention(g.s, &((rpa_call *)arg)->a)); }
+static void enqueue_rpa(void *arg)
+{
+    rpa_call *c = arg;
+    if (c->bt_src)
+        VG_CHECK(vg_op_gather_rows(g.s, VG_DTYPE_I32, (void *)c->a.block_tables, c->bt_src, c->bt_idx, c->bt_rows,
+                                   c->bt_cols));
+    VG_CHECK(vg_op_rotary_paged_attention(g.s, &c->a));
+}
+
+/* How a rotary_paged_case_run call's tables reach the device: uploaded before the op, with the
+ * tables_static hint (op table version 12) or without; or written by the op just before it (a
+ * gather of the block table over a wrong one, long enough to still run when the attention's
+ * kernel may start), without the hint: a device must not read them early then. */
+typedef enum rpa_tables { TABLES_UPLOADED, TABLES_STATIC, TABLES_WRITTEN } rpa_tables;
 
 /* The rmsnorm a caller folded into the qkv projection (norm_x, op table version 10): norm_x's
  * width, row stride and eps, and whether the projection has a bias. */
@@ -1870,7 +1886,8 @@ static float row_scale(int r) { return (float)(1 << (r % 6)); }
 
 /* With fold, the op takes qkv rows of unnormalised hidden states (each row at its row_scale) with
  * norm_x: the reference and the two ops separately take them folded on the host (ref_norm_x_fold). */
-static void rotary_paged_case_run(vg_dtype t, const paged_case *pc, int norms, const norm_fold *fold)
+static void rotary_paged_case_run_as(vg_dtype t, const paged_case *pc, int norms, const norm_fold *fold,
+                                     rpa_tables tables)
 {
     const int hd = pc->hd, bs = pc->block_size, width = pc->kv_heads * hd, hidden = pc->heads * hd;
     paged_batch pb;
@@ -1924,20 +1941,42 @@ static void rotary_paged_case_run(vg_dtype t, const paged_case *pc, int norms, c
         free(nxd), free(bd);
     }
     void *sx = upload_as(t, xs, n), *sk = upload_as(t, kc, nc), *sv = upload_as(t, vc, nc), *sout = upload_as(t, out0, nout);
-    int32_t *dbt = dalloc((size_t)pc->num_seqs * (size_t)maxb * 4), *dcl = dalloc(sizeof pb.cl), *dqs = dalloc(sizeof pb.qs);
+    /* TABLES_WRITTEN: a table of 2^16 rows whose first num_seqs are the batch's, over one whose
+     * rows name other blocks of the cache */
+    const int64_t bt_rows = tables == TABLES_WRITTEN ? 1 << 16 : pc->num_seqs;
+    const size_t bt_bytes = (size_t)bt_rows * (size_t)maxb * 4;
+    int32_t *dbt = dalloc(bt_bytes), *dcl = dalloc(sizeof pb.cl), *dqs = dalloc(sizeof pb.qs);
     int32_t *dpos = dalloc((size_t)rows * 4), *dslots = dalloc((size_t)rows * 4);
-    upload(dbt, bt, (size_t)pc->num_seqs * (size_t)maxb * 4);
+    int32_t *dbt_src = NULL, *dbt_idx = NULL;
+    if (tables == TABLES_WRITTEN) {
+        int32_t *big = malloc(bt_bytes), *idx = malloc((size_t)bt_rows * 4);
+        assert_true(big && idx);
+        const int nblocks = pb.nblocks;
+        for (size_t i = 0; i < (size_t)bt_rows * (size_t)maxb; i++)
+            big[i] = i < (size_t)pc->num_seqs * (size_t)maxb ? bt[i] : (int32_t)(i % (size_t)nblocks);
+        for (int64_t r = 0; r < bt_rows; r++) idx[r] = (int32_t)r;
+        dbt_src = dalloc(bt_bytes), dbt_idx = dalloc((size_t)bt_rows * 4);
+        upload(dbt_src, big, bt_bytes);
+        upload(dbt_idx, idx, (size_t)bt_rows * 4);
+        for (size_t i = 0; i < (size_t)bt_rows * (size_t)maxb; i++) big[i] = (big[i] + 1) % nblocks; /* wrong blocks */
+        upload(dbt, big, bt_bytes);
+        free(big), free(idx);
+    } else {
+        upload(dbt, bt, bt_bytes);
+    }
     upload(dcl, cl, sizeof pb.cl);
     upload(dqs, qs, sizeof pb.qs);
     upload(dpos, pos, (size_t)rows * 4);
     upload(dslots, slots, (size_t)rows * 4);
     const void *qn = norms ? dw : NULL, *kn = norms ? (char *)dw + (size_t)hd * es : NULL;
     const float scale = (float)(1.0 / sqrt((double)hd)), theta = 1e6f;
-    rpa_call c = {{.struct_size = sizeof c.a, .dtype = t, .qkv = dx, .ld = ld, .rows = rows, .heads = pc->heads,
+    rpa_call c = {.a = {.struct_size = sizeof c.a, .dtype = t, .qkv = dx, .ld = ld, .rows = rows, .heads = pc->heads,
                    .kv_heads = pc->kv_heads, .head_dim = hd, .eps = 1e-6f, .q_norm = qn, .k_norm = kn,
                    .pos = dpos, .theta = theta, .scale = scale, .k_cache = dk, .v_cache = dv, .num_slots = nslots, .slots = dslots,
                    .out = dout, .ld_out = ld_out, .block_tables = dbt, .context_lens = dcl, .query_start = dqs,
-                   .max_blocks = maxb, .num_seqs = pc->num_seqs, .block_size = bs}};
+                   .max_blocks = maxb, .num_seqs = pc->num_seqs, .block_size = bs,
+                   .tables_static = tables == TABLES_STATIC}};
+    if (tables == TABLES_WRITTEN) c.bt_src = dbt_src, c.bt_idx = dbt_idx, c.bt_rows = bt_rows, c.bt_cols = maxb;
     if (fold) {
         c.a.norm_x = dnx, c.a.ld_norm_x = fold->ld, c.a.norm_x_cols = fold->cols, c.a.norm_x_eps = fold->eps;
         c.a.qkv_bias = dbias;
@@ -1968,8 +2007,10 @@ static void rotary_paged_case_run(vg_dtype t, const paged_case *pc, int norms, c
     if (fold)
         snprintf(folded, sizeof folded, " norm_x %d cols ld %d eps %g%s", fold->cols, fold->ld, (double)fold->eps,
                  fold->bias ? " qkv_bias" : "");
-    snprintf(what, sizeof what, "rotary_paged_attention %s heads %d/%d head_dim %d block %d rows %d%s%s",
-             vg_dtype_name(t), pc->heads, pc->kv_heads, hd, bs, rows, norms ? " q/k norms" : "", folded);
+    static const char *const how[] = {"", " tables_static", " table written just before"};
+    snprintf(what, sizeof what, "rotary_paged_attention %s heads %d/%d head_dim %d block %d rows %d%s%s%s",
+             vg_dtype_name(t), pc->heads, pc->kv_heads, hd, bs, rows, norms ? " q/k norms" : "", folded,
+             how[tables]);
     const double tol = t == VG_DTYPE_F32 ? 3e-4 : 2e-2;
     download_as(t, got, dout, nout);
     download_as(t, sep, sout, nout);
@@ -2012,6 +2053,15 @@ static void rotary_paged_case_run(vg_dtype t, const paged_case *pc, int norms, c
         VG_CHECK(vg_mem_free(g.rt, dnx));
         if (dbias) VG_CHECK(vg_mem_free(g.rt, dbias));
     }
+    if (dbt_src) {
+        VG_CHECK(vg_mem_free(g.rt, dbt_src));
+        VG_CHECK(vg_mem_free(g.rt, dbt_idx));
+    }
+}
+
+static void rotary_paged_case_run(vg_dtype t, const paged_case *pc, int norms, const norm_fold *fold)
+{
+    rotary_paged_case_run_as(t, pc, norms, fold, TABLES_UPLOADED);
 }
 
 static void test_rotary_paged_attention(void **state)
@@ -2070,6 +2120,28 @@ static void test_rotary_paged_attention_norm_x(void **state)
         rotary_paged_case_run(VG_DTYPE_BF16, &chunks[k], k % 2, &folds[(k + 4) % 5]);
         rotary_paged_case_run(VG_DTYPE_F32, &chunks[k], (k + 1) % 2, &folds[(k + 1) % 5]);
         rotary_paged_case_run(VG_DTYPE_F16, &chunks[k], k % 2, &folds[(k + 2) % 5]);
+    }
+}
+
+/* rotary_paged_attention's tables_static hint (op table version 12) at decode shapes of both
+ * models, with and without norm_x: with the hint, the tables uploaded before; without it, the block
+ * table written by the op just before, over one that names other blocks (a device that read it
+ * early, as cuda's decode kernel does with the hint, would attend to the wrong keys). */
+static void test_rotary_paged_attention_tables(void **state)
+{
+    (void)state;
+    if (!supports(VG_OP_ROTARY_KV_STORE) || !supports(VG_OP_PAGED_ATTENTION) || !supports(VG_OP_GATHER_ROWS))
+        skip();
+    const int nx = supports(VG_OP_ROTARY_PAGED_ATTENTION_NORM_X);
+    static const norm_fold fold = {896, 896, 1e-6f, 1};
+    static const int heads[2][3] = {{14, 2, 64}, {16, 8, 128}}, seqs[2] = {1, 16};
+    for (int k = 0; k < 4; k++) {
+        const int *h = heads[k / 2];
+        const paged_case pc = decode_batch(h[0], h[1], h[2], seqs[k % 2], 300);
+        for (int tables = TABLES_STATIC; tables <= TABLES_WRITTEN; tables++) {
+            rotary_paged_case_run_as(VG_DTYPE_BF16, &pc, h[2] == 128, nx ? &fold : NULL, (rpa_tables)tables);
+            rotary_paged_case_run_as(VG_DTYPE_F32, &pc, k % 2, NULL, (rpa_tables)tables);
+        }
     }
 }
 
@@ -2312,6 +2384,7 @@ int main(void)
         cmocka_unit_test_teardown(test_rotary_kv_store, end_stray_capture),
         cmocka_unit_test_teardown(test_rotary_paged_attention, end_stray_capture),
         cmocka_unit_test_teardown(test_rotary_paged_attention_norm_x, end_stray_capture),
+        cmocka_unit_test_teardown(test_rotary_paged_attention_tables, end_stray_capture),
         cmocka_unit_test_teardown(test_paged_attention, end_stray_capture),
         cmocka_unit_test_teardown(test_argmax, end_stray_capture),
         cmocka_unit_test_teardown(test_layernorm, end_stray_capture),

@@ -667,6 +667,9 @@ static void test_rotary_paged_attention_norm_x(void **state)
     NORM_X_FAILS(a.qkv_bias = g.c + 512, "qkv_bias overlaps");
     NORM_X_FAILS(a.qkv_bias = out + out_bytes - 4, "qkv_bias overlaps");
     NORM_X_FAILS(a.qkv_bias = vc, "qkv_bias overlaps");
+    /* the hint that the op before writes no table (op table version 12): 0 or 1 */
+    NORM_X_FAILS(a.tables_static = 2, "tables_static", "2");
+    NORM_X_FAILS((a.norm_x = NULL, a.qkv_bias = NULL, a.tables_static = -1), "tables_static", "-1");
 #undef NORM_X_FAILS
     assert_zero(out, out_bytes);
     assert_zero(vc, cache_bytes);
@@ -677,6 +680,7 @@ static void test_rotary_paged_attention_norm_x(void **state)
     a = rotary_paged_norm_x_args(), a.rows = 0, a.norm_x = g.c;
     VG_CHECK(vg_op_rotary_paged_attention(g.s, &a));
     a = rotary_paged_norm_x_args(), a.struct_size = (uint32_t)VG_ROTARY_PAGED_ARGS_SIZE_8, a.norm_x_cols = 0;
+    a.tables_static = 7; /* past version 8's struct_size too: never read */
     VG_CHECK(vg_op_rotary_paged_attention(g.s, &a));
     assert_zero(out, out_bytes);
     a = rotary_paged_norm_x_args(), a.norm_x = g.c + 2 * HIDDEN * 4 * ROWS, a.qkv_bias = vc + cache_bytes;

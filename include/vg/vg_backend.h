@@ -197,9 +197,15 @@ typedef struct vg_op_table {
 
     /* (no member) gemm may honour vg_gemm_args.b_static, a hint (vg_ops.h); the core passes it
      * through (0 or 1) in the full-size, zero-extended vg_gemm_args. */
+
+    /* ---- version 12: decode tables the op before rotary_paged_attention does not write ---- */
+
+    /* (no member) rotary_paged_attention may honour vg_rotary_paged_args.tables_static, a hint
+     * (vg_ops.h); the core passes it through (0 or 1) in the full-size, zero-extended
+     * vg_rotary_paged_args, and drops it where it splits the call into its two ops. */
 } vg_op_table;
 
-#define VG_OP_TABLE_VERSION 11
+#define VG_OP_TABLE_VERSION 12
 
 /* What comm_create (ABI 1.5) receives. The core sets struct_size to sizeof(vg_bk_comm_args) and
  * has checked every field: 1 <= nranks, 0 <= rank < nranks, timeout_ms >= 1, and `id` holds the

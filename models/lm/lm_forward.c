@@ -114,6 +114,9 @@ static vg_status piece_attention(void *mp, vg_runner *r, const vg_piece *p, cons
     lm_meta_layout l;
     lm_meta_layout_of(m, T, &l);
     if (m->fused_attn) {
+        /* tables_static: the op before this one is attn_in's qkv projection, which writes only qkv;
+         * the tables and positions are uploaded at the start of the step, the cache's history by
+         * earlier steps, and norm_x (LB_H) by the op before the projection */
         const lm_layer *L = &m->w.layers[p->arg];
         const vg_rotary_paged_args a = {
             .struct_size = sizeof a, .dtype = m->dt, .qkv = BUF(LB_QKV), .ld = lm_qkv_width(c), .rows = T,
@@ -125,7 +128,8 @@ static vg_status piece_attention(void *mp, vg_runner *r, const vg_piece *p, cons
             .block_tables = meta_at(r, l.btab), .context_lens = meta_at(r, l.ctx),
             .query_start = meta_at(r, l.qstart), .max_blocks = l.max_blocks, .num_seqs = l.seqs,
             .block_size = m->kv.block_size, .norm_x = m->fold_in ? BUF(LB_H) : NULL, .ld_norm_x = c->hidden,
-            .norm_x_cols = c->hidden, .norm_x_eps = c->eps, .qkv_bias = m->fold_in ? L->qkv_b : NULL};
+            .norm_x_cols = c->hidden, .norm_x_eps = c->eps, .qkv_bias = m->fold_in ? L->qkv_b : NULL,
+            .tables_static = 1};
         return vg_op_rotary_paged_attention(s, &a);
     }
     return vg_op_paged_attention(s, m->dt, BUF(LB_QKV), lm_qkv_width(c), BUF(LB_ATT), lm_q_width(c),
