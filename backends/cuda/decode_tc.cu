@@ -99,6 +99,7 @@ template <typename T> struct dt_rope {
     int x_cols;
     float x_eps;
     const T *bias; /* qkv_bias, optional with x */
+    int tables_static; /* vgc_rotary_tables_static: read the tables before the grid dependency wait */
 };
 
 /* The sum of squares of thread t's share of a row of norm_x (cols elements at x; vec: 16-byte
@@ -233,7 +234,20 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
     const pd_parts pt = {part, part ? part + rows * heads * (int64_t)nsplit * HD : nullptr, nsplit};
     T *orow = out + (int64_t)row * ld_out + (int64_t)h0 * HD;
     dt_rope_smem<HD> &rs = *(dt_rope_smem<HD> *)(dt_smem + S::smem);
-    vgk_grid_sync(); /* any input may come from the previous kernel: positions and slots too */
+    /* With the tables_static hint (vg_ops.h) the kernel before this one writes only qkv of what this
+     * one reads: everything else (positions, slots, lengths, page table, weights, norm_x, the cache's
+     * entries before the new tokens) is read before the grid dependency wait, and all warps but the
+     * last (q_warp) copy their first tiles of cache then, while a projection that released this
+     * kernel early (vg's panel and skinny GEMMs do) ends. The last warp waits at once and copies the
+     * queries: were every warp to copy its tiles first, the queries would wait for the page lookups
+     * where nothing ran early (after cuBLASLt: 6% slower calls, H100). Without the hint everything
+     * waits. Writes (the output, the new entries, partials) all come after the wait (sync_grid). */
+    const bool early = ROPE && rope.tables_static;
+    const bool q_warp = !early || warp == W - 1; /* the warps that copy the queries, after the wait */
+    if (!early) vgk_grid_sync(); /* any input may come from the previous kernel: positions and slots too */
+    auto sync_grid = [&]() {
+        if (early) vgk_grid_sync();
+    };
     float prow = 0.0f; /* the row's rotary position */
     int32_t slot = -1;  /* and its new entries' slot */
     if (ROPE) prow = (float)rope.pos[row], slot = rope.slots[row]; /* in flight with the slice's loads */
@@ -305,6 +319,7 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
     /* the cluster form: a row's context cut among the blocks of a cluster (dt_cluster_join) */
     const bool clustered = W != DT_WARPS && nsplit > 1;
     if (b0 >= b1 && !clustered) { /* a cluster's block without positions still joins the cluster */
+        sync_grid();
         row_factor();
         if (ROPE) __syncthreads(); /* the weights, angles, biases and the row's shares */
         row_total();
@@ -313,14 +328,6 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
         return;
     }
     const int p0 = (int)b0, p1 = (int)b1; /* positions are int: the lengths are */
-
-    /* the group's queries (consecutive heads of the row), rows past the group zero */
-    const T *qr = q + (int64_t)row * ld_q + (int64_t)h0 * HD;
-    for (int i = threadIdx.x; i < 16 * (HD / 8); i += W * 32) {
-        const int r = i / (HD / 8), v = i % (HD / 8);
-        cp_async16(qs + r * LDS + v * 8, r < group ? qr + r * HD + v * 8 : qr, r < group ? 16 : 0);
-    }
-    cp_async_commit();
 
     T *wst = (T *)area + (size_t)warp * DT_STAGES * 2 * S::TILE; /* this warp's DT_STAGES [K, V] stages */
     const int32_t *table = block_tables + (int64_t)sq.seq * max_blocks;
@@ -389,16 +396,36 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
         cp_async_commit();
     };
     const int slice_lo[2] = {p0, p0}, slice_hi[2] = {p1, p1}; /* both of a lane's rows: the slice */
+    /* whether the warp's i-th tile reads only the cache (a new token's key and value come from qkv) */
+    auto cache_only = [&](int i) {
+        const int t0 = p0 + (warp + i * W) * DT_TK;
+        return t0 >= p1 || (t0 + DT_TK < p1 ? t0 + DT_TK : p1) <= new0;
+    };
+    dt_at next; /* where the tile the loop issues next is */
     {
         dt_at first[DT_STAGES - 1];
 #pragma unroll
         for (int i = 0; i < DT_STAGES - 1; i++) first[i] = entry(i);
+        next = entry(DT_STAGES - 1);
+        int pre = 0; /* tiles issued before the grid wait: those reading only the cache, in order */
+        if (!q_warp)
+            for (; pre < DT_STAGES - 1 && cache_only(pre); pre++) issue(pre, pre, first[pre]);
+        sync_grid();
+        if (q_warp) { /* the group's queries (consecutive heads of the row), rows past the group zero */
+            const T *qr = q + (int64_t)row * ld_q + (int64_t)h0 * HD;
+            const int qt = early ? lane : (int)threadIdx.x, qn = early ? 32 : W * 32;
+            for (int i = qt; i < 16 * (HD / 8); i += qn) {
+                const int r = i / (HD / 8), v = i % (HD / 8);
+                cp_async16(qs + r * LDS + v * 8, r < group ? qr + r * HD + v * 8 : qr, r < group ? 16 : 0);
+            }
+            cp_async_commit();
+        }
 #pragma unroll
-        for (int i = 0; i < DT_STAGES - 1; i++) issue(i, i, first[i]);
+        for (int i = 0; i < DT_STAGES - 1; i++)
+            if (i >= pre) issue(i, i, first[i]);
     }
-    dt_at next = entry(DT_STAGES - 1); /* where the tile the loop issues next is */
     row_factor();
-    cp_async_wait<DT_STAGES - 1>(); /* the queries' group is done; the first tiles may fly */
+    cp_async_wait<DT_STAGES - 1>(); /* the queries' group is done (none in the other warps); the first tiles may fly */
     __syncthreads();
     row_total();
     if (ROPE) { /* the group's queries normalised and rotated at the row's position, a warp a head */
@@ -587,7 +614,8 @@ static void dt_launch(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
                              a ? a->eps : 0.0f, a ? log2f(a->theta) : 0.0f, a ? a->pos : nullptr,
                              a ? a->slots : nullptr, a ? (T *)a->k_cache : nullptr, a ? (T *)a->v_cache : nullptr,
                              nx ? (const T *)a->norm_x : nullptr, nx ? a->ld_norm_x : 0, nx ? (int)a->norm_x_cols : 0,
-                             nx ? a->norm_x_eps : 0.0f, nx ? (const T *)a->qkv_bias : nullptr};
+                             nx ? a->norm_x_eps : 0.0f, nx ? (const T *)a->qkv_bias : nullptr,
+                             a ? vgc_rotary_tables_static(a) : 0};
 #define DT_ARGS (const T *)c->q, c->ld_q, (T *)c->out, c->ld_out, (const T *)c->k_cache, (const T *)c->v_cache, \
                 c->block_tables, c->max_blocks, c->context_lens, c->query_start, c->num_seqs, c->heads, c->kv_heads, \
                 c->block_size, c->scale * 1.4426950408889634f, nsplit, part, counters, rope
