@@ -345,9 +345,15 @@ static int own_candidate(const vg_bk_stream *s, const vg_gemm_args *a)
  * gated call taken at 1.08-1.09x made Qwen3-0.6B's slower (1.500 against 1.464-1.475), and at 64
  * rows the kernel is 1.5x behind cold (docs/performance.md, 2026-11-27, fifteenth session). The
  * tie is the panel kernel's even where a skinny configuration timed faster but missed its own
- * bar: the skinny kernel only prefetches its weights before the wait. */
+ * bar: the skinny kernel only prefetches its weights before the wait. The tie was 1.25 until the
+ * decode kernel after a qkv projection could copy its first tiles of cache before its own wait
+ * (rotary_paged_attention's tables_static, decode_tc.cu), which needs a kernel before it that
+ * releases it early: at 1.5 Qwen3-0.6B's qkv (16 x 4096 x 1024, 1.40x cold) takes the panel
+ * kernel, and the step at 16 rows ran 1.337-1.431 ms against 1.434-1.447 (1.450-1.460 with the
+ * early copies at 1.25); Qwen2.5-0.5B, whose calls all fall within 1.25, did not move
+ * (docs/performance.md, 2026-11-27, eighteenth session). */
 #define PANEL_TIE_ROWS 16
-#define PANEL_TIE 1.25f
+#define PANEL_TIE 1.5f
 
 /* Whether the tie could take this call: the panel kernel runs here, is timed for it, and the call
  * has the rows, the shape of call and the hint the rule was measured with. */
