@@ -264,6 +264,7 @@ vg_status vg_op_rotary_paged_attention(vg_stream *s, const vg_rotary_paged_args 
             (size_t)VG_ROTARY_PAGED_ARGS_SIZE_8);
     vg_rotary_paged_args full;
     op_args_whole(&full, sizeof full, args);
+    full.unused_v12_tail = 0; /* the caller's padding: never passed on */
     const vg_rotary_paged_args *a = &full;
     vg_status st = rotary_kv_store_check(s, a->dtype, a->qkv, a->ld, a->rows, a->heads, a->kv_heads, a->head_dim,
                                          a->q_norm, a->k_norm, a->eps, a->pos, a->theta, a->k_cache,

@@ -223,15 +223,15 @@ typedef enum vg_activation {
  *               key heads are left untouched or as rotary_kv_store leaves the scaled rows' heads,
  *               its value heads untouched.
  *               With tables_static = 1 (op table version 12) the caller promises that the op
- *               just before this one on the stream, and any op still running when that one
- *               starts, writes none of block_tables, context_lens, query_start, pos, slots,
- *               q_norm, k_norm, norm_x, qkv_bias, nor a cache entry of a position before the
- *               rows' new tokens: as in a decode step whose tables were uploaded at its start
- *               and whose op before this one is the qkv projection (which only reads norm_x).
- *               A device may then read those before that op has finished (a kernel looking up
- *               its pages and streaming the cache while the projection ends); qkv may be that
- *               op's output. 0 (the default) promises nothing. A hint: a device may ignore it,
- *               and the result does not depend on it.
+ *               just before this one on the stream writes none of block_tables, context_lens,
+ *               query_start, pos, slots, q_norm, k_norm, norm_x, qkv_bias, nor a cache entry of
+ *               a position before the rows' new tokens: as in a decode step whose op before this
+ *               one is the qkv projection (which only reads norm_x), the tables written before
+ *               it (uploaded, or advanced by lm_advance a step earlier). A device may then read
+ *               those before that op has finished (a kernel looking up its pages and streaming
+ *               the cache while the projection ends), but still after every op before it; qkv
+ *               may be that op's output. 0 (the default) promises nothing. A hint: a device may
+ *               ignore it, and the result does not depend on it.
  *
  * lm_advance    one step of a greedy generation loop, over `rows` sequences (vg_lm_advance_args;
  *               every array is I32 in device memory unless said otherwise, read when the op
@@ -338,6 +338,8 @@ typedef struct vg_rotary_paged_args {
     const void *qkv_bias;        /* optional, with norm_x: [(heads + 2·kv_heads)·head_dim] */
     /* appended in op table version 12 (a smaller struct_size: 0) */
     int32_t tables_static; /* 1: the op before this one writes none of this call's inputs but qkv (see above) */
+    int32_t unused_v12_tail; /* the padding after tables_static, which callers may leave uninitialised:
+                              * never read, so that a later member has a defined place after it */
 } vg_rotary_paged_args;
 #define VG_ROTARY_PAGED_ARGS_SIZE_8 (offsetof(vg_rotary_paged_args, block_size) + sizeof(int32_t))
 

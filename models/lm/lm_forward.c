@@ -115,8 +115,9 @@ static vg_status piece_attention(void *mp, vg_runner *r, const vg_piece *p, cons
     lm_meta_layout_of(m, T, &l);
     if (m->fused_attn) {
         /* tables_static: the op before this one is attn_in's qkv projection, which writes only qkv;
-         * the tables and positions are uploaded at the start of the step, the cache's history by
-         * earlier steps, and norm_x (LB_H) by the op before the projection */
+         * the tables and positions are written before it (uploaded at the start of the step, or by
+         * lm_advance at the end of the step before), the cache's history by earlier steps, and
+         * norm_x (LB_H) by the op before the projection */
         const lm_layer *L = &m->w.layers[p->arg];
         const vg_rotary_paged_args a = {
             .struct_size = sizeof a, .dtype = m->dt, .qkv = BUF(LB_QKV), .ld = lm_qkv_width(c), .rows = T,
