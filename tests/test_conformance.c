@@ -1851,24 +1851,27 @@ static void test_paged_attention(void **state)
  * fused op runs it as the two ops (the core's fallback): the same checks hold. */
 typedef struct rpa_call {
     vg_rotary_paged_args a;
-    /* with TABLES_WRITTEN: the table's rows gathered into a.block_tables just before the op */
-    const int32_t *bt_src, *bt_idx;
+    /* with TABLES_WRITTEN: a.block_tables written just before the op as the argmax of each row of
+     * bt_onehot [bt_rows, bt_cols] (F32) */
+    const float *bt_onehot;
     int64_t bt_rows, bt_cols;
 } rpa_call;
 
 static void enqueue_rpa(void *arg)
 {
     rpa_call *c = arg;
-    if (c->bt_src)
-        VG_CHECK(vg_op_gather_rows(g.s, VG_DTYPE_I32, (void *)c->a.block_tables, c->bt_src, c->bt_idx, c->bt_rows,
-                                   c->bt_cols));
+    if (c->bt_onehot)
+        VG_CHECK(vg_op_argmax(g.s, VG_DTYPE_F32, c->bt_onehot, c->bt_cols, c->bt_rows, c->bt_cols,
+                              (int32_t *)c->a.block_tables));
     VG_CHECK(vg_op_rotary_paged_attention(g.s, &c->a));
 }
 
 /* How a rotary_paged_case_run call's tables reach the device: uploaded before the op, with the
- * tables_static hint (op table version 12) or without; or written by the op just before it (a
- * gather of the block table over a wrong one, long enough to still run when the attention's
- * kernel may start), without the hint: a device must not read them early then. */
+ * tables_static hint (op table version 12) or without; or written by the op just before it,
+ * without the hint, over a table that names other blocks: a device must not read them early then.
+ * That op is an argmax over rows of 8192 columns, each entry of the table the column of its row's
+ * one 1: a kernel that may release the next one as it starts (cuda's do) and writes only when it
+ * has read its row, so that an early read would find the wrong table. */
 typedef enum rpa_tables { TABLES_UPLOADED, TABLES_STATIC, TABLES_WRITTEN } rpa_tables;
 
 /* The rmsnorm a caller folded into the qkv projection (norm_x, op table version 10): norm_x's
@@ -1941,26 +1944,24 @@ static void rotary_paged_case_run_as(vg_dtype t, const paged_case *pc, int norms
         free(nxd), free(bd);
     }
     void *sx = upload_as(t, xs, n), *sk = upload_as(t, kc, nc), *sv = upload_as(t, vc, nc), *sout = upload_as(t, out0, nout);
-    /* TABLES_WRITTEN: a table of 2^16 rows whose first num_seqs are the batch's, over one whose
-     * rows name other blocks of the cache */
-    const int64_t bt_rows = tables == TABLES_WRITTEN ? 1 << 16 : pc->num_seqs;
-    const size_t bt_bytes = (size_t)bt_rows * (size_t)maxb * 4;
+    const size_t bt_bytes = (size_t)pc->num_seqs * (size_t)maxb * 4;
     int32_t *dbt = dalloc(bt_bytes), *dcl = dalloc(sizeof pb.cl), *dqs = dalloc(sizeof pb.qs);
     int32_t *dpos = dalloc((size_t)rows * 4), *dslots = dalloc((size_t)rows * 4);
-    int32_t *dbt_src = NULL, *dbt_idx = NULL;
+    const int64_t bt_rows = (int64_t)pc->num_seqs * maxb, bt_cols = 8192;
+    float *dbt_onehot = NULL;
     if (tables == TABLES_WRITTEN) {
-        int32_t *big = malloc(bt_bytes), *idx = malloc((size_t)bt_rows * 4);
-        assert_true(big && idx);
-        const int nblocks = pb.nblocks;
-        for (size_t i = 0; i < (size_t)bt_rows * (size_t)maxb; i++)
-            big[i] = i < (size_t)pc->num_seqs * (size_t)maxb ? bt[i] : (int32_t)(i % (size_t)nblocks);
-        for (int64_t r = 0; r < bt_rows; r++) idx[r] = (int32_t)r;
-        dbt_src = dalloc(bt_bytes), dbt_idx = dalloc((size_t)bt_rows * 4);
-        upload(dbt_src, big, bt_bytes);
-        upload(dbt_idx, idx, (size_t)bt_rows * 4);
-        for (size_t i = 0; i < (size_t)bt_rows * (size_t)maxb; i++) big[i] = (big[i] + 1) % nblocks; /* wrong blocks */
-        upload(dbt, big, bt_bytes);
-        free(big), free(idx);
+        assert_true(pb.nblocks <= bt_cols);
+        float *onehot = calloc((size_t)bt_rows * (size_t)bt_cols, 4);
+        int32_t *wrong = malloc(bt_bytes);
+        assert_true(onehot && wrong);
+        for (int64_t i = 0; i < bt_rows; i++) {
+            onehot[(size_t)i * (size_t)bt_cols + (size_t)bt[i]] = 1.0f;
+            wrong[i] = (bt[i] + 1) % pb.nblocks;
+        }
+        dbt_onehot = dalloc((size_t)bt_rows * (size_t)bt_cols * 4);
+        upload(dbt_onehot, onehot, (size_t)bt_rows * (size_t)bt_cols * 4);
+        upload(dbt, wrong, bt_bytes);
+        free(onehot), free(wrong);
     } else {
         upload(dbt, bt, bt_bytes);
     }
@@ -1976,7 +1977,7 @@ static void rotary_paged_case_run_as(vg_dtype t, const paged_case *pc, int norms
                    .out = dout, .ld_out = ld_out, .block_tables = dbt, .context_lens = dcl, .query_start = dqs,
                    .max_blocks = maxb, .num_seqs = pc->num_seqs, .block_size = bs,
                    .tables_static = tables == TABLES_STATIC}};
-    if (tables == TABLES_WRITTEN) c.bt_src = dbt_src, c.bt_idx = dbt_idx, c.bt_rows = bt_rows, c.bt_cols = maxb;
+    if (tables == TABLES_WRITTEN) c.bt_onehot = dbt_onehot, c.bt_rows = bt_rows, c.bt_cols = bt_cols;
     if (fold) {
         c.a.norm_x = dnx, c.a.ld_norm_x = fold->ld, c.a.norm_x_cols = fold->cols, c.a.norm_x_eps = fold->eps;
         c.a.qkv_bias = dbias;
@@ -2053,10 +2054,7 @@ static void rotary_paged_case_run_as(vg_dtype t, const paged_case *pc, int norms
         VG_CHECK(vg_mem_free(g.rt, dnx));
         if (dbias) VG_CHECK(vg_mem_free(g.rt, dbias));
     }
-    if (dbt_src) {
-        VG_CHECK(vg_mem_free(g.rt, dbt_src));
-        VG_CHECK(vg_mem_free(g.rt, dbt_idx));
-    }
+    if (dbt_onehot) VG_CHECK(vg_mem_free(g.rt, dbt_onehot));
 }
 
 static void rotary_paged_case_run(vg_dtype t, const paged_case *pc, int norms, const norm_fold *fold)
@@ -2130,8 +2128,7 @@ static void test_rotary_paged_attention_norm_x(void **state)
 static void test_rotary_paged_attention_tables(void **state)
 {
     (void)state;
-    if (!supports(VG_OP_ROTARY_KV_STORE) || !supports(VG_OP_PAGED_ATTENTION) || !supports(VG_OP_GATHER_ROWS))
-        skip();
+    if (!supports(VG_OP_ROTARY_KV_STORE) || !supports(VG_OP_PAGED_ATTENTION) || !supports(VG_OP_ARGMAX)) skip();
     const int nx = supports(VG_OP_ROTARY_PAGED_ATTENTION_NORM_X);
     static const norm_fold fold = {896, 896, 1e-6f, 1};
     static const int heads[2][3] = {{14, 2, 64}, {16, 8, 128}}, seqs[2] = {1, 16};
