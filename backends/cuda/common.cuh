@@ -145,7 +145,8 @@ static inline int vgc_gemm_b_static(const vg_gemm_args *a)
     return a->struct_size >= offsetof(vg_gemm_args, b_static) + sizeof a->b_static && a->b_static;
 }
 /* The caller's tables_static hint (vg_ops.h: rotary_paged_attention), 0 where the core that built
- * the arguments predates it (op table version 12: its struct ends before the member). */
+ * the arguments predates it (a core of op table version 11 or earlier: its struct ends before the
+ * member). */
 static inline int vgc_rotary_tables_static(const vg_rotary_paged_args *a)
 {
     return a->struct_size >= offsetof(vg_rotary_paged_args, tables_static) + sizeof a->tables_static &&

@@ -235,13 +235,16 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
     T *orow = out + (int64_t)row * ld_out + (int64_t)h0 * HD;
     dt_rope_smem<HD> &rs = *(dt_rope_smem<HD> *)(dt_smem + S::smem);
     /* With the tables_static hint (vg_ops.h) the kernel before this one writes only qkv of what this
-     * one reads: everything else (positions, slots, lengths, page table, weights, norm_x, the cache's
-     * entries before the new tokens) is read before the grid dependency wait, and all warps but the
-     * last (q_warp) copy their first tiles of cache then, while a projection that released this
-     * kernel early (vg's panel and skinny GEMMs do) ends. The last warp waits at once and copies the
-     * queries: were every warp to copy its tiles first, the queries would wait for the page lookups
-     * where nothing ran early (after cuBLASLt: 6% slower calls, H100). Without the hint everything
-     * waits. Writes (the output, the new entries, partials) all come after the wait (sync_grid). */
+     * one reads: the rest (positions, slots, lengths, the first tiles' page-table entries, weights,
+     * a vector of norm_x a thread, the cache's entries before the new tokens) is read before the
+     * grid dependency wait, and all warps but the last (q_warp) copy their first tile of cache then,
+     * while a projection that released this kernel early (vg's panel and skinny GEMMs do) ends. The
+     * hint allows that only after every kernel before that one: this backend's kernels release the
+     * next only once they have waited for theirs (vgc_pdl_wait_release), and cuBLASLt's only as they
+     * end. The last warp waits at once and copies the queries: were every warp to copy its tile
+     * first, the queries would wait for the page lookups where nothing ran early (after cuBLASLt: 6%
+     * slower calls, H100). Without the hint everything waits. Writes (the output, the new entries,
+     * partials) all come after the wait (sync_grid). */
     const bool early = ROPE && rope.tables_static;
     const bool q_warp = !early || warp == W - 1; /* the warps that copy the queries, after the wait */
     if (!early) vgk_grid_sync(); /* any input may come from the previous kernel: positions and slots too */

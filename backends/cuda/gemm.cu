@@ -350,8 +350,8 @@ static int own_candidate(const vg_bk_stream *s, const vg_gemm_args *a)
  * (rotary_paged_attention's tables_static, decode_tc.cu), which needs a kernel before it that
  * releases it early: at 1.5 Qwen3-0.6B's qkv (16 x 4096 x 1024, 1.40x cold) takes the panel
  * kernel, and the step at 16 rows ran 1.337-1.431 ms against 1.434-1.447 (1.450-1.460 with the
- * early copies at 1.25); Qwen2.5-0.5B, whose calls all fall within 1.25, did not move
- * (docs/performance.md, 2026-11-27, eighteenth session). */
+ * early copies at 1.25); the o and down projections of both models and Qwen2.5-0.5B's qkv all fall
+ * within 1.25 (docs/performance.md, 2026-11-27, eighteenth session). */
 #define PANEL_TIE_ROWS 16
 #define PANEL_TIE 1.5f
 
