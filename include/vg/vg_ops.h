@@ -231,7 +231,8 @@ typedef enum vg_activation {
  *               those before that op has finished (a kernel looking up its pages and streaming
  *               the cache while the projection ends), but still after every op before it; qkv
  *               may be that op's output. 0 (the default) promises nothing. A hint: a device may
- *               ignore it, and the result does not depend on it.
+ *               ignore it, and the result depends on it only by rounding (a device that times
+ *               its kernels per shape may choose another one with it).
  *
  * lm_advance    one step of a greedy generation loop, over `rows` sequences (vg_lm_advance_args;
  *               every array is I32 in device memory unless said otherwise, read when the op
