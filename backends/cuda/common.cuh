@@ -138,19 +138,15 @@ static inline void vgc_launch(vg_bk_stream *s, void (*kern)(KArgs...), dim3 grid
 /* gemm_tiled.cu: the portable GEMM kernel. Like every op, GEMM receives arguments the core has
  * validated against the catalogue (vg_ops.h); a backend checks only its own limits. */
 vg_status vgc_gemm_tiled(vg_bk_stream *s, const vg_gemm_args *a);
-/* The caller's b_static hint (vg_ops.h), 0 where the core that built the arguments predates it
- * (op table version 11: its struct ends before the member). */
-static inline int vgc_gemm_b_static(const vg_gemm_args *a)
-{
-    return a->struct_size >= offsetof(vg_gemm_args, b_static) + sizeof a->b_static && a->b_static;
-}
-/* The caller's tables_static hint (vg_ops.h: rotary_paged_attention), 0 where the core that built
- * the arguments predates it (a core of op table version 11 or earlier: its struct ends before the
- * member). */
+/* Member m of the caller's arguments a (a struct of type T), 0 where the core that built them
+ * predates it: its struct_size ends before the member (members are only appended). */
+#define VGC_ARG_OR_0(a, T, m) ((a)->struct_size >= offsetof(T, m) + sizeof(a)->m ? (a)->m : 0)
+/* The caller's b_static hint (vg_ops.h: gemm; op table version 11). */
+static inline int vgc_gemm_b_static(const vg_gemm_args *a) { return VGC_ARG_OR_0(a, vg_gemm_args, b_static) != 0; }
+/* The caller's tables_static hint (vg_ops.h: rotary_paged_attention; op table version 12). */
 static inline int vgc_rotary_tables_static(const vg_rotary_paged_args *a)
 {
-    return a->struct_size >= offsetof(vg_rotary_paged_args, tables_static) + sizeof a->tables_static &&
-           a->tables_static;
+    return VGC_ARG_OR_0(a, vg_rotary_paged_args, tables_static) != 0;
 }
 /* Whether A is rmsnorm'd (vg_ops.h: gemm's norm_w, or norm_unit without a weight). */
 static inline int vgc_gemm_normed(const vg_gemm_args *a) { return a->norm_w || a->norm_unit; }

@@ -39,12 +39,6 @@ __host__ __device__ constexpr int pn_stage_bytes(int mt) { return 8 * mt * PN_AR
  * else to do, so the bytes in flight set its rate. */
 __host__ __device__ constexpr int pn_stages(int mt) { return mt == 8 ? 6 : 8; }
 
-/* 16 bytes global → shared, zeros where !valid (the address is then not read). */
-__device__ __forceinline__ void pn_copy16(void *dst, const void *src, bool valid)
-{
-    cp_async16(dst, src, valid ? 16 : 0);
-}
-
 /* WK: warps sharing a row tile's chunks (warp w: row tile w % PN_WARPS, chunks w / PN_WARPS + i·WK). */
 template <typename T, typename TC, int MT, int WK>
 __global__ void __launch_bounds__(32 * PN_WARPS * WK)
@@ -75,8 +69,8 @@ k_gemm_panel(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t ld
         for (int c = wk; c < PN_CHUNKS; c += WK) {
             const int ch = c0 + st * PN_CHUNKS + c;
             const bool in = ch < c1 && ch * 32 + tq * 8 < k;
-            pn_copy16(buf + (c * 64 + lane) * 16, in && v0 ? w0 + ch * 32 : B, in && v0);
-            pn_copy16(buf + (c * 64 + 32 + lane) * 16, in && v1 ? w1 + ch * 32 : B, in && v1);
+            cp_async16(buf + (c * 64 + lane) * 16, in && v0 ? w0 + ch * 32 : B, in && v0 ? 16 : 0);
+            cp_async16(buf + (c * 64 + 32 + lane) * 16, in && v1 ? w1 + ch * 32 : B, in && v1 ? 16 : 0);
         }
     };
     auto prefetch_weights = [&](int st) { /* into L2, a lane a row's 64 bytes */
@@ -96,7 +90,7 @@ k_gemm_panel(const T *A, int64_t lda, const T *B, int64_t ldb, TC *C, int64_t ld
         for (int p = threadIdx.x; p < pieces; p += THREADS) {
             const int row = p / per_row, q = p % per_row, kk = kb + q * 8;
             const bool in = row < m && kk < c1 * 32 && kk < k;
-            pn_copy16(buf + row * PN_AROW + q * 16, in ? A + (int64_t)row * lda + kk : A, in);
+            cp_async16(buf + row * PN_AROW + q * 16, in ? A + (int64_t)row * lda + kk : A, in ? 16 : 0);
         }
     };
 
