@@ -968,13 +968,11 @@ static void reference(tcase *c)
     }
 }
 
-/* gemm's b_static hint (op table version 11) in every other case: B is uploaded before a case
- * runs, so the promise holds, and a device that reads B early (cuda's panel GEMM) is checked both
- * ways. */
-#define GEMM_B_STATIC(c) ((c)->index & 1)
-/* rotary_paged_attention's tables_static hint (op table version 12) likewise: the tables, positions
- * and caches are uploaded before a case runs. */
-#define ATTN_TABLES_STATIC(c) ((c)->index & 1)
+/* The hints that no op before writes an input (gemm's b_static, op table version 11;
+ * rotary_paged_attention's tables_static, version 12) in every other case: B, the tables, positions
+ * and caches are uploaded before a case runs, so the promises hold, and a device that reads them
+ * early (cuda's panel GEMM, its decode kernel) is checked both ways. */
+#define HINT_STATIC(c) ((c)->index & 1)
 
 static vg_status enqueue(const tcase *c)
 {
@@ -993,7 +991,7 @@ static vg_status enqueue(const tcase *c)
                           .ldb = c->ldb, .c = b[2].d, .ldc = c->ldc,
                           .bias = c->bias ? b[3].d : NULL,
                           .residual = c->res == 2 ? b[2].d : c->res == 1 ? b[c->nb - 1].d : NULL,
-                          .ldr = c->ldr, .act = c->act, .alpha = (float)c->alpha, .b_static = GEMM_B_STATIC(c)};
+                          .ldr = c->ldr, .act = c->act, .alpha = (float)c->alpha, .b_static = HINT_STATIC(c)};
         return vg_op_gemm(s, &a);
     }
     case VG_OP_GEMM_SILU_GATE: {
@@ -1001,7 +999,7 @@ static vg_status enqueue(const tcase *c)
                           .n = c->n, .k = c->k, .a = b[0].d, .lda = c->lda, .b = b[1].d,
                           .ldb = c->ldb, .c = b[2].d, .ldc = c->ldc, .bias = c->bias ? b[3].d : NULL,
                           .act = VG_ACT_NONE, .alpha = (float)c->alpha, .gate = VG_GEMM_GATE_SILU,
-                          .b_static = GEMM_B_STATIC(c)};
+                          .b_static = HINT_STATIC(c)};
         return vg_op_gemm(s, &a);
     }
     case VG_OP_GEMM_RMSNORM_A:
@@ -1015,7 +1013,7 @@ static vg_status enqueue(const tcase *c)
                           .gate = c->gate ? VG_GEMM_GATE_SILU : VG_GEMM_GATE_NONE,
                           .norm_w = unit ? NULL : b[3].d, .norm_eps = (float)c->eps,
                           .norm_out = (char *)b[2].d + (size_t)c->count * esize(c->t2), .norm_unit = unit,
-                          .b_static = GEMM_B_STATIC(c)};
+                          .b_static = HINT_STATIC(c)};
         return vg_op_gemm(s, &a);
     }
     case VG_OP_GATHER_ROWS:
@@ -1069,7 +1067,7 @@ static vg_status enqueue(const tcase *c)
             .v_cache = base + ((size_t)c->cols + (size_t)c->nslots * width) * es, .num_slots = c->nslots, .slots = b[2].d,
             .out = base + (size_t)c->count * es, .ld_out = c->ld2, .block_tables = b[4].d,
             .context_lens = b[5].d, .query_start = b[6].d, .max_blocks = c->max_blocks, .num_seqs = c->nseg,
-            .block_size = c->block_size, .tables_static = ATTN_TABLES_STATIC(c)};
+            .block_size = c->block_size, .tables_static = HINT_STATIC(c)};
         if (c->op == VG_OP_ROTARY_PAGED_ATTENTION_NORM_X) {
             a.norm_x = b[7].d, a.ld_norm_x = c->ldx, a.norm_x_cols = c->xcols, a.norm_x_eps = (float)c->xeps;
             a.qkv_bias = c->xbias ? (char *)b[7].d + (size_t)c->xbias * es : NULL;
