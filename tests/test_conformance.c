@@ -1869,9 +1869,11 @@ static void enqueue_rpa(void *arg)
 /* How a rotary_paged_case_run call's tables reach the device: uploaded before the op, with the
  * tables_static hint (op table version 12) or without; or written by the op just before it,
  * without the hint, over a table that names other blocks: a device must not read them early then.
- * That op is an argmax over rows of 8192 columns, each entry of the table the column of its row's
+ * That op is an argmax over rows of 65536 columns, each entry of the table the column of its row's
  * one 1: a kernel that may release the next one as it starts (cuda's do) and writes only when it
- * has read its row, so that an early read would find the wrong table. */
+ * has read its row, 256 KiB, so that an early read would find the wrong table. (With rows of 8192
+ * columns, a decode kernel of cuda's that read the tables early without the hint passed: each
+ * entry was written before that kernel's reads.) */
 typedef enum rpa_tables { TABLES_UPLOADED, TABLES_STATIC, TABLES_WRITTEN } rpa_tables;
 
 /* The rmsnorm a caller folded into the qkv projection (norm_x, op table version 10): norm_x's
@@ -1947,7 +1949,7 @@ static void rotary_paged_case_run_as(vg_dtype t, const paged_case *pc, int norms
     const size_t bt_bytes = (size_t)pc->num_seqs * (size_t)maxb * 4;
     int32_t *dbt = dalloc(bt_bytes), *dcl = dalloc(sizeof pb.cl), *dqs = dalloc(sizeof pb.qs);
     int32_t *dpos = dalloc((size_t)rows * 4), *dslots = dalloc((size_t)rows * 4);
-    const int64_t bt_rows = (int64_t)pc->num_seqs * maxb, bt_cols = 8192;
+    const int64_t bt_rows = (int64_t)pc->num_seqs * maxb, bt_cols = 65536;
     float *dbt_onehot = NULL;
     if (tables == TABLES_WRITTEN) {
         assert_true(pb.nblocks <= bt_cols);
