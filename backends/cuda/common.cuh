@@ -140,7 +140,7 @@ static inline void vgc_launch(vg_bk_stream *s, void (*kern)(KArgs...), dim3 grid
 vg_status vgc_gemm_tiled(vg_bk_stream *s, const vg_gemm_args *a);
 /* Member m of the caller's arguments a (a struct of type T), 0 where the core that built them
  * predates it: its struct_size ends before the member (members are only appended). */
-#define VGC_ARG_OR_0(a, T, m) ((a)->struct_size >= offsetof(T, m) + sizeof(a)->m ? (a)->m : 0)
+#define VGC_ARG_OR_0(a, T, m) ((a)->struct_size >= offsetof(T, m) + sizeof((a)->m) ? (a)->m : 0)
 /* The caller's b_static hint (vg_ops.h: gemm; op table version 11). */
 static inline int vgc_gemm_b_static(const vg_gemm_args *a) { return VGC_ARG_OR_0(a, vg_gemm_args, b_static) != 0; }
 /* The caller's tables_static hint (vg_ops.h: rotary_paged_attention; op table version 12). */
