@@ -17,14 +17,13 @@
  *
  * The split form has four warps a block (decode_split.cuh's merge runs on the whole block). The
  * whole form (vgc_decode_call.whole: one slice a row), often one block a multiprocessor, has
- * more (DT_WHOLE_WARPS): a warp of this kernel issues an instruction only every ~5.6 cycles (its
+ * more (dt_whole_warps): a warp of this kernel issues an instruction only every ~5.6 cycles (its
  * chain of dependent ones; ncu, H100), so with four warps a multiprocessor's schedulers idle 80%
- * of the time; eight took Qwen2.5-0.5B's 64 rows from 13.5-14.9 to 12.5 us, twelve its 16 rows from
- * 8.5 to 7.7. Where (row, KV head) pairs are too few to fill the multiprocessors, the whole form
- * cuts a row's context among the blocks of a cluster (sm_90: vgc_decode_call.whole > 1, the slices
- * along grid z): each block joins its warps as the whole form does, and the cluster joins its blocks
- * through distributed shared memory (dt_cluster_join), with no partials in memory, no counter and no
- * last block.
+ * of the time; eight took Qwen2.5-0.5B's 64 rows from 13.5-14.9 to 12.5 us. Where (row, KV head)
+ * pairs are too few to fill the multiprocessors, the whole form cuts a row's context among the
+ * blocks of a cluster (sm_90: vgc_decode_call.whole > 1, the slices along grid z): each block
+ * joins its warps as the whole form does, and the cluster joins its blocks through distributed
+ * shared memory (dt_cluster_join), with no partials in memory, no counter and no last block.
  *
  * With ROPE the kernel is rotary_paged_attention's (vg_ops.h): q, keys and values come unrotated
  * in the qkv rows, and rotary_kv_store's work is done where they are read. The queries are
@@ -57,11 +56,10 @@
 static_assert(DT_WARPS * 32 == PD_THREADS, "the merge of decode_split.cuh runs on the whole block");
 
 /* The whole form's warps (one slice a row: no merge), measured on the H100 (tuner, per call):
- * head_dim 64 at 16 rows 8.5 us with 8, 7.7 with 12, and at 64 rows 12.2 with 8, 12.1 with 12, 13.0
- * with 16; head_dim 128 at 16 rows 21.3 us with 8, 20.3 with 12 (~210 KB of shared memory: 13
- * would barely fit). A device with less shared memory runs the whole form with the split form's
- * four warps (dt_launch_form). */
-#define DT_WHOLE_WARPS 12
+ * head_dim 64 at 64 rows 12.5 us with 8, 13.0 with 16; head_dim 128 at 16 rows 21.3 us with 8,
+ * 20.3 with 12 (~210 KB of shared memory: 13 would barely fit). A device with less shared memory
+ * runs the whole form with the split form's four warps (dt_launch_form). */
+template <int HD> constexpr int dt_whole_warps() { return HD == 64 ? 8 : 12; }
 
 /* What the kernel with ROPE reads once a block into shared memory: the norms' weights and the
  * cosine and sine of each pair at the row's position; with norm_x, qkv_bias's elements for the
@@ -575,7 +573,7 @@ template <typename T, int HD>
 static cudaError_t dt_prepare_one(const vg_bk_device *dev)
 {
     cudaError_t e = dt_prepare_warps<T, HD, DT_WARPS>(dev);
-    return e == cudaSuccess ? dt_prepare_warps<T, HD, DT_WHOLE_WARPS>(dev) : e;
+    return e == cudaSuccess ? dt_prepare_warps<T, HD, dt_whole_warps<HD>()>(dev) : e;
 }
 
 /* The largest cluster of the whole form at head_dim HD the device can place (vgc_cluster_max; 1:
@@ -583,7 +581,7 @@ static cudaError_t dt_prepare_one(const vg_bk_device *dev)
  * dt_launch_form), what the four-warp kernel could take, which says only whether clusters run. */
 template <int HD> static int dt_cluster_fit(const vg_bk_device *dev)
 {
-    constexpr int W = DT_WHOLE_WARPS;
+    constexpr int W = dt_whole_warps<HD>();
     if (dt_smem<HD, W>(true) > dev->prop.sharedMemPerBlockOptin)
         return vgc_cluster_max(dev, k_decode_tc<vgc_bf16, HD, true, DT_WARPS>, DT_WARPS * 32,
                                dt_smem<HD, DT_WARPS>(true), 2);
@@ -636,21 +634,21 @@ static void dt_launch(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
 #undef DT_ARGS
 }
 
-/* Whether the whole form's DT_WHOLE_WARPS fit the device's shared memory (dt_prepare_warps set
+/* Whether the whole form's dt_whole_warps fit the device's shared memory (dt_prepare_warps set
  * them up only then). */
 template <int HD> static bool dt_whole_fits(const vg_bk_stream *s)
 {
-    return dt_smem<HD, DT_WHOLE_WARPS>(true) <= s->dev->prop.sharedMemPerBlockOptin;
+    return dt_smem<HD, dt_whole_warps<HD>()>(true) <= s->dev->prop.sharedMemPerBlockOptin;
 }
 
-/* the split form with four warps a block; the whole form with DT_WHOLE_WARPS where they fit (in
+/* the split form with four warps a block; the whole form with dt_whole_warps where they fit (in
  * clusters of c->whole blocks, up to what the device launches), else with four and no cluster */
 template <typename T, int HD>
 static void dt_launch_form(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
 {
     if (c->whole && dt_whole_fits<HD>(s)) {
         const int nb = c->whole < s->dev->decode_cluster_max ? c->whole : s->dev->decode_cluster_max;
-        dt_launch<T, HD, DT_WHOLE_WARPS>(s, c, nb > 1 ? nb : 1);
+        dt_launch<T, HD, dt_whole_warps<HD>()>(s, c, nb > 1 ? nb : 1);
     } else dt_launch<T, HD, DT_WARPS>(s, c, c->whole ? 1 : nsplit);
 }
 
