@@ -57,8 +57,11 @@ static_assert(DT_WARPS * 32 == PD_THREADS, "the merge of decode_split.cuh runs o
 
 /* The whole form's warps (one slice a row: no merge), measured on the H100 (tuner, per call):
  * head_dim 64 at 64 rows 12.5 us with 8, 13.0 with 16; head_dim 128 at 16 rows 21.3 us with 8,
- * 20.3 with 12 (~210 KB of shared memory: 13 would barely fit). A device with less shared memory
- * runs the whole form with the split form's four warps (dt_launch_form). */
+ * 20.3 with 12 (215 KiB of shared memory with the rotary's; 13 would take 232, over the 227 KiB a
+ * block may have). Twelve at head_dim 64 timed 7.7 us at 16 rows against 8.5 (2% off the step),
+ * but take 114 KiB with the rotary's, more than sm_86 and sm_89 grant a block (99 KiB), where
+ * eight (78 KiB) fit. A device with less shared memory runs the whole form with the split form's
+ * four warps (dt_launch_form). */
 template <int HD> constexpr int dt_whole_warps() { return HD == 64 ? 8 : 12; }
 
 /* What the kernel with ROPE reads once a block into shared memory: the norms' weights and the
@@ -221,6 +224,7 @@ k_decode_tc(const T *q, int64_t ld_q, T *out, int64_t ld_out, const T *k_cache, 
             const int32_t *query_start, int num_seqs, int heads, int kv_heads, int block_size,
             float scale_log2, int nsplit, float *part, unsigned *counters, dt_rope<T> rope)
 {
+    static_assert(W <= 16, "dt_rope_smem::xss holds one share a warp");
     using S = dt_shape<HD, W>;
     constexpr int LDS = S::LDS, KS = S::KS, NT = S::NT;
     extern __shared__ __align__(16) unsigned char dt_smem[];
