@@ -56,13 +56,14 @@
 static_assert(DT_WARPS * 32 == PD_THREADS, "the merge of decode_split.cuh runs on the whole block");
 
 /* The whole form's warps (one slice a row: no merge), measured on the H100 (tuner, per call):
- * head_dim 64 at 64 rows 12.5 us with 8, 13.0 with 16; head_dim 128 at 16 rows 21.3 us with 8,
- * 20.3 with 12 (215 KiB of shared memory with the rotary's; 13 would take 232, over the 227 KiB a
- * block may have). Twelve at head_dim 64 timed 7.7 us at 16 rows against 8.5 (2% off the step),
- * but take 114 KiB with the rotary's, more than sm_86 and sm_89 grant a block (99 KiB), where
- * eight (78 KiB) fit. A device with less shared memory runs the whole form with the split form's
- * four warps (dt_launch_form). */
-template <int HD> constexpr int dt_whole_warps() { return HD == 64 ? 8 : 12; }
+ * head_dim 64 at 16 rows 7.7 us with 12, 8.5 with 8; at 64 rows 12.1 with 12, 12.2 with 8, 13.0
+ * with 16; head_dim 128 at 16 rows 20.3 us with 12, 21.3 with 8. Twelve take 114 KiB of shared
+ * memory with the rotary's at head_dim 64 and 215 KiB at 128 (13 would take 232, over the 227 KiB
+ * a block may have on Hopper); eight 78 and 147 KiB. So a device takes twelve where its blocks may
+ * have that much, else eight (sm_86 and sm_89 grant 99 KiB: eight at head_dim 64; sm_80 163 KiB:
+ * eight at 128), else the split form's four (dt_whole_warps). */
+#define DT_WHOLE_MOST 12
+#define DT_WHOLE_LESS 8
 
 /* What the kernel with ROPE reads once a block into shared memory: the norms' weights and the
  * cosine and sine of each pair at the row's position; with norm_x, qkv_bias's elements for the
@@ -577,19 +578,34 @@ template <typename T, int HD>
 static cudaError_t dt_prepare_one(const vg_bk_device *dev)
 {
     cudaError_t e = dt_prepare_warps<T, HD, DT_WARPS>(dev);
-    return e == cudaSuccess ? dt_prepare_warps<T, HD, dt_whole_warps<HD>()>(dev) : e;
+    if (e == cudaSuccess) e = dt_prepare_warps<T, HD, DT_WHOLE_LESS>(dev);
+    return e == cudaSuccess ? dt_prepare_warps<T, HD, DT_WHOLE_MOST>(dev) : e;
+}
+
+/* The whole form's warps on this device at head_dim HD: the most whose shared memory it grants a
+ * block (dt_prepare_warps set those up), else the split form's four. */
+template <int HD> static int dt_whole_warps(const vg_bk_device *dev)
+{
+    if (dt_smem<HD, DT_WHOLE_MOST>(true) <= dev->prop.sharedMemPerBlockOptin) return DT_WHOLE_MOST;
+    if (dt_smem<HD, DT_WHOLE_LESS>(true) <= dev->prop.sharedMemPerBlockOptin) return DT_WHOLE_LESS;
+    return DT_WARPS;
 }
 
 /* The largest cluster of the whole form at head_dim HD the device can place (vgc_cluster_max; 1:
- * none). Where the whole form's warps do not fit (it then runs with four and no cluster:
- * dt_launch_form), what the four-warp kernel could take, which says only whether clusters run. */
+ * none), with its dt_whole_warps. With four (it then runs without clusters: dt_launch_form), what
+ * the four-warp kernel could take, which says only whether clusters run. */
+template <int HD, int W> static int dt_cluster_fit_warps(const vg_bk_device *dev)
+{
+    return vgc_cluster_max(dev, k_decode_tc<vgc_bf16, HD, true, W>, W * 32, dt_smem<HD, W>(true), 2);
+}
+
 template <int HD> static int dt_cluster_fit(const vg_bk_device *dev)
 {
-    constexpr int W = dt_whole_warps<HD>();
-    if (dt_smem<HD, W>(true) > dev->prop.sharedMemPerBlockOptin)
-        return vgc_cluster_max(dev, k_decode_tc<vgc_bf16, HD, true, DT_WARPS>, DT_WARPS * 32,
-                               dt_smem<HD, DT_WARPS>(true), 2);
-    return vgc_cluster_max(dev, k_decode_tc<vgc_bf16, HD, true, W>, W * 32, dt_smem<HD, W>(true), 2);
+    switch (dt_whole_warps<HD>(dev)) {
+    case DT_WHOLE_MOST: return dt_cluster_fit_warps<HD, DT_WHOLE_MOST>(dev);
+    case DT_WHOLE_LESS: return dt_cluster_fit_warps<HD, DT_WHOLE_LESS>(dev);
+    default: return dt_cluster_fit_warps<HD, DT_WARPS>(dev);
+    }
 }
 
 vg_status vgc_decode_tc_prepare(vg_bk_device *dev)
@@ -638,22 +654,17 @@ static void dt_launch(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
 #undef DT_ARGS
 }
 
-/* Whether the whole form's dt_whole_warps fit the device's shared memory (dt_prepare_warps set
- * them up only then). */
-template <int HD> static bool dt_whole_fits(const vg_bk_stream *s)
-{
-    return dt_smem<HD, dt_whole_warps<HD>()>(true) <= s->dev->prop.sharedMemPerBlockOptin;
-}
-
-/* the split form with four warps a block; the whole form with dt_whole_warps where they fit (in
- * clusters of c->whole blocks, up to what the device launches), else with four and no cluster */
+/* the split form with four warps a block; the whole form with dt_whole_warps (in clusters of
+ * c->whole blocks, up to what the device launches; with four, no cluster) */
 template <typename T, int HD>
 static void dt_launch_form(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
 {
-    if (c->whole && dt_whole_fits<HD>(s)) {
-        const int nb = c->whole < s->dev->decode_cluster_max ? c->whole : s->dev->decode_cluster_max;
-        dt_launch<T, HD, dt_whole_warps<HD>()>(s, c, nb > 1 ? nb : 1);
-    } else dt_launch<T, HD, DT_WARPS>(s, c, c->whole ? 1 : nsplit);
+    const int nb = c->whole < s->dev->decode_cluster_max ? c->whole : s->dev->decode_cluster_max;
+    switch (c->whole ? dt_whole_warps<HD>(s->dev) : DT_WARPS) {
+    case DT_WHOLE_MOST: dt_launch<T, HD, DT_WHOLE_MOST>(s, c, nb > 1 ? nb : 1); break;
+    case DT_WHOLE_LESS: dt_launch<T, HD, DT_WHOLE_LESS>(s, c, nb > 1 ? nb : 1); break;
+    default: dt_launch<T, HD, DT_WARPS>(s, c, c->whole ? 1 : nsplit);
+    }
 }
 
 int vgc_decode_tc_takes(const vg_bk_stream *s, const vgc_decode_call *c)
