@@ -1855,6 +1855,8 @@ typedef struct rpa_call {
      * bt_onehot [bt_rows, bt_cols] (F32) */
     const float *bt_onehot;
     int64_t bt_rows, bt_cols;
+    /* with QKV_WRITTEN: a.qkv written just before the op by this GEMM (m = 0: none) */
+    vg_gemm_args qkv_gemm;
 } rpa_call;
 
 static void enqueue_rpa(void *arg)
@@ -1863,6 +1865,7 @@ static void enqueue_rpa(void *arg)
     if (c->bt_onehot)
         VG_CHECK(vg_op_argmax(g.s, VG_DTYPE_F32, c->bt_onehot, c->bt_cols, c->bt_rows, c->bt_cols,
                               (int32_t *)c->a.block_tables));
+    if (c->qkv_gemm.m) VG_CHECK(vg_op_gemm(g.s, &c->qkv_gemm));
     VG_CHECK(vg_op_rotary_paged_attention(g.s, &c->a));
 }
 
@@ -1873,8 +1876,12 @@ static void enqueue_rpa(void *arg)
  * one 1: a kernel that may release the next one as it starts (cuda's do) and writes only when it
  * has read its row, 256 KiB, so that an early read would find the wrong table. (With rows of 8192
  * columns, a decode kernel of cuda's that read the tables early without the hint passed: each
- * entry was written before that kernel's reads.) */
-typedef enum rpa_tables { TABLES_UPLOADED, TABLES_STATIC, TABLES_WRITTEN } rpa_tables;
+ * entry was written before that kernel's reads.) With QKV_WRITTEN the tables are uploaded and the
+ * hint given, and what the op just before writes is qkv, over rows that hold other values, as a
+ * model's projection does: a device may read the tables early then, but not qkv. That op is a GEMM
+ * whose B is the identity beside zeros, k long enough that B takes ~32 MiB: cuda's own GEMMs
+ * release the next kernel as they start and write C as they end. */
+typedef enum rpa_tables { TABLES_UPLOADED, TABLES_STATIC, TABLES_WRITTEN, QKV_WRITTEN } rpa_tables;
 
 /* The rmsnorm a caller folded into the qkv projection (norm_x, op table version 10): norm_x's
  * width, row stride and eps, and whether the projection has a bias. */
@@ -1978,7 +1985,7 @@ static void rotary_paged_case_run_as(vg_dtype t, const paged_case *pc, int norms
                    .pos = dpos, .theta = theta, .scale = scale, .k_cache = dk, .v_cache = dv, .num_slots = nslots, .slots = dslots,
                    .out = dout, .ld_out = ld_out, .block_tables = dbt, .context_lens = dcl, .query_start = dqs,
                    .max_blocks = maxb, .num_seqs = pc->num_seqs, .block_size = bs,
-                   .tables_static = tables == TABLES_STATIC}};
+                   .tables_static = tables == TABLES_STATIC || tables == QKV_WRITTEN}};
     if (tables == TABLES_WRITTEN) c.bt_onehot = dbt_onehot, c.bt_rows = bt_rows, c.bt_cols = bt_cols;
     if (fold) {
         c.a.norm_x = dnx, c.a.ld_norm_x = fold->ld, c.a.norm_x_cols = fold->cols, c.a.norm_x_eps = fold->eps;
@@ -1987,6 +1994,26 @@ static void rotary_paged_case_run_as(vg_dtype t, const paged_case *pc, int norms
     float *orig = malloc(n * 4); /* qkv as the device holds it before the op */
     assert_non_null(orig);
     download_as(t, orig, dx, n);
+    void *dga = NULL, *dgb = NULL; /* with QKV_WRITTEN, the GEMM's A: [qkv's rows | random], B: [I | 0] */
+    if (tables == QKV_WRITTEN) {
+        const int64_t kk = ((int64_t)((1u << 24) / nb > nb ? (1u << 24) / nb : nb) + 63) / 64 * 64;
+        float *ga = malloc((size_t)rows * (size_t)kk * 4), *gb = calloc(nb * (size_t)kk, 4), *decoy = malloc(n * 4);
+        assert_true(ga && gb && decoy);
+        fill_random(ga, (size_t)rows * (size_t)kk, 207);
+        for (int r = 0; r < rows; r++) memcpy(ga + (size_t)r * (size_t)kk, orig + (size_t)r * (size_t)ld, nb * 4);
+        for (size_t j = 0; j < nb; j++) gb[j * (size_t)kk + j] = 1.0f;
+        fill_random(decoy, n, 208);
+        for (int r = 0; r < rows; r++) /* the columns past qkv's are not the GEMM's: as they were */
+            memcpy(decoy + (size_t)r * (size_t)ld + nb, orig + (size_t)r * (size_t)ld + nb, ((size_t)ld - nb) * 4);
+        dga = upload_as(t, ga, (size_t)rows * (size_t)kk), dgb = upload_as(t, gb, nb * (size_t)kk);
+        VG_CHECK(vg_mem_free(g.rt, dx));
+        dx = upload_as(t, decoy, n);
+        c.a.qkv = dx;
+        c.qkv_gemm = (vg_gemm_args){.struct_size = sizeof c.qkv_gemm, .dtype_ab = t, .dtype_c = t, .m = rows,
+                                    .n = (int64_t)nb, .k = kk, .a = dga, .lda = kk, .b = dgb, .ldb = kk, .c = dx,
+                                    .ldc = ld, .alpha = 1.0f, .b_static = 1};
+        free(ga), free(gb), free(decoy);
+    }
     const int graph = has_graphs() && (!fold || vg_runtime_op_capturable(g.rt, VG_OP_ROTARY_PAGED_ATTENTION_NORM_X));
     vg_graph_exec *exec = graph ? capture(enqueue_rpa, &c) : NULL;
     if (exec) {
@@ -2010,7 +2037,8 @@ static void rotary_paged_case_run_as(vg_dtype t, const paged_case *pc, int norms
     if (fold)
         snprintf(folded, sizeof folded, " norm_x %d cols ld %d eps %g%s", fold->cols, fold->ld, (double)fold->eps,
                  fold->bias ? " qkv_bias" : "");
-    static const char *const how[] = {"", " tables_static", " table written just before"};
+    static const char *const how[] = {"", " tables_static", " table written just before",
+                                      " tables_static, qkv written just before"};
     snprintf(what, sizeof what, "rotary_paged_attention %s heads %d/%d head_dim %d block %d rows %d%s%s%s",
              vg_dtype_name(t), pc->heads, pc->kv_heads, hd, bs, rows, norms ? " q/k norms" : "", folded,
              how[tables]);
@@ -2057,6 +2085,8 @@ static void rotary_paged_case_run_as(vg_dtype t, const paged_case *pc, int norms
         if (dbias) VG_CHECK(vg_mem_free(g.rt, dbias));
     }
     if (dbt_onehot) VG_CHECK(vg_mem_free(g.rt, dbt_onehot));
+    if (dga) VG_CHECK(vg_mem_free(g.rt, dga));
+    if (dgb) VG_CHECK(vg_mem_free(g.rt, dgb));
 }
 
 static void rotary_paged_case_run(vg_dtype t, const paged_case *pc, int norms, const norm_fold *fold)
@@ -2124,9 +2154,11 @@ static void test_rotary_paged_attention_norm_x(void **state)
 }
 
 /* rotary_paged_attention's tables_static hint (op table version 12) at decode shapes of both
- * models, with and without norm_x: with the hint, the tables uploaded before; without it, the block
- * table written by the op just before, over one that names other blocks (a device that read it
- * early, as cuda's decode kernel does with the hint, would attend to the wrong keys). */
+ * models, with and without norm_x: with the hint, the tables uploaded before, and (BF16, where
+ * cuda's decode kernel reads early) qkv written by the op just before (a device that read the
+ * queries early would attend with the wrong ones); without it, the block table written by the op
+ * just before, over one that names other blocks (a device that read it early, as cuda's decode
+ * kernel does with the hint, would attend to the wrong keys). */
 static void test_rotary_paged_attention_tables(void **state)
 {
     (void)state;
@@ -2141,6 +2173,8 @@ static void test_rotary_paged_attention_tables(void **state)
             rotary_paged_case_run_as(VG_DTYPE_BF16, &pc, h[2] == 128, nx ? &fold : NULL, (rpa_tables)tables);
             rotary_paged_case_run_as(VG_DTYPE_F32, &pc, k % 2, NULL, (rpa_tables)tables);
         }
+        if (supports(VG_OP_GEMM))
+            rotary_paged_case_run_as(VG_DTYPE_BF16, &pc, h[2] == 128, nx && k % 2 ? &fold : NULL, QKV_WRITTEN);
     }
 }
 
