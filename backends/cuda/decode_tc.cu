@@ -560,8 +560,8 @@ template <int HD, int W> static size_t dt_smem(bool rope)
     return dt_shape<HD, W>::smem + (rope ? dt_shape<HD, W>::rope_bytes : 0);
 }
 
-/* The kernel's shared memory set for W warps, where the device has that much (the whole form's
- * 12 warps at head_dim 128 take ~210 KB: Hopper's; dt_launch_form uses four elsewhere). */
+/* The kernel's shared memory set for W warps, where the device has that much (dt_whole_warps
+ * takes the most warps set up so). */
 template <typename T, int HD, int W>
 static cudaError_t dt_prepare_warps(const vg_bk_device *dev)
 {
