@@ -2001,7 +2001,8 @@ static void rotary_paged_case_run_as(vg_dtype t, const paged_case *pc, int norms
     /* with QKV_WRITTEN, the GEMM's A: [qkv's rows | random], B: [I | 0], and the decoy rows */
     void *dga = NULL, *dgb = NULL, *ddecoy = NULL;
     if (tables == QKV_WRITTEN) {
-        const int64_t kk = ((int64_t)((1u << 24) / nb > nb ? (1u << 24) / nb : nb) + 63) / 64 * 64;
+        const size_t b_elems = (size_t)1 << 24, cols = b_elems / nb > nb ? b_elems / nb : nb; /* B: ~32 MiB */
+        const int64_t kk = (int64_t)(cols + 63) / 64 * 64;
         float *ga = malloc((size_t)rows * (size_t)kk * 4), *gb = calloc(nb * (size_t)kk, 4), *decoy = malloc(n * 4);
         assert_true(ga && gb && decoy);
         fill_random(ga, (size_t)rows * (size_t)kk, 207);
@@ -2166,9 +2167,9 @@ static void test_rotary_paged_attention_norm_x(void **state)
  * models, with and without norm_x: with the hint, the tables uploaded before, and (BF16 only: the
  * GEMM's identity is exact there, and cuda's decode kernel reads early for BF16 and F16 alike) qkv
  * written by the op just before (a device that read the queries early would attend with the wrong
- * ones); without it, the block table written by the op
- * just before, over one that names other blocks (a device that read it early, as cuda's decode
- * kernel does with the hint, would attend to the wrong keys). */
+ * ones); without it, the block table written by the op just before, over one that names other
+ * blocks (a device that read it early, as cuda's decode kernel does with the hint, would attend to
+ * the wrong keys). */
 static void test_rotary_paged_attention_tables(void **state)
 {
     (void)state;

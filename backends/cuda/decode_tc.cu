@@ -37,6 +37,8 @@
  * factor, plus qkv_bias, where it is read; the launch the norm before the projection took is gone. */
 #include <limits.h>
 
+#include <type_traits>
+
 #include <cooperative_groups.h>
 
 #include "attention_tc.cuh"
@@ -582,30 +584,27 @@ static cudaError_t dt_prepare_one(const vg_bk_device *dev)
     return e == cudaSuccess ? dt_prepare_warps<T, HD, DT_WHOLE_MOST>(dev) : e;
 }
 
-/* The whole form's warps on this device at head_dim HD: the most whose shared memory it grants a
- * block (dt_prepare_warps set those up), else the split form's four. */
-template <int HD> static int dt_whole_warps(const vg_bk_device *dev)
+/* f(std::integral_constant<int, W>{}) with W the whole form's warps on this device at head_dim HD:
+ * the most whose shared memory it grants a block (dt_prepare_warps set those up), else the split
+ * form's four. */
+template <int HD, typename F> static auto dt_whole_warps(const vg_bk_device *dev, F f)
 {
-    if (dt_smem<HD, DT_WHOLE_MOST>(true) <= dev->prop.sharedMemPerBlockOptin) return DT_WHOLE_MOST;
-    if (dt_smem<HD, DT_WHOLE_LESS>(true) <= dev->prop.sharedMemPerBlockOptin) return DT_WHOLE_LESS;
-    return DT_WARPS;
+    if (dt_smem<HD, DT_WHOLE_MOST>(true) <= dev->prop.sharedMemPerBlockOptin)
+        return f(std::integral_constant<int, DT_WHOLE_MOST>{});
+    if (dt_smem<HD, DT_WHOLE_LESS>(true) <= dev->prop.sharedMemPerBlockOptin)
+        return f(std::integral_constant<int, DT_WHOLE_LESS>{});
+    return f(std::integral_constant<int, DT_WARPS>{});
 }
 
 /* The largest cluster of the whole form at head_dim HD the device can place (vgc_cluster_max; 1:
  * none), with its dt_whole_warps. With four (it then runs without clusters: dt_launch_form), what
  * the four-warp kernel could take, which says only whether clusters run. */
-template <int HD, int W> static int dt_cluster_fit_warps(const vg_bk_device *dev)
-{
-    return vgc_cluster_max(dev, k_decode_tc<vgc_bf16, HD, true, W>, W * 32, dt_smem<HD, W>(true), 2);
-}
-
 template <int HD> static int dt_cluster_fit(const vg_bk_device *dev)
 {
-    switch (dt_whole_warps<HD>(dev)) {
-    case DT_WHOLE_MOST: return dt_cluster_fit_warps<HD, DT_WHOLE_MOST>(dev);
-    case DT_WHOLE_LESS: return dt_cluster_fit_warps<HD, DT_WHOLE_LESS>(dev);
-    default: return dt_cluster_fit_warps<HD, DT_WARPS>(dev);
-    }
+    return dt_whole_warps<HD>(dev, [&](auto w) {
+        constexpr int W = decltype(w)::value;
+        return vgc_cluster_max(dev, k_decode_tc<vgc_bf16, HD, true, W>, W * 32, dt_smem<HD, W>(true), 2);
+    });
 }
 
 vg_status vgc_decode_tc_prepare(vg_bk_device *dev)
@@ -659,12 +658,15 @@ static void dt_launch(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
 template <typename T, int HD>
 static void dt_launch_form(vg_bk_stream *s, const vgc_decode_call *c, int nsplit)
 {
-    const int nb = c->whole < s->dev->decode_cluster_max ? c->whole : s->dev->decode_cluster_max;
-    switch (c->whole ? dt_whole_warps<HD>(s->dev) : DT_WARPS) {
-    case DT_WHOLE_MOST: dt_launch<T, HD, DT_WHOLE_MOST>(s, c, nb > 1 ? nb : 1); break;
-    case DT_WHOLE_LESS: dt_launch<T, HD, DT_WHOLE_LESS>(s, c, nb > 1 ? nb : 1); break;
-    default: dt_launch<T, HD, DT_WARPS>(s, c, c->whole ? 1 : nsplit);
+    if (!c->whole) {
+        dt_launch<T, HD, DT_WARPS>(s, c, nsplit);
+        return;
     }
+    const int nb = c->whole < s->dev->decode_cluster_max ? c->whole : s->dev->decode_cluster_max;
+    dt_whole_warps<HD>(s->dev, [&](auto w) {
+        constexpr int W = decltype(w)::value;
+        dt_launch<T, HD, W>(s, c, W != DT_WARPS && nb > 1 ? nb : 1);
+    });
 }
 
 int vgc_decode_tc_takes(const vg_bk_stream *s, const vgc_decode_call *c)
