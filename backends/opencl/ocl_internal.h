@@ -128,7 +128,7 @@ struct vg_bk_device {
     uint64_t used;
 };
 
-/* The ops this backend implements: VG_OP_FILL up to VG_OP_GATHER_WEIGHTED (op table version 5).
+/* The ops this backend implements: VG_OP_FILL up to VG_OP_GEMM_RMSNORM_A (op table versions 1-6).
  * Not VG_OP_COUNT_: an op appended to the catalogue is offered once its kernel is written. */
 #define OCL_OP_COUNT (VG_OP_GEMM_RMSNORM_A + 1)
 
