@@ -22,11 +22,15 @@ extern char **environ;
 #define POLL_MS 20
 #define DEFAULT_TIMEOUT_MS 60000
 
+/* A whole number in [lo, hi] from the environment: 1, or 0 where the variable is unset, or -1
+ * where it is set to anything else (empty, a sign, spaces or a unit included), as the core reads
+ * VG_COMM_TIMEOUT_MS (core/comm.c): what the launcher accepts, the ranks accept too. */
 static int env_int(const char *name, long lo, long hi, long *out)
 {
     const char *v = getenv(name);
     char *end = NULL;
-    if (!v || !*v) return 0;
+    if (!v) return 0;
+    if (!(v[0] >= '0' && v[0] <= '9')) return -1;
     errno = 0;
     long x = strtol(v, &end, 10);
     if (errno || *end || x < lo || x > hi) return -1;

@@ -10,7 +10,8 @@
 #   stopped   a rank stopped (SIGSTOP): the other fails on the communicator's timeout and the
 #             launcher terminates the stopped one; bounded too
 #   refused   --tp that the model's heads do not allow, --tp 0, a backend without
-#             communicators: exit 2 before any rank starts
+#             communicators, a VG_COMM_TIMEOUT_MS the ranks would refuse: exit 2 before any
+#             rank starts
 #   bench     vg lm bench --tp 2 reports the collectives' share
 set -u
 case_name=$1
@@ -136,6 +137,14 @@ refused)
     test $rc -eq 2 || fail "$args: exit $rc, not 2"
   done
   grep -q "tp" "$T/err" || fail "--tp 0: no message"
+  # a timeout the ranks' communicators would refuse (core/comm.c) is refused before they start
+  for bad in "" " 5" "+5" "5ms" "0"; do
+    VG_COMM_TIMEOUT_MS="$bad" "$VG" lm generate --model "$DATA/qwen2_tiny/model" --prompt-ids 1,2 \
+      --max-new-tokens 2 --tp 2 --backend kunlun_stub 2>"$T/err"
+    rc=$?; cat "$T/err" >&2
+    test $rc -eq 2 && grep -q "VG_COMM_TIMEOUT_MS '$bad' is not a whole number" "$T/err" ||
+      fail "VG_COMM_TIMEOUT_MS='$bad': exit $rc"
+  done
   "$VG" lm generate --model "$DATA/qwen2_tiny/model" --prompt-ids 1,2 --max-new-tokens 2 --tp 3 2>"$T/err"
   grep -q "4 attention heads do not split over 3 ranks" "$T/err" || fail "--tp 3: $(cat "$T/err")"
   "$VG" lm bench --config qwen2-tiny --dtype f32 --batch 1 --prompt 4 --new 2 --tp 3 2>"$T/err"
