@@ -56,8 +56,9 @@ typedef struct vg_dlpack_tensor {
     void *priv_; /* import: vg's bookkeeping, for vg_dlpack_release */
 } vg_dlpack_tensor;
 
-/* The DLPack device of rt's device: {kDLCUDA, ordinal}, {kDLOpenCL, index}, {kDLCPU, 0} for
- * kunlun_stub. VG_ERR_UNSUPPORTED without VG_CAP_NATIVE. */
+/* The DLPack device of rt's device: {kDLCUDA, ordinal}, {kDLOpenCL, index}, {kDLCPU, index} for
+ * kunlun_stub (the stub's device index, 0 unless VG_STUB_DEVICES opens more than one).
+ * VG_ERR_UNSUPPORTED without VG_CAP_NATIVE. */
 VG_API vg_status vg_dlpack_device(vg_runtime *rt, DLDevice *out);
 
 /* Wrap t (ptr a vg device address of rt: an allocation, a runner buffer, registered memory) as a

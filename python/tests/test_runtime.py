@@ -124,7 +124,8 @@ def test_objects_outliving_their_runtime_refuse():
     s = vgraph.Stream(rt)
     imp = Imported(rt, np.ones((3, 4), np.float32))
     rt.close()
-    for call in (g.stats, lambda: g(x), g.invalidate, s.synchronize, lambda: s.native, borrowed.synchronize):
+    for call in (g.stats, lambda: g(x), g.invalidate, s.synchronize, lambda: s.native, borrowed.synchronize,
+                 lambda: imp.ptr):
         refused(call)
     assert g.capture_sizes() == [4]  # what the wrapper knows without the library
     g.close()
@@ -137,6 +138,10 @@ def test_objects_outliving_their_runtime_refuse():
     borrowed = g.stream
     g.close()  # the runner goes, and the stream it lent with it
     refused(borrowed.synchronize)
+    imp = Imported(rt, np.ones((3, 4), np.float32))
+    assert imp.ptr
+    imp.release()  # released by hand, the runtime still open
+    refused(lambda: imp.ptr)
     rt.close()
 
 

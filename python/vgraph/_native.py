@@ -160,10 +160,18 @@ class Imported:
         # released by release(), or by the runtime's close before its device, whichever is first
         release = _need("vg_dlpack_release", "dlpack release")
         self._res = rt._own(lambda held: release(ctypes.byref(held)), t)
-        self.ptr = t.ptr
+        self._ptr = t.ptr
         self.dtype = t.dtype
         self.shape = tuple(t.shape[i] for i in range(t.ndim))
         self.strides = tuple(t.strides[i] for i in range(t.ndim))
+
+    @property
+    def ptr(self):
+        """The vg device address; VgError (VG_ERR_STATE) once released, by release() or by the
+        runtime's close, rather than an address of freed memory."""
+        if self._res is None or self._res.handle is None:
+            raise_python(ERR_STATE, "Imported: released (by release() or by its runtime's close)")
+        return self._ptr
 
     def release(self):
         if self._res is not None:
