@@ -9,6 +9,8 @@
  *     member of config.json accounts for: refused, naming them (the first few and the count);
  *   - a FIFO, a directory or a device in place of a weights file, a shard, config.json or the
  *     index: refused at once (an alarm turns a hang into a failure);
+ *   - a shard name in the index that is not a plain file name (a path, a hidden or empty name):
+ *     refused, even where the file it names exists;
  *   - the messages for a head count that does not divide hidden_size, a model path that does
  *     not exist, and a truncated config.json (one message, whichever function reads it). */
 #include <cjson/cJSON.h>
@@ -62,7 +64,7 @@ static void rm_dir(const char *dir)
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         struct stat sb;
-        if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) rmdir(path);
+        if (lstat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) rm_dir(path);
         else unlink(path);
     }
     closedir(d);
@@ -508,6 +510,65 @@ static void test_fifo_shard_and_index(void **state)
     alarm(0);
 }
 
+/* The index's shard names with every weight_map value `from` replaced by `to`. */
+static void rename_shard_in_index(const char *from, const char *to)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", g_dir);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    cJSON *root = cJSON_Parse(text);
+    assert_non_null(root);
+    cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "weight_map"), *e;
+    assert_non_null(map);
+    int renamed = 0;
+    cJSON_ArrayForEach(e, map)
+        if (cJSON_IsString(e) && !strcmp(e->valuestring, from)) {
+            cJSON_SetValuestring(e, to);
+            renamed++;
+        }
+    assert_true(renamed > 0);
+    char *out = cJSON_Print(root);
+    cJSON_Delete(root);
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(out, f);
+    assert_int_equal(fclose(f), 0);
+    free(out);
+}
+
+/* A shard name in the index that is not a plain file name of the model directory (a path into a
+ * subfolder or out of it, a hidden name, an empty one) is refused, even where the file it names
+ * exists and would load: the index may not reach files outside the checkpoint's own. */
+static void test_shard_name_not_plain(void **state)
+{
+    (void)state;
+    static const char *const shard = "model-00002-of-00003.safetensors";
+    static const char *const bad[] = {"sub/model-00002-of-00003.safetensors",
+                                      "../model-00002-of-00003.safetensors",
+                                      ".model-00002-of-00003.safetensors", ""};
+    char from[512], to[512], want[160];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        copy_model(QWEN2_SHARDED, NULL);
+        snprintf(from, sizeof from, "%s/%s", g_dir, shard);
+        snprintf(to, sizeof to, "%s/sub", g_dir);
+        assert_int_equal(mkdir(to, 0700), 0);
+        snprintf(to, sizeof to, "%s/sub/%s", g_dir, shard); /* the file the first name reaches */
+        copy_file(from, to);
+        snprintf(to, sizeof to, "%s/.%s", g_dir, shard); /* and the third */
+        copy_file(from, to);
+        rename_shard_in_index(shard, bad[i]);
+        snprintf(want, sizeof want, "shard name '%s' is not a plain file name", bad[i]);
+        VG_CHECK_FAILS(load_lm(g_dir, AUTO), VG_ERR_FORMAT, want);
+        teardown_dir(NULL);
+        setup_dir(NULL);
+    }
+}
+
 static void test_config_not_regular(void **state)
 {
     (void)state;
@@ -635,6 +696,7 @@ int main(void)
         T(test_lm_more_layers),
         T(test_fifo_weights),
         T(test_fifo_shard_and_index),
+        T(test_shard_name_not_plain),
         T(test_config_not_regular),
         T(test_heads_not_dividing),
         T(test_model_path_missing),
