@@ -30,11 +30,12 @@ static const char k_help[] =
     "A producer process puts N tensors of assorted shapes and dtypes (up to 64 KiB each) in P\n"
     "IPC pools; a consumer process imports each by its descriptor, once with the pool cache on\n"
     "and once with it off (VG_IPC_POOL_CACHE=0: one handle open and close per tensor). Reports\n"
-    "us per tensor for the import and the release (median, p90, mean), the cost of one open\n"
+    "us per tensor for the import (median, p90, mean) and the release (median, p90; its mean in\n"
+    "--json), the cost of one open\n"
     "(the cache's misses), the cache's counters, and checks every byte the consumer reads.\n"
     "  --backend B   a backend name or the path of a plugin .so (its devices need IPC)\n"
     "  --tensors N   tensors, 1..1000000 (default 1000)\n"
-    "  --pools P     pools, 1..4096 (default 4); tensor i lives in pool i mod P\n"
+    "  --pools P     pools, 1..4096 (default 4, at most --tensors); tensor i lives in pool i mod P\n"
     "  --json        print the results as one JSON document\n";
 
 #define MSG_BYTES 1024

@@ -16,7 +16,8 @@ static const char k_help[] =
     "backends cuda, hip, opencl and kunlun_stub, and each libvg_<name>.so on VG_BACKEND_PATH) is\n"
     "probed, with its score, and the one auto-selection picks is named: the usable one with the\n"
     "highest score. With a backend named (option or VG_BACKEND), only that one is probed, and the\n"
-    "exit status is non-zero when it cannot be loaded or has no device.\n"
+    "exit status is non-zero when it cannot be loaded or has no device; without one, when no\n"
+    "candidate is usable.\n"
     "  --json      print the same information as one JSON document\n"
     "  --backend   a backend name or the path of a plugin .so (overrides VG_BACKEND)\n";
 

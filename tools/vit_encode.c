@@ -33,10 +33,13 @@ static const char k_help[] =
     "or FIFO (written through), not the --input or --expected file nor a file of the model\n"
     "directory; when OUT is standard output (/dev/stdout), the summary goes to stderr.\n"
     "  --mode M            graph mode (default full_and_piecewise)\n"
-    "  --capture-sizes L   token counts to capture, multiples of the merge unit (4)\n"
+    "  --capture-sizes L   token counts to capture, multiples of the model's merge unit\n"
+    "                      (spatial_merge_size^2: 4 for Qwen2.5-VL and Qwen3-VL; default the\n"
+    "                      runner's ladder, 64 to 4096)\n"
     "  --max-capture-size N  calls above N tokens run eagerly\n"
     "  --warmup            capture the input's bucket before the first call\n"
-    "  --repeat N          encode N times, 1..1000000 (the first call captures, later ones replay)\n"
+    "  --repeat N          encode N times, 1..1000000, default 1 (the first call captures, later\n"
+    "                      ones replay)\n"
     "  --expected REF      compare the outputs with REF's tensors of the same names (same shapes;\n"
     "                      every deepstack.K the model makes): max relative error =\n"
     "                      max|out - ref| / max|ref|, per tensor, the largest deciding\n"
@@ -273,8 +276,14 @@ static int encode(const encode_args *a, const input *in, const vg_expected *e)
     vg_progress progress;
     vg_progress_start(&progress, a->quiet);
     int rc = 0;
-    if (vg_runtime_open(&ro, &rt) != VG_OK || vg_vit_load(rt, a->model, &a->opts, &vit) != VG_OK)
+    if (vg_runtime_open(&ro, &rt) != VG_OK) {
         rc = vg_cli_fail("vit encode", "%s", vg_last_error());
+    } else if (vg_vit_load(rt, a->model, &a->opts, &vit) != VG_OK) {
+        /* the options are the command line's: one the model refuses (capture sizes that are not
+         * whole merge units of this model) is a wrong command line; a bad model is a failed input */
+        rc = vg_last_status() == VG_ERR_INVALID_ARG ? vg_cli_usage("vit encode", "%s", vg_last_error())
+                                                    : vg_cli_fail("vit encode", "%s", vg_last_error());
+    }
     if (!rc) vg_vit_get_info(vit, &info);
     if (!rc && e) rc = check_expected_shape(e, in, &info);
     /* every call encodes the same input: its bucket is the only one to warm */
