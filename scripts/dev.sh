@@ -8,35 +8,42 @@
 #              kunlun_stub and the backends this machine can run: cuda only with an NVIDIA GPU,
 #              hip only with an AMD one (/dev/kfd), opencl only with a registered OpenCL driver
 #   test       build everything, then the whole test suite (GPU tests SKIP without a GPU), ending
-#              with 'vg tests: N passed, M failed, K skipped'; extra args go to ctest
+#              with 'vg tests: N passed, M failed, K skipped'; extra args go to ctest. Then, if it
+#              passed, the Python package (scripts/python-test.sh: a venv in BUILD_DIR, its own
+#              CPU-only build), ending with 'pytest: N passed, M failed, K skipped'
 #   ctest      the test suite and its summary in an already-built tree (args go to ctest)
 #   build      configure and build, showing the compiler's output
-#   gpu-test   build, then the GPU suite and a compute-sanitizer memcheck (needs a GPU)
+#   gpu-test   build, then the GPU suite (needs a GPU; scripts/gpu-suite.sh: ctest -L gpu,
+#              compute-sanitizer memcheck and racecheck, the launch and IPC benchmarks)
 #   sanitize   the CPU suite under ASan+UBSan, the threaded tests under TSan
 #   fuzz [S]   the libFuzzer targets for S seconds each (default 60)
-#   deps       install the build's Debian packages only
-# Every other configure builds each backend whose toolchain is present, whatever an earlier
-# configure cached: cuda when nvcc is on PATH or in $CUDA_HOME/bin (default /usr/local/cuda),
+#   deps       install the build's Debian packages only (deps-fuzz: and clang's, for fuzz)
+# The configures of test, build and gpu-test build each backend whose toolchain is present
+# (run's only those this machine can run; sanitize, fuzz and the Python package's build are
+# CPU-only), whatever an earlier configure cached: cuda when nvcc is on PATH or in
+# $CUDA_HOME/bin (default /usr/local/cuda),
 # hip when hipcc is on PATH, opencl when CMake finds the OpenCL headers and ICD loader (its
 # VG_BUILD_OPENCL=AUTO decides at every configure). run, test and gpu-test keep the compiler's
 # output in BUILD_DIR/build.log, show one progress line (a line every 30 s when stderr is not a
 # terminal: percent and seconds) and the log's tail if the build fails.
-# Environment: VG_BUILD_DIR (default: build), VG_CMAKE_ARGS (extra cmake arguments, applied
+# Environment: VG_BUILD_DIR (default: build; also the base of sanitize's BUILD_DIR-asan and
+#              -tsan and fuzz's BUILD_DIR-fuzz), VG_CMAKE_ARGS (extra cmake arguments, applied
 #              last: -DVG_BUILD_HIP=OFF there wins), VG_JOBS (parallel build jobs, default:
 #              nproc), VG_SKIP_DEPS=1 (no apt-get), CUDA_HOME, VG_KERNEL_LIBS=AUTO|ON|OFF (the
 #              CUDA backend's kernel libraries: scripts/fetch-kernel-libs.sh, cmake/VgKernelLibs.cmake).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=${VG_BUILD_DIR:-$root/build}
+build=$(realpath -m "${VG_BUILD_DIR:-$root/build}") # absolute: the scripts it calls cd
 jobs=${VG_JOBS:-$(nproc 2>/dev/null || echo 2)}
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 
 # Debian packages the build needs (the OpenCL headers and ICD loader build the opencl backend,
-# PoCL runs it on the CPU); the test command adds ROCm's compiler, so that the hip backend is
-# built (and its GPU tests skip) on every machine.
+# PoCL runs it on the CPU; pip fetches the kernel libraries' wheel where nvcc is, and with venv
+# the test command installs the Python package); the test command adds ROCm's compiler, so that
+# the hip backend is built (and its GPU tests skip) on every machine.
 packages=(build-essential cmake pkgconf libcmocka-dev libopenblas-dev libcjson-dev
-          ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd)
+          ocl-icd-opencl-dev opencl-c-headers pocl-opencl-icd python3-pip python3-venv)
 test_packages=(hipcc libamdhip64-dev)
 
 say() { echo "dev.sh: $*" >&2; }
@@ -110,10 +117,11 @@ configure() {
     backend_toolchains
     mkdir -p "$build"
     local log=$build/build.log
-    # the CUDA backend's kernel libraries (FlashInfer's headers): fetched when nvcc is here and
-    # VG_KERNEL_LIBS is not OFF; a failed fetch (no network) leaves vg's own kernels, as OFF does
+    # the CUDA backend's kernel libraries (FlashInfer's headers): fetched when the cuda backend is
+    # built (nvcc is here and, for run, an NVIDIA GPU) and VG_KERNEL_LIBS is not OFF; a failed
+    # fetch (no network) leaves vg's own kernels, as OFF does
     local fetch_err=""
-    if command -v nvcc >/dev/null && [ "${VG_KERNEL_LIBS:-AUTO}" != OFF ] &&
+    if [[ " ${backend_flags[*]} " == *" -DVG_BUILD_CUDA=ON "* ]] && [ "${VG_KERNEL_LIBS:-AUTO}" != OFF ] &&
         ! fetch_err=$("$root/scripts/fetch-kernel-libs.sh" "$build/_deps/kernel-libs" 2>&1 >/dev/null); then
         fetch_err=$(tail -n 1 <<<"$fetch_err")
         fetch_err=${fetch_err#fetch-kernel-libs: }
@@ -268,8 +276,8 @@ shift || true
 case "$cmd" in
 deps) deps ;;
 deps-fuzz)
-    # libFuzzer comes with clang's runtime (Debian 12: clang 14)
-    packages=(clang libclang-rt-14-dev)
+    # the build's packages, and libFuzzer, which comes with clang's runtime (Debian 12: clang 14)
+    packages+=(clang libclang-rt-14-dev)
     deps
     ;;
 build)
@@ -296,7 +304,7 @@ ctest) run_ctest "$@" ;;
 gpu-test)
     packages+=("${test_packages[@]}")
     configure_and_build
-    "$root/scripts/gpu-suite.sh" "$build" "$@"
+    "$root/scripts/gpu-suite.sh" "$build"
     ;;
 sanitize)
     deps

@@ -8,11 +8,9 @@
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${1:-60}
-build=${VG_BUILD_DIR:-$root/build}-fuzz
+build=$(realpath -m "${VG_BUILD_DIR:-$root/build}")-fuzz # absolute: the runs below cd into it
 jobs=${VG_JOBS:-$(nproc 2>/dev/null || echo 2)}
-if ! command -v clang >/dev/null || ! dpkg-query -W -f='${Status}' libclang-rt-14-dev 2>/dev/null | grep -q 'ok installed'; then
-    "$root/scripts/dev.sh" deps-fuzz || exit 1
-fi
+"$root/scripts/dev.sh" deps-fuzz || exit 1 # cmake, cJSON, clang: installs only what is missing
 CC=clang cmake -S "$root" -B "$build" -DVG_FUZZ=ON -DVG_BUILD_CUDA=OFF -DVG_BUILD_HIP=OFF \
     -DVG_BUILD_TESTS=OFF -DVG_BUILD_TOOLS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
 cmake --build "$build" -j "$jobs" >/dev/null || exit 1

@@ -12,7 +12,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=${VG_BUILD_DIR:-$root/build}
+build=$(realpath -m "${VG_BUILD_DIR:-$root/build}") # absolute: pytest runs from inside it
 venv=$build/python-venv
 log=$build/python-test.log
 mkdir -p "$build"
