@@ -13,6 +13,8 @@
 #       run_scope run builds only the backends this machine can run: cuda with an NVIDIA GPU,
 #                 opencl with a registered driver; every other command, each one with a toolchain
 #       main_job  dev.sh run checks the embeddings against the two_images fixture
+#       build_dir a relative VG_BUILD_DIR is made absolute (the scripts dev.sh calls cd), in
+#                 dev.sh and in the scripts that read it themselves
 #       spdx      spdx.sh adds the SPDX line where it lacks, after a shebang, idempotently;
 #                 --check lists what lacks it and exits 1
 #       spdx_tree every tracked source file of SOURCE_DIR has the SPDX line (77: not a git tree)
@@ -158,6 +160,16 @@ run_scope)
         [[ $out == *"-DVG_BUILD_CUDA=OFF"*"-DVG_BUILD_OPENCL=OFF"* ]] || fail "run built a backend this machine cannot run"
         [[ $out == *"no NVIDIA GPU here; dev.sh test builds it"*"no OpenCL driver registered"* ]] || fail "no reason given"
     fi
+    echo "PASS"
+    ;;
+build_dir)
+    mkdir -p "$work/cwd" && cd "$work/cwd" || fail "cd"
+    got=$(VG_BUILD_DIR=rel/b dev_sh 'echo "$build"')
+    [ "$got" = "$work/cwd/rel/b" ] || fail "dev.sh: build is '$got', want $work/cwd/rel/b"
+    for s in python-test.sh fuzz.sh sanitize.sh; do
+        grep -q 'realpath -m "${VG_BUILD_DIR:-$root/build}"' "$src/scripts/$s" ||
+            fail "$s does not make VG_BUILD_DIR absolute"
+    done
     echo "PASS"
     ;;
 main_job)
