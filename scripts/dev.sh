@@ -19,8 +19,8 @@
 #   fuzz [S]   the libFuzzer targets for S seconds each (default 60)
 #   deps       install the build's Debian packages only (deps-fuzz: and clang's, for fuzz)
 # The configures of test, build and gpu-test build each backend whose toolchain is present
-# (run's only those this machine can run; sanitize, fuzz and the Python package's build are
-# CPU-only), whatever an earlier configure cached: cuda when nvcc is on PATH or in
+# (run's only those this machine can run; sanitize, fuzz and the Python package's build leave
+# cuda and hip out), whatever an earlier configure cached: cuda when nvcc is on PATH or in
 # $CUDA_HOME/bin (default /usr/local/cuda),
 # hip when hipcc is on PATH, opencl when CMake finds the OpenCL headers and ICD loader (its
 # VG_BUILD_OPENCL=AUTO decides at every configure). run, test and gpu-test keep the compiler's
@@ -34,7 +34,8 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=$(realpath -m "${VG_BUILD_DIR:-$root/build}") # absolute: the scripts it calls cd
+build=${VG_BUILD_DIR:-$root/build}
+[[ $build == /* ]] || build=$PWD/$build # absolute (as given, links kept): the scripts it calls cd
 jobs=${VG_JOBS:-$(nproc 2>/dev/null || echo 2)}
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 
@@ -121,7 +122,8 @@ configure() {
     # built (nvcc is here and, for run, an NVIDIA GPU) and VG_KERNEL_LIBS is not OFF; a failed
     # fetch (no network) leaves vg's own kernels, as OFF does
     local fetch_err=""
-    if [[ " ${backend_flags[*]} " == *" -DVG_BUILD_CUDA=ON "* ]] && [ "${VG_KERNEL_LIBS:-AUTO}" != OFF ] &&
+    if [[ " ${backend_flags[*]} " == *" -DVG_BUILD_CUDA=ON "* && " ${VG_CMAKE_ARGS:-} " != *" -DVG_BUILD_CUDA=OFF "* ]] &&
+        [ "${VG_KERNEL_LIBS:-AUTO}" != OFF ] &&
         ! fetch_err=$("$root/scripts/fetch-kernel-libs.sh" "$build/_deps/kernel-libs" 2>&1 >/dev/null); then
         fetch_err=$(tail -n 1 <<<"$fetch_err")
         fetch_err=${fetch_err#fetch-kernel-libs: }

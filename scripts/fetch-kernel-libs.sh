@@ -6,7 +6,8 @@
 # Usage: scripts/fetch-kernel-libs.sh DEST
 # Leaves DEST/flashinfer/include/flashinfer/..., DEST/cccl/include/{cuda,cub,thrust,nv}/... and
 # DEST/VERSION (the FlashInfer version), which cmake/VgKernelLibs.cmake (VG_KERNEL_LIBS_DIR;
-# included by backends/cuda/CMakeLists.txt) reads. The wheels are pinned by version and sha256; an existing complete DEST is kept.
+# included by backends/cuda/CMakeLists.txt) reads. The wheels are pinned by version and sha256;
+# an existing complete DEST is kept.
 # Exit status: 0 fetched (or already there), 1 failed (no network, no pip, checksum mismatch):
 # the build then uses vg's own kernels.
 set -euo pipefail

@@ -8,9 +8,11 @@
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${1:-60}
-build=$(realpath -m "${VG_BUILD_DIR:-$root/build}")-fuzz # absolute: the runs below cd into it
+build=${VG_BUILD_DIR:-$root/build}
+[[ $build == /* ]] || build=$PWD/$build # absolute (links kept): the runs below cd
+build=$build-fuzz
 jobs=${VG_JOBS:-$(nproc 2>/dev/null || echo 2)}
-"$root/scripts/dev.sh" deps-fuzz || exit 1 # cmake, cJSON, clang: installs only what is missing
+"$root/scripts/dev.sh" deps-fuzz || exit 1 # the build's packages and clang's: only what is missing
 CC=clang cmake -S "$root" -B "$build" -DVG_FUZZ=ON -DVG_BUILD_CUDA=OFF -DVG_BUILD_HIP=OFF \
     -DVG_BUILD_TESTS=OFF -DVG_BUILD_TOOLS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
 cmake --build "$build" -j "$jobs" >/dev/null || exit 1

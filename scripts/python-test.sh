@@ -12,7 +12,12 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build=$(realpath -m "${VG_BUILD_DIR:-$root/build}") # absolute: pytest runs from inside it
+build=${VG_BUILD_DIR:-$root/build}
+# absolute (as given, links kept): pytest runs from inside the build folder, where a relative
+# build folder or library directory would no longer be found
+[[ $build == /* ]] || build=$PWD/$build
+[ -n "${VGRAPH_LIBRARY_DIR:-}" ] && [[ $VGRAPH_LIBRARY_DIR != /* ]] && export VGRAPH_LIBRARY_DIR=$PWD/$VGRAPH_LIBRARY_DIR
+[ -n "${VG_PREFIX:-}" ] && [[ $VG_PREFIX != /* ]] && export VG_PREFIX=$PWD/$VG_PREFIX
 venv=$build/python-venv
 log=$build/python-test.log
 mkdir -p "$build"

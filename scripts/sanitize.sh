@@ -7,7 +7,8 @@
 # Findings fail the run; nothing is suppressed.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-base=$(realpath -m "${VG_BUILD_DIR:-$root/build}")
+base=${VG_BUILD_DIR:-$root/build}
+[[ $base == /* ]] || base=$PWD/$base # absolute (links kept)
 jobs=${VG_JOBS:-$(nproc 2>/dev/null || echo 2)}
 common=(-DVG_BUILD_CUDA=OFF -DVG_BUILD_HIP=OFF -DCMAKE_BUILD_TYPE=Debug)
 

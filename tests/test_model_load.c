@@ -528,7 +528,7 @@ static void rename_shard_in_index(const char *from, const char *to)
     int renamed = 0;
     cJSON_ArrayForEach(e, map)
         if (cJSON_IsString(e) && !strcmp(e->valuestring, from)) {
-            cJSON_SetValuestring(e, to);
+            assert_non_null(cJSON_SetValuestring(e, to));
             renamed++;
         }
     assert_true(renamed > 0);

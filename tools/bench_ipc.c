@@ -31,11 +31,11 @@ static const char k_help[] =
     "IPC pools; a consumer process imports each by its descriptor, once with the pool cache on\n"
     "and once with it off (VG_IPC_POOL_CACHE=0: one handle open and close per tensor). Reports\n"
     "us per tensor for the import (median, p90, mean) and the release (median, p90; its mean in\n"
-    "--json), the cost of one open\n"
-    "(the cache's misses), the cache's counters, and checks every byte the consumer reads.\n"
+    "--json), the cost of one open (the cache's misses), the cache's counters, and checks every\n"
+    "byte the consumer reads.\n"
     "  --backend B   a backend name or the path of a plugin .so (its devices need IPC)\n"
     "  --tensors N   tensors, 1..1000000 (default 1000)\n"
-    "  --pools P     pools, 1..4096 (default 4, at most --tensors); tensor i lives in pool i mod P\n"
+    "  --pools P     pools, 1..4096 (default 4; at most --tensors): tensor i is in pool i mod P\n"
     "  --json        print the results as one JSON document\n";
 
 #define MSG_BYTES 1024

@@ -18,9 +18,9 @@ static const char k_help[] =
     "usage: vg vit bench [--config NAME | --model DIR] [--sizes 224,448,896] [--iters N]\n"
     "           [--mode full|piecewise|full_and_piecewise] [--backend B] [--dtype bf16|f16|f32]\n"
     "           [--peer PEER.jsonl ...] [--json] [--plot FILE.svg] [--pieces] [--quiet]\n"
-    "       vg vit bench --stream N [--seed S] [--sides LO,HI] [--requests-file FILE] [--list-only]\n"
-    "           [--capture-sizes LIST] [--lazy] [--peer STREAM_PEER.jsonl ...] [--quiet]\n"
-    "           [model, mode, backend, dtype, --json]\n"
+    "       vg vit bench --stream N [--seed S] [--sides LO,HI] [--requests-file FILE]\n"
+    "           [--list-only] [--capture-sizes LIST] [--lazy] [--peer STREAM_PEER.jsonl ...]\n"
+    "           [--quiet] [model, mode, backend, dtype, --json]\n"
     "       vg vit bench --stream-from FILE [as --stream, without --seed and --sides]\n"
     "\n"
     "Per size: square images of the given sides in pixels (multiples of spatial merge x patch:\n"
@@ -35,10 +35,11 @@ static const char k_help[] =
     "  --iters N      timed runs per size and path, 1..100000\n"
     "  --peer FILE    JSON lines of the PyTorch peers measured in the same session, shown beside\n"
     "                 vg with ratios; give it once with the peers' outputs concatenated, or once\n"
-    "                 per file (up to 8 files). Per size: tools/peer/peer_vit_torch.py (HF eager, SGLang's\n"
-    "                 method: one CUDA graph), tools/peer/peer_vit_torch_compiled.py (padded\n"
-    "                 intermediate, torch.compile, one CUDA graph), tools/peer/peer_vit3_torch.py\n"
-    "                 (Qwen3-VL: all three); lines are matched by patch count and model family.\n"
+    "                 per file (up to 8 files). Per size: tools/peer/peer_vit_torch.py (HF\n"
+    "                 eager, SGLang's method: one CUDA graph),\n"
+    "                 tools/peer/peer_vit_torch_compiled.py (padded intermediate,\n"
+    "                 torch.compile, one CUDA graph), tools/peer/peer_vit3_torch.py (Qwen3-VL:\n"
+    "                 all three); lines are matched by patch count and model family.\n"
     "                 With --stream: tools/peer/peer_vit_stream_torch.py on the same request list\n"
     "  --pieces       time every piece of the eager runs with device events: where the time goes\n"
     "  --json         print the results as one JSON document\n"
@@ -480,8 +481,8 @@ static int run(bench_args *a, vg_runtime *rt, const peer_data *peer, stream_list
     vg_status st = a->model ? vg_vit_load(rt, a->model, &o, &v)
                             : vg_vit_create_synthetic(rt, a->config, 1234, a->dtype, &o, &v);
     if (st != VG_OK) /* a --config that names no synthetic tower is a wrong command line */
-        return !a->model && vg_last_status() == VG_ERR_NOT_FOUND ? vg_cli_usage("vit bench", "%s", vg_last_error())
-                                                                 : vg_cli_fail("vit bench", "%s", vg_last_error());
+        return !a->model && st == VG_ERR_NOT_FOUND ? vg_cli_usage("vit bench", "%s", vg_last_error())
+                                                   : vg_cli_fail("vit bench", "%s", vg_last_error());
     vg_vit_info info;
     vg_vit_get_info(v, &info);
     int rc;

@@ -47,10 +47,10 @@ static const char k_help[] =
     "                 --tp); rank 0 reports, with the step's collectives alone (2 x layers\n"
     "                 all-reduces and the head's all-gather, in one graph, replayed) and their\n"
     "                 share of the graph step\n"
-    "Defaults: BF16, batches 1,16,64 (1..4096 each, at most 64 sizes), prompt 512 and 64 new tokens\n"
-    "(1..1048576 each). --prompt plus --new plus 2 (the untimed first steps) must fit in the\n"
-    "model's max_position_embeddings. Under --tp the collectives run eagerly where the backend\n"
-    "cannot capture them.\n"
+    "Defaults: BF16, batches 1,16,64 (1..4096 each, at most 64 sizes), prompt 512 and 64 new\n"
+    "tokens (1..1048576 each). --prompt plus --new plus 2 (the untimed first steps) must fit in\n"
+    "the model's max_position_embeddings. Under --tp the collectives run eagerly where the\n"
+    "backend cannot capture them.\n"
     "Exit status: 0; 1 when the run failed; 2 for a wrong command line.\n";
 
 typedef struct bench_args {

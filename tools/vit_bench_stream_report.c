@@ -136,7 +136,8 @@ static void report_text(const bench_args *a, vg_runtime *rt, const vg_device_inf
            a->ncaps ? " (--capture-sizes)" : " (every 64 to 1024, then 8 per doubling)",
            (long long)top, (long long)r->above, r->requests);
     if (r->lazy)
-        printf("no warm-up (--lazy): a bucket's first call runs eagerly and is captured, later calls replay\n");
+        printf("no warm-up (--lazy): a bucket's first call runs eagerly and is captured; later "
+               "calls replay\n");
     else
         printf("warm-up at load, of the buckets the requests use: %d graphs captured in %.2f s\n",
                r->warm_graphs, r->warm_ms / 1000.0);
