@@ -184,30 +184,52 @@ static void copy_model(const char *from, const edit *e)
     assert_int_equal(extra, e->extra_of ? 1 : 0);
 }
 
-/* Set member `key` of config.json (of vision_config when `vision`) to the JSON `value`. */
-static void set_config(int vision, const char *key, const char *value)
+static void write_text(const char *name, const char *text)
 {
     char path[512];
-    snprintf(path, sizeof path, "%s/config.json", g_dir);
+    snprintf(path, sizeof path, "%s/%s", g_dir, name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(text, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The JSON document of the copy's file `name`, parsed (the caller deletes it). */
+static cJSON *read_json(const char *name)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", g_dir, name);
     FILE *f = fopen(path, "rb");
     assert_non_null(f);
-    char text[1 << 16];
+    static char text[1 << 20];
     size_t n = fread(text, 1, sizeof text - 1, f);
     fclose(f);
     text[n] = 0;
-    cJSON *root = cJSON_Parse(text), *v = cJSON_Parse(value);
-    assert_true(root && v);
+    cJSON *root = cJSON_Parse(text);
+    assert_non_null(root);
+    return root;
+}
+
+/* Write `root` as the copy's file `name`, and delete it. */
+static void write_json(const char *name, cJSON *root)
+{
+    char *out = cJSON_Print(root);
+    cJSON_Delete(root);
+    assert_non_null(out);
+    write_text(name, out);
+    free(out);
+}
+
+/* Set member `key` of config.json (of vision_config when `vision`) to the JSON `value`. */
+static void set_config(int vision, const char *key, const char *value)
+{
+    cJSON *root = read_json("config.json"), *v = cJSON_Parse(value);
+    assert_non_null(v);
     cJSON *obj = vision ? cJSON_GetObjectItemCaseSensitive(root, "vision_config") : root;
     assert_non_null(obj);
     if (cJSON_GetObjectItemCaseSensitive(obj, key)) cJSON_ReplaceItemInObjectCaseSensitive(obj, key, v);
     else cJSON_AddItemToObject(obj, key, v);
-    char *out = cJSON_Print(root);
-    cJSON_Delete(root);
-    f = fopen(path, "wb");
-    assert_non_null(f);
-    fputs(out, f);
-    fclose(f);
-    free(out);
+    write_json("config.json", root);
 }
 
 /* The number of tensors of the fixture file `path` whose names start with `prefix`. */
@@ -513,16 +535,7 @@ static void test_fifo_shard_and_index(void **state)
 /* The index's shard names with every weight_map value `from` replaced by `to`. */
 static void rename_shard_in_index(const char *from, const char *to)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/model.safetensors.index.json", g_dir);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    static char text[1 << 20];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = 0;
-    cJSON *root = cJSON_Parse(text);
-    assert_non_null(root);
+    cJSON *root = read_json("model.safetensors.index.json");
     cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "weight_map"), *e;
     assert_non_null(map);
     int renamed = 0;
@@ -532,13 +545,7 @@ static void rename_shard_in_index(const char *from, const char *to)
             renamed++;
         }
     assert_true(renamed > 0);
-    char *out = cJSON_Print(root);
-    cJSON_Delete(root);
-    f = fopen(path, "wb");
-    assert_non_null(f);
-    fputs(out, f);
-    assert_int_equal(fclose(f), 0);
-    free(out);
+    write_json("model.safetensors.index.json", root);
 }
 
 /* A shard name in the index that is not a plain file name of the model directory (a path into a
@@ -593,16 +600,6 @@ static void test_config_not_regular(void **state)
 }
 
 /* ---- messages -------------------------------------------------------------------------------- */
-
-static void write_text(const char *name, const char *text)
-{
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", g_dir, name);
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    fputs(text, f);
-    assert_int_equal(fclose(f), 0);
-}
 
 static void test_heads_not_dividing(void **state)
 {

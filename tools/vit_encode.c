@@ -278,11 +278,13 @@ static int encode(const encode_args *a, const input *in, const vg_expected *e)
     int rc = 0;
     if (vg_runtime_open(&ro, &rt) != VG_OK) {
         rc = vg_cli_fail("vit encode", "%s", vg_last_error());
-    } else if (vg_vit_load(rt, a->model, &a->opts, &vit) != VG_OK) {
+    } else {
         /* the options are the command line's: one the model refuses (capture sizes that are not
          * whole merge units of this model) is a wrong command line; a bad model is a failed input */
-        rc = vg_last_status() == VG_ERR_INVALID_ARG ? vg_cli_usage("vit encode", "%s", vg_last_error())
-                                                    : vg_cli_fail("vit encode", "%s", vg_last_error());
+        vg_status st = vg_vit_load(rt, a->model, &a->opts, &vit);
+        if (st != VG_OK)
+            rc = st == VG_ERR_INVALID_ARG ? vg_cli_usage("vit encode", "%s", vg_last_error())
+                                          : vg_cli_fail("vit encode", "%s", vg_last_error());
     }
     if (!rc) vg_vit_get_info(vit, &info);
     if (!rc && e) rc = check_expected_shape(e, in, &info);
