@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""tools/trace/trace_summary.py on traces written here: replays grouped by graph launch, medians,
+the busy time, roles, and every way a trace is refused; and scripts/trace-graphs.sh's refusals,
+which need no device (ctest: trace.summary; the traced run itself is trace.graphs.cuda)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SUMMARY = os.path.join(HERE, "..", "..", "tools", "trace", "trace_summary.py")
+SCRIPT = os.path.join(HERE, "..", "..", "scripts", "trace-graphs.sh")
+HEADER = "# vg kernel trace 1: graph_id correlation_id start_ns end_ns name\n"
+
+# one replay of the step graph: (name, start offset, duration) in ns. The reduction overlaps the
+# GEMM (a programmatic launch), and there is a 1000 ns gap before the norm.
+STEP = [
+    ("nvjet_sm90_tst_80x64_64x11_2cta_v_bz_TNN", 0, 10000),
+    ("_Z19splitKreduce_kernelILi32ELi16EiffEv", 8000, 3000),
+    ("_Z9k_rmsnormI13__nv_bfloat16EvPKT_", 12000, 2000),
+    ("_Z11k_decode_tcILi64ELi4EEvv", 14000, 8000),
+    ("_ZN10flashinfer9SomethingEv", 22000, 1000),
+    ("_Z9k_argmaxPKfPi", 23000, 500),
+]
+
+
+def run(args):
+    p = subprocess.run([sys.executable, SUMMARY] + args, capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+class TraceSummary(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def write(self, lines, end=True):
+        path = os.path.join(self.dir.name, "trace.tsv")
+        with open(path, "w") as f:
+            f.write(HEADER)
+            f.writelines(lines)
+            if end:
+                f.write("# end dropped=0\n")
+        return path
+
+    def step_trace(self, replays=12, cut_last=False):
+        lines = ["0\t1\t100\t200\tk_fill\n", "0\t2\t300\t400\tk_fill\n"]
+        t = 1_000_000
+        for i in range(replays):
+            kernels = STEP[:-1] if cut_last and i == replays - 1 else STEP
+            for name, offset, dur in kernels:
+                # the GEMM of replay i runs 100 * i ns longer: its median is 10550 ns
+                extra = 100 * i if name.startswith("nvjet") else 0
+                lines.append(f"7\t{1000 + i}\t{t + offset}\t{t + offset + dur + extra}\t{name}\n")
+            t += 100_000
+        # a timing graph replayed twice: below --min-replays
+        for i in range(2):
+            lines.append(f"9\t{5000 + i}\t{t}\t{t + 500}\tnvjet_x\n")
+            t += 1000
+        return lines
+
+    def test_text(self):
+        rc, out, err = run([self.write(self.step_trace())])
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.splitlines(), [
+            "2 kernels outside graphs",
+            "graph 7: 12 replays, 6 kernels a replay, span 23.5 us, busy 22.5 us (medians)",
+            "       10.6 us     1 x  gemm",
+            "        8.0 us     1 x  attention",
+            "        3.0 us     1 x  gemm_splitk_reduce",
+            "        2.0 us     1 x  norm",
+            "        1.0 us     1 x  flashinfer",
+            "        0.5 us     1 x  argmax",
+        ])
+
+    def test_json_and_cut_replay(self):
+        # the last replay lost its argmax (the trace ended): not counted in the medians
+        rc, out, err = run([self.write(self.step_trace(replays=13, cut_last=True)), "--json"])
+        self.assertEqual(rc, 0, err)
+        doc = json.loads(out)
+        self.assertEqual(doc["eager_kernels"], 2)
+        (g,) = doc["graphs"]
+        self.assertEqual((g["graph_id"], g["replays"], g["kernels"]), (7, 13, 6))
+        self.assertAlmostEqual(g["span_us"], 23.5)
+        self.assertAlmostEqual(g["busy_us"], 22.5)
+        roles = {r["role"]: r for r in g["roles"]}
+        self.assertAlmostEqual(roles["gemm"]["us"], 10.55)  # replays 0..11, not 12
+        self.assertEqual(sorted(roles), ["argmax", "attention", "flashinfer", "gemm",
+                                         "gemm_splitk_reduce", "norm"])
+
+    def test_min_replays(self):
+        path = self.write(self.step_trace())
+        rc, out, _ = run([path, "--min-replays", "2", "--json"])
+        self.assertEqual(rc, 0)
+        self.assertEqual([g["graph_id"] for g in json.loads(out)["graphs"]], [7, 9])
+        rc, _, err = run([path, "--min-replays", "13"])
+        self.assertEqual(rc, 1)
+        self.assertIn("no graph replayed at least 13 times (14 graph launches, 2 kernels outside graphs)", err)
+        rc, _, err = run([path, "--min-replays", "0"])
+        self.assertEqual(rc, 2)
+        self.assertIn("--min-replays must be at least 1", err)
+
+    def test_refused(self):
+        cases = [
+            (["7\t1\t5\t9\n"], True, "trace.tsv:2: expected 5 tab-separated fields, found 4"),
+            (["7\tx\t5\t9\tk\n"], True, "trace.tsv:2: graph, correlation, start and end must be integers"),
+            (["7\t1\t9\t5\tk\n"], True, "trace.tsv:2: the kernel ends before it starts"),
+            (self.step_trace(), False, "no end line"),
+        ]
+        for lines, end, message in cases:
+            with self.subTest(message=message):
+                rc, out, err = run([self.write(lines, end)])
+                self.assertEqual(rc, 1)
+                self.assertEqual(out, "")
+                self.assertIn(message, err)
+        rc, _, err = run([os.path.join(self.dir.name, "missing.tsv")])
+        self.assertEqual(rc, 1)
+        self.assertIn("missing.tsv", err)
+
+
+class TraceScript(unittest.TestCase):
+    """What the script refuses before any kernel runs; a build folder whose library is an empty
+    file stands in for a real one (the script only looks for it)."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.build = os.path.join(self.dir.name, "build")
+        os.makedirs(os.path.join(self.build, "lib"))
+        open(os.path.join(self.build, "lib", "libvg_kernel_trace.so"), "w").close()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def script(self, args):
+        p = subprocess.run(["bash", SCRIPT] + args, capture_output=True, text=True)
+        return p.returncode, p.stderr
+
+    def test_command_line(self):
+        for args in ([], [self.build], [self.build, "--"], [self.build, "--bogus", "--", "true"],
+                     [self.build, "--trace"]):
+            with self.subTest(args=args):
+                rc, err = self.script(args)
+                self.assertEqual(rc, 2)
+                self.assertIn("usage: trace-graphs.sh", err)
+
+    def test_no_library(self):
+        rc, err = self.script([self.dir.name, "--", "true"])
+        self.assertEqual(rc, 1)
+        self.assertIn("libvg_kernel_trace.so not found", err)
+
+    def test_existing_trace_kept(self):
+        kept = os.path.join(self.dir.name, "kept.tsv")
+        with open(kept, "w") as f:
+            f.write("mine\n")
+        marker = os.path.join(self.dir.name, "ran")
+        rc, err = self.script([self.build, "--trace", kept, "--", "touch", marker])
+        self.assertEqual(rc, 2)
+        self.assertIn("never overwrites", err)
+        self.assertFalse(os.path.exists(marker), "the command ran although the trace was refused")
+        with open(kept) as f:
+            self.assertEqual(f.read(), "mine\n")
+
+    def test_command_status(self):
+        rc, err = self.script([self.build, "--", "sh", "-c", "exit 3"])
+        self.assertEqual(rc, 3)
+        self.assertIn("the command exited 3", err)
+        # a command that ran no CUDA leaves no trace: said, and not success
+        rc, err = self.script([self.build, "--", "true"])
+        self.assertEqual(rc, 1)
+        self.assertIn("no trace was written", err)
+
+
+if __name__ == "__main__":
+    unittest.main()

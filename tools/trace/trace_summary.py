@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Where the replays of each CUDA graph spend their time, from a kernel trace.
+
+    trace_summary.py TRACE [--min-replays N] [--json]
+
+TRACE is what libvg_kernel_trace.so wrote (tools/trace/kernel_trace.c): one kernel a line,
+graph_id, correlation_id, start_ns, end_ns, name, tab-separated. The kernels of one replay share
+the graph launch's correlation id. For every graph replayed at least N times (default 10; the
+GEMM and decode tuners replay their timing graphs a few times each), in the order the graphs
+first ran, it prints the kernels a replay and the medians over its replays of:
+  span   from the first kernel's start to the last kernel's end
+  busy   the time some kernel of the replay ran (so span - busy is the gaps between kernels)
+  each role's summed kernel time and its kernels a replay (roles below; a kernel no role names
+         is shown under its own name). Overlapping kernels (a programmatic launch, a library's
+         reduction that starts early) each count their whole duration, so roles can sum past
+         the span.
+Exit status: 0; 1 when the trace cannot be read, is cut short or has no graph replayed N times;
+2 for a wrong command line.
+"""
+import argparse
+import json
+import re
+import statistics
+import sys
+from collections import Counter, OrderedDict
+
+# First match wins. Names are as CUPTI reports them (mangled for C++ kernels).
+ROLES = [
+    ("argmax", re.compile(r"k_argmax")),
+    ("attention", re.compile(r"k_decode_tc|k_paged_attention|k_paged_split|k_attention|k_fi_plan|"
+                             r"BatchDecode|BatchPrefill|SinglePrefill|MergeState")),
+    ("gemm_splitk_reduce", re.compile(r"splitKreduce|splitK_reduce|reduce_kernel", re.I)),
+    ("gemm", re.compile(r"k_gemm|nvjet|xmma|cutlass|gemm|gemv", re.I)),
+    ("norm", re.compile(r"k_rmsnorm|k_layernorm|k_norm")),
+    ("rotary/kv", re.compile(r"k_rotary|k_kv_store")),
+    ("silu_mul", re.compile(r"k_silu_mul")),
+    ("gather", re.compile(r"k_gather")),
+]
+
+
+def short_name(name):
+    """A readable name for a kernel no role matched: vg's k_* identifier, else the name cut."""
+    m = re.search(r"k_[A-Za-z0-9_]+", name)
+    if m:
+        return m.group(0)
+    m = re.match(r"_ZN?(\d+)", name)  # a mangled C++ name: its first identifier
+    if m:
+        n = int(m.group(1))
+        start = m.end()
+        return name[start:start + n]
+    return name.split("(")[0][:60]
+
+
+_role_memo = {}
+
+
+def role_of(name):
+    role = _role_memo.get(name)
+    if role is None:
+        role = next((r for r, pattern in ROLES if pattern.search(name)), None) or short_name(name)
+        _role_memo[name] = role
+    return role
+
+
+def read_trace(path):
+    """{(graph_id, correlation_id): [(start, end, name)]} in first-seen order; eager count."""
+    replays = OrderedDict()
+    eager = 0
+    ended = False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, 1):
+            line = line.rstrip("\n")
+            if line.startswith("#"):
+                if line.startswith("# end"):
+                    ended = True
+                continue
+            if not line:
+                continue
+            fields = line.split("\t", 4)
+            if len(fields) != 5:
+                raise ValueError(f"{path}:{number}: expected 5 tab-separated fields, found {len(fields)}")
+            try:
+                graph, corr, start, end = (int(x) for x in fields[:4])
+            except ValueError:
+                raise ValueError(f"{path}:{number}: graph, correlation, start and end must be integers") from None
+            if end < start:
+                raise ValueError(f"{path}:{number}: the kernel ends before it starts")
+            if graph == 0:
+                eager += 1
+                continue
+            replays.setdefault((graph, corr), []).append((start, end, fields[4]))
+    if not ended:
+        raise ValueError(f"{path}: no end line: the traced program did not exit normally, or the "
+                         "trace failed (see its stderr)")
+    return replays, eager
+
+
+def busy_ns(kernels):
+    """Length of the union of the kernels' intervals."""
+    total, reach = 0, None
+    for start, end, _ in sorted(kernels):
+        if reach is None or start > reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total
+
+
+def summarize(replays, min_replays):
+    by_graph = OrderedDict()
+    for (graph, _), kernels in replays.items():
+        by_graph.setdefault(graph, []).append(kernels)
+    graphs = []
+    for graph, runs in by_graph.items():
+        if len(runs) < min_replays:
+            continue
+        counts = Counter(len(k) for k in runs)
+        kernels_a_replay = counts.most_common(1)[0][0]
+        whole = [k for k in runs if len(k) == kernels_a_replay]  # a replay cut by the trace's end is left out
+        roles = OrderedDict()
+        for kernels in whole:
+            for _, _, name in kernels:
+                roles.setdefault(role_of(name), None)
+        per_role = []
+        for role in roles:
+            sums, numbers = [], []
+            for kernels in whole:
+                mine = [e - s for s, e, n in kernels if role_of(n) == role]
+                sums.append(sum(mine))
+                numbers.append(len(mine))
+            per_role.append({"role": role, "us": statistics.median(sums) / 1e3,
+                             "kernels": Counter(numbers).most_common(1)[0][0]})
+        per_role.sort(key=lambda r: (-r["us"], r["role"]))
+        spans = [max(e for _, e, _ in k) - min(s for s, _, _ in k) for k in whole]
+        graphs.append({"graph_id": graph, "replays": len(runs), "kernels": kernels_a_replay,
+                       "span_us": statistics.median(spans) / 1e3,
+                       "busy_us": statistics.median(busy_ns(k) for k in whole) / 1e3,
+                       "roles": per_role})
+    return graphs
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(prog="trace_summary.py", description=__doc__.split("\n")[0])
+    parser.add_argument("trace")
+    parser.add_argument("--min-replays", type=int, default=10)
+    parser.add_argument("--json", action="store_true", help="one JSON document on stdout")
+    args = parser.parse_args(argv)
+    if args.min_replays < 1:
+        parser.error("--min-replays must be at least 1")
+    try:
+        replays, eager = read_trace(args.trace)
+    except (OSError, ValueError) as e:
+        print(f"trace_summary: {e}", file=sys.stderr)
+        return 1
+    graphs = summarize(replays, args.min_replays)
+    if not graphs:
+        print(f"trace_summary: {args.trace}: no graph replayed at least {args.min_replays} times "
+              f"({len(replays)} graph launches, {eager} kernels outside graphs)", file=sys.stderr)
+        return 1
+    if args.json:
+        json.dump({"eager_kernels": eager, "graphs": graphs}, sys.stdout, indent=1)
+        print()
+        return 0
+    print(f"{eager} kernels outside graphs")
+    for g in graphs:
+        print(f"graph {g['graph_id']}: {g['replays']} replays, {g['kernels']} kernels a replay, "
+              f"span {g['span_us']:.1f} us, busy {g['busy_us']:.1f} us (medians)")
+        for r in g["roles"]:
+            print(f"  {r['us']:9.1f} us {r['kernels']:5d} x  {r['role']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
