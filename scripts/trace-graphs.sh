@@ -9,6 +9,8 @@
 # --trace FILE keeps the raw trace there (a file that must not exist yet); without it the trace
 # goes to a temporary file that is removed. Needs an NVIDIA device, the build's
 # lib/libvg_kernel_trace.so (built with the cuda backend where the toolkit has CUPTI) and python3.
+# The summary alone is on stdout (with --json, one document); the command's own output goes to
+# stderr.
 # Exit status: the command's when it failed; else the summary's (1: no trace, or no graph
 # replayed N times); 2 for a wrong command line.
 set -euo pipefail
@@ -38,7 +40,7 @@ elif [ -e "$trace" ]; then
   exit 2
 fi
 status=0
-CUDA_INJECTION64_PATH=$lib VG_KERNEL_TRACE=$trace "$@" || status=$?
+CUDA_INJECTION64_PATH=$lib VG_KERNEL_TRACE=$trace "$@" >&2 || status=$?
 if [ "$status" -ne 0 ]; then
   echo "trace-graphs: the command exited $status" >&2
   exit "$status"

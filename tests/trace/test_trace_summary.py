@@ -22,7 +22,7 @@ STEP = [
     ("_Z19splitKreduce_kernelILi32ELi16EiffEv", 8000, 3000),
     ("_Z9k_rmsnormI13__nv_bfloat16EvPKT_", 12000, 2000),
     ("_Z11k_decode_tcILi64ELi4EEvv", 14000, 8000),
-    ("_ZN10flashinfer9SomethingEv", 22000, 1000),
+    ("_Z10k_epilogueI13__nv_bfloat16EvPT_", 22000, 1000),
     ("_Z9k_argmaxPKfPi", 23000, 500),
 ]
 
@@ -74,7 +74,7 @@ class TraceSummary(unittest.TestCase):
             "        8.0 us     1 x  attention",
             "        3.0 us     1 x  gemm_splitk_reduce",
             "        2.0 us     1 x  norm",
-            "        1.0 us     1 x  flashinfer",
+            "        1.0 us     1 x  k_epilogue",
             "        0.5 us     1 x  argmax",
         ])
 
@@ -90,8 +90,8 @@ class TraceSummary(unittest.TestCase):
         self.assertAlmostEqual(g["busy_us"], 22.5)
         roles = {r["role"]: r for r in g["roles"]}
         self.assertAlmostEqual(roles["gemm"]["us"], 10.55)  # replays 0..11, not 12
-        self.assertEqual(sorted(roles), ["argmax", "attention", "flashinfer", "gemm",
-                                         "gemm_splitk_reduce", "norm"])
+        self.assertEqual(sorted(roles), ["argmax", "attention", "gemm", "gemm_splitk_reduce",
+                                         "k_epilogue", "norm"])
 
     def test_min_replays(self):
         path = self.write(self.step_trace())
@@ -164,6 +164,14 @@ class TraceScript(unittest.TestCase):
         self.assertFalse(os.path.exists(marker), "the command ran although the trace was refused")
         with open(kept) as f:
             self.assertEqual(f.read(), "mine\n")
+
+    def test_command_output_on_stderr(self):
+        # the summary alone is on stdout; what the command prints goes to stderr
+        p = subprocess.run(["bash", SCRIPT, self.build, "--", "echo", "from the command"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 1)  # it wrote no trace
+        self.assertEqual(p.stdout, "")
+        self.assertIn("from the command", p.stderr)
 
     def test_command_status(self):
         rc, err = self.script([self.build, "--", "sh", "-c", "exit 3"])

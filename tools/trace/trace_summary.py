@@ -21,6 +21,7 @@ Exit status: 0; 1 when the trace cannot be read, is cut short or has no graph re
 import argparse
 import json
 import re
+import signal
 import statistics
 import sys
 from collections import Counter, OrderedDict
@@ -40,15 +41,12 @@ ROLES = [
 
 
 def short_name(name):
-    """A readable name for a kernel no role matched: vg's k_* identifier, else the name cut."""
-    m = re.search(r"k_[A-Za-z0-9_]+", name)
-    if m:
-        return m.group(0)
-    m = re.match(r"_ZN?(\d+)", name)  # a mangled C++ name: its first identifier
+    """A readable name for a kernel no role matched: a mangled C++ name's first identifier
+    (_Z10k_epilogueI... gives k_epilogue), else the name up to its parameters, cut."""
+    m = re.match(r"_ZN?(\d+)", name)
     if m:
         n = int(m.group(1))
-        start = m.end()
-        return name[start:start + n]
+        return name[m.end():m.end() + n]
     return name.split("(")[0][:60]
 
 
@@ -174,4 +172,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # `| head` ends the output quietly
     sys.exit(main(sys.argv[1:]))
