@@ -15,15 +15,16 @@ SUMMARY = os.path.join(HERE, "..", "..", "tools", "trace", "trace_summary.py")
 SCRIPT = os.path.join(HERE, "..", "..", "scripts", "trace-graphs.sh")
 HEADER = "# vg kernel trace 1: graph_id correlation_id start_ns end_ns name\n"
 
-# one replay of the step graph: (name, start offset, duration) in ns. The reduction overlaps the
-# GEMM (a programmatic launch), and there is a 1000 ns gap before the norm.
+# one replay of the step graph: (name, start offset, duration) in ns. The reduction runs inside
+# the GEMM (a programmatic launch that waits): its own time is 0. A gap of at least 800 ns
+# comes before the norm.
 STEP = [
     ("nvjet_sm90_tst_80x64_64x11_2cta_v_bz_TNN", 0, 10000),
-    ("_Z19splitKreduce_kernelILi32ELi16EiffEv", 8000, 3000),
-    ("_Z9k_rmsnormI13__nv_bfloat16EvPKT_", 12000, 2000),
-    ("_Z11k_decode_tcILi64ELi4EEvv", 14000, 8000),
-    ("_Z10k_epilogueI13__nv_bfloat16EvPT_", 22000, 1000),
-    ("_Z9k_argmaxPKfPi", 23000, 500),
+    ("_Z19splitKreduce_kernelILi32ELi16EiffEv", 8000, 1000),
+    ("_Z9k_rmsnormI13__nv_bfloat16EvPKT_", 13000, 2000),
+    ("_Z11k_decode_tcILi64ELi4EEvv", 15000, 8000),
+    ("_Z10k_epilogueI13__nv_bfloat16EvPT_", 23000, 1000),
+    ("_Z9k_argmaxPKfPi", 24000, 500),
 ]
 
 
@@ -54,8 +55,8 @@ class TraceSummary(unittest.TestCase):
         for i in range(replays):
             kernels = STEP[:-1] if cut_last and i == replays - 1 else STEP
             for name, offset, dur in kernels:
-                # the GEMM of replay i runs 100 * i ns longer: its median is 10550 ns
-                extra = 100 * i if name.startswith("nvjet") else 0
+                # the GEMM of replay i runs 200 * i ns longer: its median is 11100 ns
+                extra = 200 * i if name.startswith("nvjet") else 0
                 lines.append(f"7\t{1000 + i}\t{t + offset}\t{t + offset + dur + extra}\t{name}\n")
             t += 100_000
         # a timing graph replayed twice: below --min-replays
@@ -69,13 +70,14 @@ class TraceSummary(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertEqual(out.splitlines(), [
             "2 kernels outside graphs",
-            "graph 7: 12 replays, 6 kernels a replay, span 23.5 us, busy 22.5 us (medians)",
-            "       10.6 us     1 x  gemm",
-            "        8.0 us     1 x  attention",
-            "        3.0 us     1 x  gemm_splitk_reduce",
-            "        2.0 us     1 x  norm",
-            "        1.0 us     1 x  k_epilogue",
-            "        0.5 us     1 x  argmax",
+            "graph 7: 12 replays, 6 kernels a replay, span 24.5 us, busy 22.6 us (medians)",
+            "       own us  kernel us  kernels  role",
+            "         11.1       11.1        1  gemm",
+            "          8.0        8.0        1  attention",
+            "          2.0        2.0        1  norm",
+            "          1.0        1.0        1  k_epilogue",
+            "          0.5        0.5        1  argmax",
+            "          0.0        1.0        1  gemm_splitk_reduce",
         ])
 
     def test_json_and_cut_replay(self):
@@ -86,10 +88,14 @@ class TraceSummary(unittest.TestCase):
         self.assertEqual(doc["eager_kernels"], 2)
         (g,) = doc["graphs"]
         self.assertEqual((g["graph_id"], g["replays"], g["kernels"]), (7, 13, 6))
-        self.assertAlmostEqual(g["span_us"], 23.5)
-        self.assertAlmostEqual(g["busy_us"], 22.5)
+        self.assertAlmostEqual(g["span_us"], 24.5)
+        self.assertAlmostEqual(g["busy_us"], 22.6)
         roles = {r["role"]: r for r in g["roles"]}
-        self.assertAlmostEqual(roles["gemm"]["us"], 10.55)  # replays 0..11, not 12
+        self.assertAlmostEqual(roles["gemm"]["us"], 11.1)  # replays 0..11, not 12
+        self.assertAlmostEqual(roles["gemm_splitk_reduce"]["us"], 0.0)
+        self.assertAlmostEqual(roles["gemm_splitk_reduce"]["kernel_us"], 1.0)
+        # the roles' own times add up to the busy time
+        self.assertAlmostEqual(sum(r["us"] for r in g["roles"]), g["busy_us"])
         self.assertEqual(sorted(roles), ["argmax", "attention", "gemm", "gemm_splitk_reduce",
                                          "k_epilogue", "norm"])
 

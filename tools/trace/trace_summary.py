@@ -11,10 +11,12 @@ GEMM and decode tuners replay their timing graphs a few times each), in the orde
 first ran, it prints the kernels a replay and the medians over its replays of:
   span   from the first kernel's start to the last kernel's end
   busy   the time some kernel of the replay ran (so span - busy is the gaps between kernels)
-  each role's summed kernel time and its kernels a replay (roles below; a kernel no role names
-         is shown under its own name). Overlapping kernels (a programmatic launch, a library's
-         reduction that starts early) each count their whole duration, so roles can sum past
-         the span.
+  each role's time, its kernels' time and its kernels a replay (roles below; a kernel no
+         role names is shown under its own name). A kernel's time is its duration; its own
+         time is the part of it after every earlier kernel of the replay had ended, so the
+         roles' own times add up to the busy time. A kernel launched early (a programmatic
+         launch, a library's reduction) waits inside its duration for the one before it: that
+         wait is the earlier kernel's own time, not its own.
 Exit status: 0; 1 when the trace cannot be read, is cut short or has no graph replayed N times;
 2 for a wrong command line.
 """
@@ -94,17 +96,15 @@ def read_trace(path):
     return replays, eager
 
 
-def busy_ns(kernels):
-    """Length of the union of the kernels' intervals."""
-    total, reach = 0, None
-    for start, end, _ in sorted(kernels):
-        if reach is None or start > reach:
-            total += end - start
-            reach = end
-        elif end > reach:
-            total += end - reach
-            reach = end
-    return total
+def own_times(kernels):
+    """[(name, own_ns, duration_ns)] in start order: own is the part of a kernel after every
+    earlier one had ended (their sum is the union of the intervals: the busy time)."""
+    out, reach = [], None
+    for start, end, name in sorted(kernels):
+        own = end - start if reach is None else max(0, end - max(start, reach))
+        reach = end if reach is None else max(reach, end)
+        out.append((name, own, end - start))
+    return out
 
 
 def summarize(replays, min_replays):
@@ -118,24 +118,27 @@ def summarize(replays, min_replays):
         counts = Counter(len(k) for k in runs)
         kernels_a_replay = counts.most_common(1)[0][0]
         whole = [k for k in runs if len(k) == kernels_a_replay]  # a replay cut by the trace's end is left out
+        timed = [own_times(k) for k in whole]
         roles = OrderedDict()
-        for kernels in whole:
-            for _, _, name in kernels:
+        for kernels in timed:
+            for name, _, _ in kernels:
                 roles.setdefault(role_of(name), None)
         per_role = []
         for role in roles:
-            sums, numbers = [], []
-            for kernels in whole:
-                mine = [e - s for s, e, n in kernels if role_of(n) == role]
-                sums.append(sum(mine))
+            owns, durations, numbers = [], [], []
+            for kernels in timed:
+                mine = [(own, dur) for name, own, dur in kernels if role_of(name) == role]
+                owns.append(sum(own for own, _ in mine))
+                durations.append(sum(dur for _, dur in mine))
                 numbers.append(len(mine))
-            per_role.append({"role": role, "us": statistics.median(sums) / 1e3,
+            per_role.append({"role": role, "us": statistics.median(owns) / 1e3,
+                             "kernel_us": statistics.median(durations) / 1e3,
                              "kernels": Counter(numbers).most_common(1)[0][0]})
         per_role.sort(key=lambda r: (-r["us"], r["role"]))
         spans = [max(e for _, e, _ in k) - min(s for s, _, _ in k) for k in whole]
         graphs.append({"graph_id": graph, "replays": len(runs), "kernels": kernels_a_replay,
                        "span_us": statistics.median(spans) / 1e3,
-                       "busy_us": statistics.median(busy_ns(k) for k in whole) / 1e3,
+                       "busy_us": statistics.median(sum(own for _, own, _ in k) for k in timed) / 1e3,
                        "roles": per_role})
     return graphs
 
@@ -166,8 +169,9 @@ def main(argv):
     for g in graphs:
         print(f"graph {g['graph_id']}: {g['replays']} replays, {g['kernels']} kernels a replay, "
               f"span {g['span_us']:.1f} us, busy {g['busy_us']:.1f} us (medians)")
+        print("       own us  kernel us  kernels  role")
         for r in g["roles"]:
-            print(f"  {r['us']:9.1f} us {r['kernels']:5d} x  {r['role']}")
+            print(f"  {r['us']:11.1f} {r['kernel_us']:10.1f} {r['kernels']:8d}  {r['role']}")
     return 0
 
 
