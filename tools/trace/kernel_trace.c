@@ -65,6 +65,11 @@ static void CUPTIAPI trace_buffer_completed(CUcontext ctx, uint32_t stream_id, u
 {
     CUpti_Activity *rec = NULL;
     pthread_mutex_lock(&g_out_lock);
+    if (!g_out) { /* a buffer after the exit handler closed the file (a kernel of a later handler) */
+        pthread_mutex_unlock(&g_out_lock);
+        free(buffer);
+        return;
+    }
     for (;;) {
         CUptiResult r = cuptiActivityGetNextRecord(buffer, valid, &rec);
         if (r == CUPTI_ERROR_MAX_LIMIT_REACHED)

@@ -8,7 +8,9 @@ TRACE is what libvg_kernel_trace.so wrote (tools/trace/kernel_trace.c): one kern
 graph_id, correlation_id, start_ns, end_ns, name, tab-separated. The kernels of one replay share
 the graph launch's correlation id. For every graph replayed at least N times (default 10; the
 GEMM and decode tuners replay their timing graphs a few times each), in the order the graphs
-first ran, it prints the kernels a replay and the medians over its replays of:
+first ran, it prints the kernels a replay and the medians over its replays of (only the replays
+with the most common kernel count: a replay the trace's end cut, or a graph whose device-side
+loop runs a different number of times per launch, is counted but not summarised):
   span   from the first kernel's start to the last kernel's end
   busy   the time some kernel of the replay ran (so span - busy is the gaps between kernels)
   each role's time, its kernels' time and its kernels a replay (roles below; a kernel no
@@ -17,8 +19,11 @@ first ran, it prints the kernels a replay and the medians over its replays of:
          roles' own times add up to the busy time. A kernel launched early (a programmatic
          launch, a library's reduction) waits inside its duration for the one before it: that
          wait is the earlier kernel's own time, not its own.
-Exit status: 0; 1 when the trace cannot be read, is cut short or has no graph replayed N times;
-2 for a wrong command line.
+A kernel without timestamps (still running when the program exited) is left out, and said on
+stderr. JSON (--json): {"eager_kernels", "graphs": [{"graph_id", "replays", "replays_used",
+"kernels", "span_us", "busy_us", "roles": [{"role", "own_us", "kernel_us", "kernels"}]}]}.
+Exit status: 0; 1 when the trace cannot be read, is cut short (no end line, or CUPTI dropped
+records) or has no graph replayed N times; 2 for a wrong command line.
 """
 import argparse
 import json
@@ -33,7 +38,7 @@ ROLES = [
     ("argmax", re.compile(r"k_argmax")),
     ("attention", re.compile(r"k_decode_tc|k_paged_attention|k_paged_split|k_attention|k_fi_plan|"
                              r"BatchDecode|BatchPrefill|SinglePrefill|MergeState")),
-    ("gemm_splitk_reduce", re.compile(r"splitKreduce|splitK_reduce|reduce_kernel", re.I)),
+    ("gemm_splitk_reduce", re.compile(r"splitKreduce|splitK_reduce", re.I)),
     ("gemm", re.compile(r"k_gemm|nvjet|xmma|cutlass|gemm|gemv", re.I)),
     ("norm", re.compile(r"k_rmsnorm|k_layernorm|k_norm")),
     ("rotary/kv", re.compile(r"k_rotary|k_kv_store")),
@@ -43,12 +48,24 @@ ROLES = [
 
 
 def short_name(name):
-    """A readable name for a kernel no role matched: a mangled C++ name's first identifier
-    (_Z10k_epilogueI... gives k_epilogue), else the name up to its parameters, cut."""
-    m = re.match(r"_ZN?(\d+)", name)
+    """A readable name for a kernel no role matched: a mangled C++ name's identifier, with its
+    namespaces (_Z10k_epilogueI... gives k_epilogue, _ZN10flashinfer6kernelI... flashinfer::kernel),
+    else the name up to its parameters, cut."""
+    m = re.match(r"_Z(N?)", name)
     if m:
-        n = int(m.group(1))
-        return name[m.end():m.end() + n]
+        parts, i = [], m.end()
+        while True:
+            n = re.match(r"\d+", name[i:])
+            if not n:
+                break
+            length = int(n.group(0))
+            start = i + n.end()
+            parts.append(name[start:start + length])
+            i = start + length
+            if not m.group(1):  # not a nested name: one identifier
+                break
+        if parts:
+            return "::".join(parts)
     return name.split("(")[0][:60]
 
 
@@ -64,16 +81,21 @@ def role_of(name):
 
 
 def read_trace(path):
-    """{(graph_id, correlation_id): [(start, end, name)]} in first-seen order; eager count."""
+    """({(graph_id, correlation_id): [(start, end, name)]} in first-seen order, the kernels
+    outside graphs, the kernels without timestamps)."""
     replays = OrderedDict()
-    eager = 0
+    eager = unfinished = 0
     ended = False
     with open(path, encoding="utf-8", errors="replace") as f:
         for number, line in enumerate(f, 1):
             line = line.rstrip("\n")
             if line.startswith("#"):
-                if line.startswith("# end"):
+                end = re.fullmatch(r"# end dropped=(\d+)", line)
+                if end:
                     ended = True
+                    if int(end.group(1)):
+                        raise ValueError(f"{path}: CUPTI dropped {end.group(1)} records: the trace is "
+                                         "incomplete")
                 continue
             if not line:
                 continue
@@ -84,6 +106,9 @@ def read_trace(path):
                 graph, corr, start, end = (int(x) for x in fields[:4])
             except ValueError:
                 raise ValueError(f"{path}:{number}: graph, correlation, start and end must be integers") from None
+            if start == 0 or end == 0:  # still running when the trace was flushed at exit
+                unfinished += 1
+                continue
             if end < start:
                 raise ValueError(f"{path}:{number}: the kernel ends before it starts")
             if graph == 0:
@@ -93,7 +118,7 @@ def read_trace(path):
     if not ended:
         raise ValueError(f"{path}: no end line: the traced program did not exit normally, or the "
                          "trace failed (see its stderr)")
-    return replays, eager
+    return replays, eager, unfinished
 
 
 def own_times(kernels):
@@ -131,12 +156,13 @@ def summarize(replays, min_replays):
                 owns.append(sum(own for own, _ in mine))
                 durations.append(sum(dur for _, dur in mine))
                 numbers.append(len(mine))
-            per_role.append({"role": role, "us": statistics.median(owns) / 1e3,
+            per_role.append({"role": role, "own_us": statistics.median(owns) / 1e3,
                              "kernel_us": statistics.median(durations) / 1e3,
                              "kernels": Counter(numbers).most_common(1)[0][0]})
-        per_role.sort(key=lambda r: (-r["us"], r["role"]))
+        per_role.sort(key=lambda r: (-r["own_us"], r["role"]))
         spans = [max(e for _, e, _ in k) - min(s for s, _, _ in k) for k in whole]
-        graphs.append({"graph_id": graph, "replays": len(runs), "kernels": kernels_a_replay,
+        graphs.append({"graph_id": graph, "replays": len(runs), "replays_used": len(whole),
+                       "kernels": kernels_a_replay,
                        "span_us": statistics.median(spans) / 1e3,
                        "busy_us": statistics.median(sum(own for _, own, _ in k) for k in timed) / 1e3,
                        "roles": per_role})
@@ -152,7 +178,7 @@ def main(argv):
     if args.min_replays < 1:
         parser.error("--min-replays must be at least 1")
     try:
-        replays, eager = read_trace(args.trace)
+        replays, eager, unfinished = read_trace(args.trace)
     except (OSError, ValueError) as e:
         print(f"trace_summary: {e}", file=sys.stderr)
         return 1
@@ -161,17 +187,21 @@ def main(argv):
         print(f"trace_summary: {args.trace}: no graph replayed at least {args.min_replays} times "
               f"({len(replays)} graph launches, {eager} kernels outside graphs)", file=sys.stderr)
         return 1
+    if unfinished:
+        print(f"trace_summary: {unfinished} kernels had no timestamps (still running when the "
+              "program exited): left out", file=sys.stderr)
     if args.json:
         json.dump({"eager_kernels": eager, "graphs": graphs}, sys.stdout, indent=1)
         print()
         return 0
     print(f"{eager} kernels outside graphs")
     for g in graphs:
-        print(f"graph {g['graph_id']}: {g['replays']} replays, {g['kernels']} kernels a replay, "
+        used = "" if g["replays_used"] == g["replays"] else f" ({g['replays_used']} with that many)"
+        print(f"graph {g['graph_id']}: {g['replays']} replays, {g['kernels']} kernels a replay{used}, "
               f"span {g['span_us']:.1f} us, busy {g['busy_us']:.1f} us (medians)")
         print("       own us  kernel us  kernels  role")
         for r in g["roles"]:
-            print(f"  {r['us']:11.1f} {r['kernel_us']:10.1f} {r['kernels']:8d}  {r['role']}")
+            print(f"  {r['own_us']:11.1f} {r['kernel_us']:10.1f} {r['kernels']:8d}  {r['role']}")
     return 0
 
 
