@@ -63,6 +63,7 @@ static void trace_write_kernel(const CUpti_ActivityKernel10 *k)
 static void CUPTIAPI trace_buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer,
                                             size_t size, size_t valid)
 {
+    (void)size; /* the records end at valid */
     CUpti_Activity *rec = NULL;
     pthread_mutex_lock(&g_out_lock);
     if (!g_out) { /* a buffer after the exit handler closed the file (a kernel of a later handler) */
@@ -86,7 +87,6 @@ static void CUPTIAPI trace_buffer_completed(CUcontext ctx, uint32_t stream_id, u
     if (cuptiActivityGetNumDroppedRecords(ctx, stream_id, &dropped) == CUPTI_SUCCESS)
         g_dropped += dropped;
     pthread_mutex_unlock(&g_out_lock);
-    (void)size;
     free(buffer);
 }
 
