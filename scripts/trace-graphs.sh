@@ -17,6 +17,8 @@
 # Exit status: the command's when it failed; else the summary's (1: no trace, or no graph
 # replayed N times); 2 for a wrong command line.
 set -euo pipefail
+# FILE's path from /, its folder resolved (the command may change folder before it initialises CUDA)
+absolute() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
 usage() { echo "usage: trace-graphs.sh BUILD_DIR [--trace FILE] [--min-replays N] [--json] -- COMMAND [ARG...]" >&2; exit 2; }
 [ $# -ge 1 ] || usage
 build=$1; shift
@@ -33,8 +35,7 @@ done
 [ $# -ge 1 ] || usage
 lib=$build/lib/libvg_kernel_trace.so
 [ -f "$lib" ] || { echo "trace-graphs: $lib not found (built only with the cuda backend, where the CUDA toolkit has CUPTI)" >&2; exit 1; }
-# absolute paths: the command may change folder before it initialises CUDA
-lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")
+lib=$(absolute "$lib")
 if [ -z "$trace" ]; then
   tmp=$(mktemp -d)
   trap 'rm -rf "$tmp"' EXIT
@@ -46,7 +47,7 @@ elif [ ! -d "$(dirname "$trace")" ]; then
   echo "trace-graphs: $(dirname "$trace") is not a folder" >&2
   exit 2
 else
-  trace=$(cd "$(dirname "$trace")" && pwd)/$(basename "$trace")
+  trace=$(absolute "$trace")
 fi
 status=0
 CUDA_INJECTION64_PATH=$lib VG_KERNEL_TRACE=$trace "$@" >&2 || status=$?

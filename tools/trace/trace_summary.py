@@ -31,7 +31,8 @@ import re
 import signal
 import statistics
 import sys
-from collections import Counter, OrderedDict
+from collections import Counter, OrderedDict, defaultdict
+from functools import lru_cache
 
 # First match wins. Names are as CUPTI reports them (mangled for C++ kernels).
 ROLES = [
@@ -69,15 +70,9 @@ def short_name(name):
     return name.split("(")[0][:60]
 
 
-_role_memo = {}
-
-
+@lru_cache(maxsize=None)
 def role_of(name):
-    role = _role_memo.get(name)
-    if role is None:
-        role = next((r for r, pattern in ROLES if pattern.search(name)), None) or short_name(name)
-        _role_memo[name] = role
-    return role
+    return next((r for r, pattern in ROLES if pattern.search(name)), None) or short_name(name)
 
 
 def read_trace(path):
@@ -144,21 +139,25 @@ def summarize(replays, min_replays):
         kernels_a_replay = counts.most_common(1)[0][0]
         whole = [k for k in runs if len(k) == kernels_a_replay]  # a replay cut by the trace's end is left out
         timed = [own_times(k) for k in whole]
+        # per replay, each role's [own ns, duration ns, kernels]; roles in the order first seen
+        sums = []
         roles = OrderedDict()
         for kernels in timed:
-            for name, _, _ in kernels:
-                roles.setdefault(role_of(name), None)
+            mine = defaultdict(lambda: [0, 0, 0])
+            for name, own, dur in kernels:
+                role = role_of(name)
+                roles.setdefault(role, None)
+                acc = mine[role]
+                acc[0] += own
+                acc[1] += dur
+                acc[2] += 1
+            sums.append(mine)
         per_role = []
         for role in roles:
-            owns, durations, numbers = [], [], []
-            for kernels in timed:
-                mine = [(own, dur) for name, own, dur in kernels if role_of(name) == role]
-                owns.append(sum(own for own, _ in mine))
-                durations.append(sum(dur for _, dur in mine))
-                numbers.append(len(mine))
-            per_role.append({"role": role, "own_us": statistics.median(owns) / 1e3,
-                             "kernel_us": statistics.median(durations) / 1e3,
-                             "kernels": Counter(numbers).most_common(1)[0][0]})
+            acc = [m.get(role, (0, 0, 0)) for m in sums]
+            per_role.append({"role": role, "own_us": statistics.median(a[0] for a in acc) / 1e3,
+                             "kernel_us": statistics.median(a[1] for a in acc) / 1e3,
+                             "kernels": Counter(a[2] for a in acc).most_common(1)[0][0]})
         per_role.sort(key=lambda r: (-r["own_us"], r["role"]))
         spans = [max(e for _, e, _ in k) - min(s for s, _, _ in k) for k in whole]
         graphs.append({"graph_id": graph, "replays": len(runs), "replays_used": len(whole),
